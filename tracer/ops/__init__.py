@@ -1,0 +1,22 @@
+"""`tracer.ops`: one function per operation of the seeds' Operation Semantics.
+
+Ops are strict (operands share a dtype; only the seeds' broadcasting), names are
+the XLA names in snake_case, arrays positional, parameters keyword-able. Each
+function binds an `Op` record from `tracer.ops.registry.OPS`.
+"""
+
+from .control import *  # noqa: F401,F403
+from .control import __all__ as _control
+from .elementwise import *  # noqa: F401,F403
+from .elementwise import __all__ as _elementwise
+from .indexing import *  # noqa: F401,F403
+from .indexing import __all__ as _indexing
+from .linalg import *  # noqa: F401,F403
+from .linalg import __all__ as _linalg
+from .reduce import *  # noqa: F401,F403
+from .reduce import __all__ as _reduce
+from .registry import OPS, Op
+from .shape import *  # noqa: F401,F403
+from .shape import __all__ as _shape
+
+__all__ = ["OPS", "Op", *_elementwise, *_shape, *_linalg, *_reduce, *_control, *_indexing]

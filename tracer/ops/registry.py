@@ -1,0 +1,113 @@
+"""The op record: everything about an op's meaning in one place.
+
+An `Op` holds its shape rule (raises a clear `TracerError`), its NumPy reference
+implementation (the executable spec, following the seeds), its doc, and slots for
+the JVP / transpose / batching rules that `tracer.transforms` fills. Backends keep
+their own emitter tables keyed by op name.
+
+Calling convention (autodidax): arrays positional, params keyword-only and
+hashable (tuples, not lists; sub-computations as `Graph`s).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .. import dtypes
+from ..core import ShapedArray
+from ..errors import DTypeError
+from ..tracing import Tracer, bind
+
+ShapeRule = Callable[..., "ShapedArray | Sequence[ShapedArray]"]
+
+
+@dataclass(eq=False)
+class Op:
+    """One operation of the seeds' Operation Semantics."""
+
+    name: str                      # the public `tracer.ops` name ("add", "dot_general")
+    shape_rule: ShapeRule          # (*avals, **params) -> aval(s); raises TracerError
+    impl: Callable[..., Any]       # (*ndarrays, **params) -> ndarray(s): the reference
+    doc: str                       # the seed rule and a tiny example
+    hlo_name: str = ""             # XLA's spelling in HLO text ("multiply", "compare")
+    family: str = "other"          # "unary" | "binary" | "compare" | "shape" | ...
+    multiple_results: bool = False
+    differentiable: bool = True
+    linear: bool = False
+    jvp: Callable[..., Any] | None = None
+    transpose: Callable[..., Any] | None = None
+    batch: Callable[..., Any] | None = None
+
+    def __post_init__(self) -> None:
+        self.hlo_name = self.hlo_name or self.name.replace("_", "-")
+
+    def abstract_eval(self, *avals: ShapedArray, **params: Any) -> tuple[ShapedArray, ...]:
+        out = self.shape_rule(*avals, **params)
+        return tuple(out) if self.multiple_results else (out,)
+
+    def bind(self, *args: Any, **params: Any) -> Any:
+        return bind(self, args, params)
+
+    def __repr__(self) -> str:
+        return f"Op({self.name})"
+
+
+OPS: dict[str, Op] = {}
+
+
+def define_op(name: str, *, shape: ShapeRule, impl: Callable[..., Any], doc: str,
+              **fields: Any) -> Op:
+    """Create and register an op; names are unique."""
+    if name in OPS:
+        raise ValueError(f"op {name!r} is already defined")
+    op = Op(name, shape, impl, doc, **fields)
+    OPS[name] = op
+    return op
+
+
+def dtype_of(x: Any) -> np.dtype | None:
+    """dtype of an array/tracer/NumPy scalar; None for a Python scalar (weak)."""
+    if dtypes.is_python_scalar(x):
+        return None
+    if isinstance(x, Tracer) and x.weak_type:
+        return None
+    return np.dtype(x.dtype) if hasattr(x, "dtype") else np.asarray(x).dtype
+
+
+def harmonize(*args: Any) -> list[Any]:
+    """Give weak operands (Python scalars, weak tracers) the strong operands' dtype.
+
+    `tracer.ops` does not promote: strong operands of different dtypes stay as
+    they are and the op's shape rule rejects them. Weak ones just take the
+    dtype of the first strong operand (seed rule: "a Python scalar takes the
+    other operand's dtype").
+    """
+    strong = next((d for d in map(dtype_of, args) if d is not None), None)
+    if strong is None:
+        strong, _ = dtypes.result_type(*args)
+    return [_as_dtype(a, strong) if dtype_of(a) is None else a for a in args]
+
+
+def _as_dtype(x: Any, dtype: np.dtype) -> Any:
+    if isinstance(x, Tracer):
+        return OPS["convert_element_type"].bind(x, new_dtype=dtype)
+    if dtypes.is_complex(np.asarray(x).dtype) and not dtypes.is_complex(dtype):
+        raise DTypeError(f"cannot use complex scalar {x!r} with {dtype} operands")
+    return np.asarray(x, dtype=dtype)
+
+
+def same_dtypes(*avals: ShapedArray) -> np.dtype:
+    """The shared dtype of `avals`; DTypeError naming all of them otherwise."""
+    first = avals[0].dtype
+    if any(a.dtype != first for a in avals[1:]):
+        raise DTypeError(f"operands must share a dtype, got "
+                         f"{', '.join(str(a) for a in avals)} (cast with "
+                         f"convert_element_type, or use tracer.numpy which promotes)")
+    return first
+
+
+def all_weak(*avals: ShapedArray) -> bool:
+    return all(a.weak_type for a in avals)

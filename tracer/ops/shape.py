@@ -1,0 +1,3 @@
+"""Placeholder: filled in by its author."""
+
+__all__: list[str] = []

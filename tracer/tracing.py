@@ -1,0 +1,263 @@
+"""Tracing: `Tracer` values, the `GraphBuilder`, and `bind`, the one entry point
+through which every op is either recorded into the current graph or, outside any
+trace, evaluated eagerly with its NumPy reference implementation.
+
+The one piece of global state in tracer is `_current_builder`, a ContextVar set
+only by `with GraphBuilder(...)`.
+"""
+
+from __future__ import annotations
+
+from contextvars import ContextVar
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from . import dtypes
+from .core import (Atom, Eqn, Graph, Literal, ShapedArray, SourceInfo, Var, aval_of,
+                   user_source)
+from .errors import ConcretizationError, EscapedTracerError, TracerError, TracerTypeError
+
+_current_builder: ContextVar["GraphBuilder | None"] = ContextVar("tracer_builder", default=None)
+
+
+def current_builder() -> "GraphBuilder | None":
+    return _current_builder.get()
+
+
+class Tracer:
+    """A traced array: an abstract value bound to a `Var` of one `GraphBuilder`.
+
+    Behaves like a `numpy.ndarray`; its operators and methods are installed by
+    `tracer.numpy` (see `install_methods`), so this module stays below the ops.
+    """
+
+    __slots__ = ("builder", "var")
+    __array_priority__ = 1000  # make `ndarray + tracer` defer to Tracer.__radd__
+
+    def __init__(self, builder: "GraphBuilder", var: Var):
+        self.builder = builder
+        self.var = var
+
+    aval = property(lambda self: self.var.aval)
+    shape = property(lambda self: self.var.aval.shape)
+    dtype = property(lambda self: self.var.aval.dtype)
+    ndim = property(lambda self: self.var.aval.ndim)
+    size = property(lambda self: self.var.aval.size)
+    weak_type = property(lambda self: self.var.aval.weak_type)
+
+    def __repr__(self) -> str:
+        return f"Traced<{self.aval}>"
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TracerTypeError(f"len() of unsized traced value {self.aval}")
+        return self.shape[0]
+
+    def __iter__(self):
+        if not self.shape:
+            raise TracerTypeError(f"iteration over a 0-d traced value {self.aval}")
+        return (self[i] for i in range(self.shape[0]))
+
+    __hash__ = None  # type: ignore[assignment]  # like ndarray: mutable-looking, unhashable
+
+    def _concretize(self, what: str) -> Any:
+        raise ConcretizationError(concretization_message(self.aval, what))
+
+    def __bool__(self) -> bool:
+        return self._concretize("a Python bool (e.g. `if x > 0:` or `while x:`)")
+
+    def __int__(self) -> int:
+        return self._concretize("a Python int")
+
+    def __float__(self) -> float:
+        return self._concretize("a Python float")
+
+    def __complex__(self) -> complex:
+        return self._concretize("a Python complex")
+
+    def __index__(self) -> int:
+        return self._concretize("a Python index (e.g. a static shape or `range(x)`)")
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        return self._concretize("a NumPy array (`np.asarray(x)` or a NumPy function "
+                                "tracer.numpy does not have)")
+
+    def tolist(self) -> Any:
+        return self._concretize("a Python list")
+
+    def item(self, *args: Any) -> Any:
+        return self._concretize("a Python scalar (`.item()`)")
+
+
+def concretization_message(aval: ShapedArray, what: str) -> str:
+    src = user_source()
+    where = f"\n  at {src}" if src else ""
+    return (f"A traced value {aval} was used as {what}, but its value is unknown while "
+            f"tracing.{where}\n  Use tracer.ops.cond / tracer.ops.select / "
+            f"tracer.numpy.where for data-dependent choices, tracer.ops.while_loop / "
+            f"fori_loop for data-dependent loops, or mark the argument static with "
+            f"jit(..., static_argnums=...) / static_argnames=...")
+
+
+def install_methods(methods: dict[str, Callable[..., Any]]) -> None:
+    """Called once by `tracer.numpy` to give Tracer its ndarray operators and methods."""
+    for name, fn in methods.items():
+        setattr(Tracer, name, fn)
+
+
+def is_tracer(x: Any) -> bool:
+    return isinstance(x, Tracer)
+
+
+class GraphBuilder:
+    """Records eqns while a function runs on Tracers.
+
+    Tracers of an enclosing builder that reach this one are captured: they become
+    extra trailing graph inputs, and `build` returns them so the caller passes them
+    as operands in the enclosing trace (closure conversion).
+    """
+
+    def __init__(self) -> None:
+        self.parent: GraphBuilder | None = None
+        self.inputs: list[Var] = []
+        self.eqns: list[Eqn] = []
+        self.captured: dict[int, tuple[Tracer, Var]] = {}
+        self.finished = False
+        self._token: Any = None
+
+    def __enter__(self) -> "GraphBuilder":
+        self.parent = _current_builder.get()
+        self._token = _current_builder.set(self)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        _current_builder.reset(self._token)
+        self.finished = True
+
+    def new_input(self, aval: ShapedArray) -> Tracer:
+        var = Var(aval)
+        self.inputs.append(var)
+        return Tracer(self, var)
+
+    def to_atom(self, x: Any) -> Atom:
+        if isinstance(x, Tracer):
+            return self._lift(x)
+        if isinstance(x, (Var, Literal)):
+            raise TracerTypeError(f"IR object {x!r} passed where an array was expected")
+        return literal(x)
+
+    def _lift(self, t: Tracer) -> Var:
+        if t.builder is self:
+            return t.var
+        hit = self.captured.get(id(t))
+        if hit is not None:
+            return hit[1]
+        if not self._is_ancestor(t.builder):
+            raise EscapedTracerError(escaped_message(t))
+        var = Var(t.aval)
+        self.captured[id(t)] = (t, var)
+        return var
+
+    def _is_ancestor(self, other: "GraphBuilder") -> bool:
+        b = self.parent
+        while b is not None:
+            if b is other:
+                return True
+            b = b.parent
+        return False
+
+    def add_eqn(self, eqn: Eqn) -> None:
+        self.eqns.append(eqn)
+
+    def build(self, outputs: Sequence[Any], name: str = "main") -> tuple[Graph, list[Tracer]]:
+        """The recorded graph and the outer tracers it captured (its trailing inputs)."""
+        out_atoms = tuple(self.to_atom(x) for x in outputs)
+        captured = list(self.captured.values())
+        graph = Graph(tuple(self.inputs) + tuple(v for _, v in captured), tuple(self.eqns),
+                      out_atoms, name)
+        return graph, [t for t, _ in captured]
+
+
+def escaped_message(t: Tracer) -> str:
+    src = user_source()
+    where = f"\n  at {src}" if src else ""
+    return (f"A traced value {t.aval} escaped the trace that created it (stored in a "
+            f"global, a closure or an attribute, then used after that function "
+            f"returned).{where}\n  Return it from the traced function instead.")
+
+
+def literal(x: Any) -> Literal:
+    """A constant operand from a Python scalar (weak) or a NumPy value (strong)."""
+    if dtypes.is_python_scalar(x):
+        return Literal(x)
+    arr = np.asarray(x)
+    if arr.dtype == object:
+        raise TracerTypeError(f"{type(x).__name__} object {x!r:.60} is not an array")
+    return Literal(arr, ShapedArray(arr.shape, arr.dtype))
+
+
+def bind(op: Any, args: Sequence[Any], params: dict[str, Any],
+         source: SourceInfo | None = None) -> Any:
+    """Apply `op` to `args`: record an eqn under a trace, else run `op.impl`."""
+    builder = _current_builder.get()
+    if builder is None:
+        return _eager(op, args, params)
+    atoms = [builder.to_atom(a) for a in args]
+    src = source or user_source()
+    out_avals = checked_abstract_eval(op, [a.aval for a in atoms], params, src)
+    outs = tuple(Var(a) for a in out_avals)
+    builder.add_eqn(Eqn(op, tuple(atoms), params, outs, src))
+    tracers = [Tracer(builder, v) for v in outs]
+    return tracers if op.multiple_results else tracers[0]
+
+
+def _eager(op: Any, args: Sequence[Any], params: dict[str, Any]) -> Any:
+    for a in args:
+        if isinstance(a, Tracer):
+            raise EscapedTracerError(escaped_message(a))
+    avals = [aval_of(a) for a in args]
+    out_avals = checked_abstract_eval(op, avals, params, None)
+    vals = [np.asarray(a, dtype=av.dtype) for a, av in zip(args, avals, strict=True)]
+    outs = op.impl(*vals, **params)
+    outs = outs if op.multiple_results else (outs,)
+    results = [np.asarray(o, dtype=av.dtype) for o, av in zip(outs, out_avals, strict=True)]
+    return results if op.multiple_results else results[0]
+
+
+def checked_abstract_eval(op: Any, avals: Sequence[ShapedArray], params: dict[str, Any],
+                          source: SourceInfo | None) -> tuple[ShapedArray, ...]:
+    """`op.abstract_eval`, with errors rewritten to name the op, avals and user line."""
+    try:
+        return op.abstract_eval(*avals, **params)
+    except TracerError as e:
+        if getattr(e, "_tracer_context", False):
+            raise
+        raise _with_context(e, op, avals, params, source or user_source()) from None
+
+
+def _with_context(e: TracerError, op: Any, avals: Sequence[ShapedArray],
+                  params: dict[str, Any], source: SourceInfo | None) -> TracerError:
+    shown = {k: v for k, v in params.items() if not isinstance(v, (Graph, tuple)) or
+             not any(isinstance(g, Graph) for g in (v if isinstance(v, tuple) else (v,)))}
+    lines = [f"{op.name}: {e}", f"  operands: {', '.join(map(str, avals)) or '(none)'}"]
+    if shown:
+        lines.append("  params: " + ", ".join(f"{k}={v!r}" for k, v in shown.items()))
+    if source is not None:
+        lines.append(f"  at {source}")
+    err = type(e)("\n".join(lines))
+    err._tracer_context = True  # type: ignore[attr-defined]
+    return err
+
+
+def trace_flat(fun: Callable[..., Sequence[Any]], avals: Sequence[ShapedArray],
+               name: str = "main") -> tuple[Graph, list[Tracer]]:
+    """Trace `fun(*tracers) -> sequence of outputs` into a Graph.
+
+    Returns the graph and the enclosing-trace tracers it captured; the graph's
+    trailing inputs stand for them, so callers pass them as extra operands.
+    """
+    with GraphBuilder() as builder:
+        args = [builder.new_input(a) for a in avals]
+        outs = fun(*args)
+        return builder.build(list(outs), name)
