@@ -1,3 +1,459 @@
-"""Placeholder: filled in by its author."""
+"""Control flow (seeds §2.A Call, §2.G While / Conditional) plus JAX's `scan`.
 
-__all__: list[str] = []
+User functions are traced into sub-`Graph`s stored in the eqn's params. Tracers of
+an enclosing trace that a function closes over come back from `trace_flat` as
+`captured`; they are passed as extra operands ("consts") and the sub-graph takes
+them as parameters, JAX style:
+
+- `while`: operands `(*cond_consts, *body_consts, *carry)`; `condition` takes
+  `(cond_consts, carry)`, `body` takes `(body_consts, carry)`.
+- `conditional`: operands `(index, *consts, *operands)`; every branch takes
+  `(consts, operands)` (the union of all branches' consts).
+- `scan`: operands `(*consts, *carry, *xs)`; `body` takes `(consts, carry, x slices)`
+  and returns `(carry, y slices)`.
+- `call`: operands `(*args, *consts)`, the order `trace_flat` gives.
+
+Shape rules re-check every sub-graph against the operands, so `typecheck` catches
+a rewrite that breaks a loop. Avals are compared by shape and dtype: weak types
+(Python scalars) may differ between a loop's first and later iterations.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable, Sequence
+
+import numpy as np
+
+from .. import dtypes
+from ..core import Graph, ShapedArray, Var, aval_of
+from ..errors import ParamError, ShapeError, TracerTypeError, TracerValueError
+from ..interpret import run_graph
+from ..tracing import Tracer, trace_flat
+from ..tree_util import tree_flatten, tree_unflatten
+from . import elementwise as ew
+from .reduce import check_avals, wrapper_error
+from .registry import OPS, define_op
+
+__all__ = ["while_loop", "cond", "switch", "fori_loop", "scan", "call"]
+
+
+# --------------------------------------------------------------------------- helpers
+def _aval(x: Any) -> ShapedArray:
+    return x.aval if isinstance(x, Tracer) else aval_of(x)
+
+
+def _fmt(avals: Iterable[ShapedArray]) -> str:
+    return "(" + ", ".join(map(str, avals)) + ")"
+
+
+def _trace(fun: Callable[..., Any], avals: Sequence[ShapedArray],
+           name: str) -> tuple[Graph, list[Tracer], Any]:
+    """Trace `fun(*leaves) -> pytree`: (graph, captured tracers, output treedef)."""
+    trees: list[Any] = []
+
+    def flat(*args: Any) -> list[Any]:
+        leaves, tree = tree_flatten(fun(*args))
+        trees.append(tree)
+        return leaves
+
+    graph, captured = trace_flat(flat, avals, name)
+    return graph, captured, trees[0]
+
+
+def _consts_first(graph: Graph, nconsts: int) -> Graph:
+    """Move the trailing `nconsts` captured inputs of `graph` to the front."""
+    k = len(graph.inputs) - nconsts
+    return Graph(graph.inputs[k:] + graph.inputs[:k], graph.eqns, graph.outputs, graph.name)
+
+
+def _join_weak(carry: Sequence[ShapedArray], outs: Sequence[ShapedArray]) -> tuple:
+    """Loop results are weak only if both the initial value and the body result are."""
+    return tuple(c.update(weak_type=c.weak_type and o.weak_type)
+                 for c, o in zip(carry, outs, strict=True))
+
+
+def _promote_weak(leaves: list[Any], avals: Sequence[ShapedArray],
+                  outs: Sequence[ShapedArray]) -> tuple[list[Any], bool]:
+    """Convert weak (Python scalar) initial carries to the dtype the body returns.
+
+    `while_loop(c, b, (0, x))` whose body turns the 0 into a float retraces once with
+    the carry already of that dtype, as JAX does.
+    """
+    changed = False
+    new = list(leaves)
+    for i, (a, o) in enumerate(zip(avals, outs, strict=True)):
+        if a.weak_type and a.shape == o.shape and a.dtype != o.dtype:
+            new[i] = _convert(leaves[i], o.dtype)
+            changed = True
+    return new, changed
+
+
+def _convert(x: Any, dtype: np.dtype) -> Any:
+    if isinstance(x, Tracer):
+        return OPS["convert_element_type"].bind(x, new_dtype=np.dtype(dtype))
+    return np.asarray(x, dtype=dtype)
+
+
+def _check_tree(op: str, what: str, expected: Any, got: Any,
+                want: Sequence[ShapedArray], have: Sequence[ShapedArray]) -> None:
+    if expected != got:
+        raise wrapper_error(TracerTypeError, op, f"{what} must have the same structure: "
+                            f"expected {expected} {_fmt(want)} but got {got} {_fmt(have)}")
+
+
+def _cast_like(outs: Sequence[Any], avals: Sequence[ShapedArray]) -> list[np.ndarray]:
+    return [np.asarray(o, dtype=a.dtype) for o, a in zip(outs, avals, strict=True)]
+
+
+def _split(avals: Sequence[Any], *sizes: int) -> list[list[Any]]:
+    if sum(sizes) > len(avals):
+        raise ParamError(f"{len(avals)} operands cannot hold {' + '.join(map(str, sizes))} "
+                         f"consts/carries")
+    parts, start = [], 0
+    for n in sizes:
+        parts.append(list(avals[start:start + n]))
+        start += n
+    return parts + [list(avals[start:])]
+
+
+# ----------------------------------------------------------------------------- while
+def _while_shape(*avals: ShapedArray, condition: Graph, body: Graph, cond_nconsts: int,
+                 body_nconsts: int) -> tuple[ShapedArray, ...]:
+    cconsts, bconsts, carry = _split(avals, cond_nconsts, body_nconsts)
+    check_avals("condition parameters (consts, carry)", cconsts + carry, condition.in_avals)
+    pred = condition.out_avals
+    if len(pred) != 1 or pred[0].shape != () or pred[0].dtype != np.bool_:
+        raise TracerTypeError(f"cond_fun must return a bool scalar (pred[]), got {_fmt(pred)}")
+    check_avals("body parameters (consts, carry)", bconsts + carry, body.in_avals)
+    check_avals("body_fun must return the loop carry's types", carry, body.out_avals)
+    return _join_weak(carry, body.out_avals)
+
+
+def _while_impl(*args: np.ndarray, condition: Graph, body: Graph, cond_nconsts: int,
+                body_nconsts: int) -> list[np.ndarray]:
+    cconsts, bconsts, carry = _split(args, cond_nconsts, body_nconsts)
+    dts = [ShapedArray((), np.asarray(c).dtype) for c in carry]
+    while bool(run_graph(condition, cconsts + carry)[0]):
+        carry = _cast_like(run_graph(body, bconsts + carry), dts)
+    return carry
+
+
+while_p = define_op(
+    "while", shape=_while_shape, impl=_while_impl, hlo_name="while", family="control",
+    multiple_results=True,
+    doc="While(condition, body, init): condition T -> PRED, body T -> T; runs body while "
+        "condition holds and returns the last body result (init if the condition is false "
+        "at once). T's shape is fixed across iterations. Example: init (0, zeros(f32[10])), "
+        "body (i + 1, acc + v) while i < 1000 -> (1000, 1000 * v).")
+
+
+def while_loop(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any],
+               init_val: Any) -> Any:
+    """Run `body_fun` while `cond_fun` holds; `init_val` is any pytree.
+
+    Seed rule (While): cond_fun returns a bool scalar, body_fun returns a value of
+    the same structure, shapes and dtypes as `init_val`; the result is the last
+    body result (`init_val` if the condition is false at once).
+
+    >>> while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] * 2.0), (0, 1.0))  # (3, 8.)
+    """
+    leaves, tree = tree_flatten(init_val)
+    for _ in range(2):
+        avals = [_aval(x) for x in leaves]
+        body, bconsts, body_tree = _trace(lambda *c: body_fun(tree_unflatten(tree, c)),
+                                          avals, "while_body")
+        _check_tree("while", "body_fun output and init_val", tree, body_tree, avals,
+                    body.out_avals)
+        leaves, changed = _promote_weak(leaves, avals, body.out_avals)
+        if not changed:
+            break
+    condition, cconsts = trace_flat(lambda *c: _predicate(cond_fun(tree_unflatten(tree, c))),
+                                    avals, "while_condition")
+    outs = while_p.bind(*cconsts, *bconsts, *leaves,
+                        condition=_consts_first(condition, len(cconsts)),
+                        body=_consts_first(body, len(bconsts)),
+                        cond_nconsts=len(cconsts), body_nconsts=len(bconsts))
+    return tree_unflatten(tree, outs)
+
+
+def _predicate(out: Any) -> list[Any]:
+    leaves, _ = tree_flatten(out)
+    if len(leaves) != 1 or leaves[0] is not out:
+        raise wrapper_error(TracerTypeError, "while", f"cond_fun must return a bool scalar "
+                            f"(pred[]), got {type(out).__name__} {_fmt(map(_aval, leaves))}")
+    return leaves
+
+
+def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any, Any], Any],
+              init_val: Any) -> Any:
+    """`val = body_fun(i, val)` for i in [lower, upper), as a `while` loop.
+
+    The counter has the common integer dtype of the bounds (NumPy's int64 when both
+    are Python ints). Returns the final `val`.
+
+    >>> fori_loop(0, 4, lambda i, s: s + i, 0)  # 0 + 1 + 2 + 3 = 6
+    """
+    dtype, _ = dtypes.result_type(lower, upper)
+    if not dtypes.is_integer(dtype):
+        raise wrapper_error(TracerTypeError, "fori_loop", f"lower and upper must be "
+                            f"integers, got {_aval(lower)} and {_aval(upper)}")
+    lo, hi = (_to_strong(b, dtype) for b in (lower, upper))
+    _, val = while_loop(lambda c: ew.lt(c[0], hi),
+                        lambda c: (ew.add(c[0], 1), body_fun(c[0], c[1])), (lo, init_val))
+    return val
+
+
+def _to_strong(x: Any, dtype: np.dtype) -> Any:
+    if isinstance(x, Tracer) and x.dtype == dtype and not x.weak_type:
+        return x
+    return _convert(x, dtype)
+
+
+# ----------------------------------------------------------------------- conditional
+def _conditional_shape(index: ShapedArray, *avals: ShapedArray,
+                       branch_computations: tuple[Graph, ...]) -> tuple[ShapedArray, ...]:
+    if not branch_computations:
+        raise ParamError("needs at least one branch computation")
+    if index.shape != () or not dtypes.is_integer(index.dtype):
+        raise TracerTypeError(f"the branch index must be an integer scalar, got {index}")
+    for i, g in enumerate(branch_computations):
+        check_avals(f"branch {i} parameters (consts, operands)", avals, g.in_avals)
+    first = branch_computations[0].out_avals
+    for i, g in enumerate(branch_computations[1:], 1):
+        check_avals(f"branch {i} must return the same types as branch 0", first, g.out_avals)
+    return tuple(a.update(weak_type=all(g.out_avals[k].weak_type for g in branch_computations))
+                 for k, a in enumerate(first))
+
+
+def _conditional_impl(index: np.ndarray, *args: np.ndarray,
+                      branch_computations: tuple[Graph, ...]) -> list[np.ndarray]:
+    n = len(branch_computations)
+    i = int(index)
+    graph = branch_computations[i if 0 <= i < n else n - 1]  # seed: out of range -> last
+    return _cast_like(run_graph(graph, list(args)), graph.out_avals)
+
+
+conditional_p = define_op(
+    "conditional", shape=_conditional_shape, impl=_conditional_impl, hlo_name="conditional",
+    family="control", multiple_results=True,
+    doc="Conditional(branch_index, branch_computations, operands): runs only "
+        "branch_computations[branch_index]; an index < 0 or >= N runs the last branch "
+        "(the seed's default branch, unlike JAX's clamp). All branches take the same "
+        "operands and return the same types. The predicate form is index = int32(pred) "
+        "with branches (false, true). Example: branches [f0, f1, f2]: index 2, -1 or 7 "
+        "-> f2(x).")
+
+
+def cond(pred: Any, true_fun: Callable[..., Any], false_fun: Callable[..., Any],
+         *operands: Any) -> Any:
+    """`true_fun(*operands)` if `pred` else `false_fun(*operands)`; only one runs.
+
+    Seed rule (Conditional, predicate form): `pred` is a bool scalar; both branches
+    return the same structure, shapes and dtypes. Binds `conditional` with index
+    int32(pred) and branches (false_fun, true_fun).
+
+    >>> cond(x > 0, lambda v: v * 2.0, lambda v: -v, x)
+    """
+    pav = _aval(pred)
+    if pav.shape != () or pav.dtype != np.bool_:
+        raise wrapper_error(TracerTypeError, "cond", f"pred must be a bool scalar (pred[]), "
+                            f"got {pav}")
+    index = _convert(pred, dtypes.int32)
+    return _conditional("cond", index, (false_fun, true_fun), operands)
+
+
+def switch(index: Any, branches: Sequence[Callable[..., Any]], *operands: Any) -> Any:
+    """`branches[index](*operands)`; an index out of range runs the LAST branch.
+
+    Seed rule (Conditional, indexed form): index < 0 or >= len(branches) selects
+    branch N-1 (JAX clamps instead, so `switch(-1, ...)` differs: here it is the
+    last branch). All branches return the same structure, shapes and dtypes.
+
+    >>> switch(7, [lambda v: v, lambda v: v + 1.0, lambda v: v * 10.0], x)  # x * 10
+    """
+    branches = tuple(branches)
+    if not branches or not all(map(callable, branches)):
+        raise wrapper_error(ParamError, "switch", "branches must be a non-empty sequence of "
+                            "functions")
+    iav = _aval(index)
+    if iav.shape != () or not dtypes.is_integer(iav.dtype):
+        raise wrapper_error(TracerTypeError, "switch", f"index must be an integer scalar, "
+                            f"got {iav}")
+    return _conditional("switch", index, branches, operands)
+
+
+def _conditional(op: str, index: Any, funs: Sequence[Callable[..., Any]],
+                 operands: tuple[Any, ...]) -> Any:
+    leaves, tree = tree_flatten(operands)
+    avals = [_aval(x) for x in leaves]
+    traced = [_trace(lambda *xs, f=f: f(*tree_unflatten(tree, xs)), avals, f"branch_{i}")
+              for i, f in enumerate(funs)]
+    first = traced[0]
+    for i, (g, _, out_tree) in enumerate(traced[1:], 1):
+        _check_tree(op, f"branch outputs (branch 0 vs branch {i})", first[2], out_tree,
+                    first[0].out_avals, g.out_avals)
+    graphs, consts = _join_consts(traced)
+    outs = conditional_p.bind(index, *consts, *leaves, branch_computations=graphs)
+    return tree_unflatten(first[2], outs)
+
+
+def _join_consts(traced: Sequence[tuple[Graph, list[Tracer], Any]]
+                 ) -> tuple[tuple[Graph, ...], list[Tracer]]:
+    """Give every branch the union of all branches' captured tracers, first."""
+    union: dict[int, Tracer] = {}
+    for _, captured, _ in traced:
+        for t in captured:
+            union.setdefault(id(t), t)
+    consts = list(union.values())
+    graphs = []
+    for graph, captured, _ in traced:
+        k = len(graph.inputs) - len(captured)
+        own = {id(t): v for t, v in zip(captured, graph.inputs[k:], strict=True)}
+        cvars = tuple(own[id(t)] if id(t) in own else Var(t.aval) for t in consts)
+        graphs.append(Graph(cvars + graph.inputs[:k], graph.eqns, graph.outputs, graph.name))
+    return tuple(graphs), consts
+
+
+# ------------------------------------------------------------------------------ scan
+def _scan_shape(*avals: ShapedArray, body: Graph, length: int, reverse: bool,
+                num_consts: int, num_carry: int) -> tuple[ShapedArray, ...]:
+    consts, carry, xs = _split(avals, num_consts, num_carry)
+    if any(x.ndim == 0 or x.shape[0] != length for x in xs):
+        raise ShapeError(f"every xs array needs a leading axis of length {length}, got "
+                         f"{_fmt(xs)}")
+    slices = [ShapedArray(x.shape[1:], x.dtype, x.weak_type) for x in xs]
+    check_avals("body parameters (consts, carry, x slices)", consts + carry + slices,
+                body.in_avals)
+    outs = body.out_avals
+    check_avals("f must return the carry's types", carry, outs[:num_carry])
+    ys = [ShapedArray((length,) + y.shape, y.dtype) for y in outs[num_carry:]]
+    return _join_weak(carry, outs[:num_carry]) + tuple(ys)
+
+
+def _scan_impl(*args: np.ndarray, body: Graph, length: int, reverse: bool, num_consts: int,
+               num_carry: int) -> list[np.ndarray]:
+    consts, carry, xs = _split(args, num_consts, num_carry)
+    carry_avals = [ShapedArray((), np.asarray(c).dtype) for c in carry]
+    ys = [np.empty((length,) + a.shape, a.dtype) for a in body.out_avals[num_carry:]]
+    for i in (range(length - 1, -1, -1) if reverse else range(length)):
+        outs = run_graph(body, consts + carry + [x[i] for x in xs])
+        carry = _cast_like(outs[:num_carry], carry_avals)
+        for y, o in zip(ys, outs[num_carry:], strict=True):
+            y[i] = o
+    return carry + ys
+
+
+scan_p = define_op(
+    "scan", shape=_scan_shape, impl=_scan_impl, hlo_name="scan", family="control",
+    multiple_results=True,
+    doc="Scan (JAX's lax.scan, a While over a counter): carry, y_i = f(carry, x_i) for "
+        "i = 0..length-1 (length-1..0 when reverse), with x_i the i-th slice of every xs "
+        "array along axis 0; returns the final carry and the y_i stacked on axis 0 "
+        "(ys[i] = y_i also when reverse). Example: scan(lambda c, x: (c + x, c), 0, "
+        "[1, 2, 3]) -> (6, [0, 1, 3]).")
+
+
+def scan(f: Callable[[Any, Any], tuple[Any, Any]], init: Any, xs: Any,
+         length: int | None = None, reverse: bool = False) -> tuple[Any, Any]:
+    """Loop `carry, y = f(carry, x)` over the leading axis of `xs`; stack the ys.
+
+    Rule (JAX `lax.scan`): `xs` is a pytree of arrays sharing their leading axis
+    size (or None with `length`); `f` returns a pair whose carry part has the
+    structure, shapes and dtypes of `init`. Returns `(carry, ys)`.
+
+    >>> scan(lambda c, x: (c + x, c * x), 0.0, np.arange(3.0))  # (3., [0., 0., 2.])
+    """
+    carry, carry_tree = tree_flatten(init)
+    x_leaves, x_tree = tree_flatten(xs)
+    x_avals = [_aval(x) for x in x_leaves]
+    n = _scan_length(x_avals, length)
+    slices = [ShapedArray(a.shape[1:], a.dtype, a.weak_type) for a in x_avals]
+    for _ in range(2):
+        avals = [_aval(c) for c in carry]
+        graph, consts, (out_tree, y_tree) = _trace_scan_body(f, carry_tree, x_tree, avals,
+                                                             slices)
+        outs = graph.out_avals[:len(avals)]
+        _check_tree("scan", "the carry returned by f and init", carry_tree, out_tree, avals,
+                    outs)
+        carry, changed = _promote_weak(carry, avals, outs)
+        if not changed:
+            break
+    res = scan_p.bind(*consts, *carry, *x_leaves, body=_consts_first(graph, len(consts)),
+                      length=n, reverse=bool(reverse), num_consts=len(consts),
+                      num_carry=len(carry))
+    return tree_unflatten(carry_tree, res[:len(carry)]), tree_unflatten(y_tree, res[len(carry):])
+
+
+def _trace_scan_body(f: Callable[..., Any], carry_tree: Any, x_tree: Any,
+                     carry_avals: list[ShapedArray], slices: list[ShapedArray]
+                     ) -> tuple[Graph, list[Tracer], tuple[Any, Any]]:
+    nc = len(carry_avals)
+    trees: list[Any] = []
+
+    def flat(*args: Any) -> list[Any]:
+        out = f(tree_unflatten(carry_tree, args[:nc]), tree_unflatten(x_tree, args[nc:]))
+        if not isinstance(out, (tuple, list)) or len(out) != 2:
+            raise wrapper_error(TracerTypeError, "scan", f"f must return a pair "
+                                f"(carry, y), got {type(out).__name__}")
+        (c_leaves, c_tree), (y_leaves, y_tree) = tree_flatten(out[0]), tree_flatten(out[1])
+        trees.extend((c_tree, y_tree))
+        return c_leaves + y_leaves
+
+    graph, consts = trace_flat(flat, carry_avals + slices, "scan_body")
+    return graph, consts, (trees[0], trees[1])
+
+
+def _scan_length(x_avals: Sequence[ShapedArray], length: Any) -> int:
+    if length is not None and (not isinstance(length, (int, np.integer)) or length < 0):
+        raise wrapper_error(TracerValueError, "scan", f"length must be a non-negative int, "
+                            f"got {length!r}")
+    if any(a.ndim == 0 for a in x_avals):
+        raise wrapper_error(TracerValueError, "scan", f"xs leaves need a leading axis to "
+                            f"scan over, got {_fmt(x_avals)}")
+    sizes = sorted({a.shape[0] for a in x_avals})
+    if len(sizes) > 1:
+        raise wrapper_error(TracerValueError, "scan", f"xs leaves have different lengths "
+                            f"along axis 0: {sizes} (xs: {_fmt(x_avals)})")
+    if length is not None and sizes and sizes[0] != length:
+        raise wrapper_error(TracerValueError, "scan", f"length={length} but the xs leaves "
+                            f"have length {sizes[0]}")
+    if length is None and not sizes:
+        raise wrapper_error(TracerValueError, "scan", "length must be given when xs holds "
+                            "no arrays")
+    return int(length) if length is not None else sizes[0]
+
+
+# ------------------------------------------------------------------------------ call
+def _call_shape(*avals: ShapedArray, to_apply: Graph) -> tuple[ShapedArray, ...]:
+    check_avals("arguments of the called computation", to_apply.in_avals, avals)
+    return to_apply.out_avals
+
+
+def _call_impl(*args: np.ndarray, to_apply: Graph) -> list[np.ndarray]:
+    return _cast_like(run_graph(to_apply, list(args)), to_apply.out_avals)
+
+
+call_p = define_op(
+    "call", shape=_call_shape, impl=_call_impl, hlo_name="call", family="control",
+    multiple_results=True,
+    doc="Call(computation, args...): invokes a computation T_0, ..., T_{N-1} -> S with "
+        "args whose arity and types match its parameters (zero args allowed); the "
+        "result is the computation's result S. Example: call(lambda a, b: a * b, 2., 3.) "
+        "-> 6.")
+
+
+def call(fun: Callable[..., Any], *args: Any) -> Any:
+    """Call `fun(*args)` as one traced sub-computation (`call`, `to_apply=`).
+
+    Seed rule (Call): the arguments' arity and types match the computation's
+    parameters (zero arguments allowed); the result is the computation's result.
+    Arguments and results are pytrees.
+
+    >>> call(lambda a, b: {"s": a + b}, x, y)  # {"s": x + y}
+    """
+    leaves, tree = tree_flatten(args)
+    name = getattr(fun, "__name__", "call")
+    graph, consts, out_tree = _trace(lambda *xs: fun(*tree_unflatten(tree, xs)),
+                                     [_aval(x) for x in leaves], name)
+    outs = call_p.bind(*leaves, *consts, to_apply=graph)
+    return tree_unflatten(out_tree, outs)

@@ -1,0 +1,62 @@
+"""Dispatch overhead of a cached jitted call and trace time of a long function.
+
+    python -m bench.bench_dispatch
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+import tracer as tr
+import tracer.numpy as tnp
+from bench.common import report, timeit, try_import_jax
+
+
+def overhead() -> None:
+    x, y, z = (np.ones(4, np.float32) for _ in range(3))
+    rows = [("numpy (x * y + z)", timeit(lambda: x * y + z))]
+    for backend in tr.devices():
+        if backend == "cuda":
+            continue
+        f = tr.jit(lambda a, b, c: a * b + c, backend=backend)
+        ident = tr.jit(lambda a, b, c: a, backend=backend)
+        rows.append((f"tracer[{backend}] a*b+c", timeit(lambda: f(x, y, z))))
+        rows.append((f"tracer[{backend}] identity", timeit(lambda: ident(x, y, z))))
+    jax = try_import_jax()
+    if jax is not None:
+        jf = jax.jit(lambda a, b, c: a * b + c)
+        rows.append(("jax a*b+c", timeit(lambda: jf(x, y, z).block_until_ready())))
+    report("cached call, 3 tiny float32[4] arguments", rows, "numpy (x * y + z)")
+
+
+def trace_time(n_ops: int = 1000) -> None:
+    def chain(x):
+        for i in range(n_ops // 2):
+            x = tnp.sin(x) * 1.0001 if i % 2 else x + 0.5
+        return x
+
+    x = np.ones(8, np.float32)
+    rows = []
+    t0 = time.perf_counter()
+    tr.make_hlo(chain)(x)
+    rows.append((f"tracer trace {n_ops} ops", time.perf_counter() - t0))
+    jax = try_import_jax()
+    if jax is not None:
+        import jax.numpy as jnp
+
+        def jchain(x):
+            for i in range(n_ops // 2):
+                x = jnp.sin(x) * 1.0001 if i % 2 else x + 0.5
+            return x
+
+        t0 = time.perf_counter()
+        jax.make_jaxpr(jchain)(x)
+        rows.append((f"jax make_jaxpr {n_ops} ops", time.perf_counter() - t0))
+    report(f"trace time of a {n_ops}-op function", rows, rows[0][0])
+
+
+if __name__ == "__main__":
+    overhead()
+    trace_time()

@@ -1,0 +1,194 @@
+"""jit: caching by signature, statics, pytrees, weak scalars, stages, config."""
+
+from __future__ import annotations
+
+import logging
+from collections import namedtuple
+
+import numpy as np
+import pytest
+
+import tracer as tr
+import tracer.numpy as tnp
+from tracer import ops
+
+
+def counting(fun):
+    """Wrap `fun` so the test can count how often Python ran it (= traces)."""
+    calls = []
+
+    def wrapped(*args, **kwargs):
+        calls.append(1)
+        return fun(*args, **kwargs)
+
+    wrapped.calls = calls
+    wrapped.__name__ = fun.__name__
+    return wrapped
+
+
+def test_same_signature_traces_once_and_matches_numpy():
+    body = counting(lambda w, b, x: tnp.tanh(x @ w + b))
+    predict = tr.jit(body)
+    rng = np.random.default_rng(0)
+    w, b, x = (rng.standard_normal(s).astype(np.float32) for s in [(3, 2), (2,), (4, 3)])
+    for _ in range(3):
+        y = predict(w, b, x)
+    assert len(body.calls) == 1
+    np.testing.assert_allclose(y, np.tanh(x @ w + b), rtol=1e-6)
+    assert type(y) is np.ndarray and y.dtype == np.float32
+    info = predict.cache_info()
+    assert (info.hits, info.misses, info.traces, info.compiles, info.size) == (2, 1, 1, 1, 1)
+
+
+@pytest.mark.parametrize("change", ["shape", "dtype", "rank"])
+def test_new_shape_or_dtype_retraces(change):
+    body = counting(lambda x: x * 2)
+    f = tr.jit(body)
+    x = np.ones(3, np.float32)
+    other = {"shape": np.ones(4, np.float32), "dtype": np.ones(3, np.float64),
+             "rank": np.ones((3, 1), np.float32)}[change]
+    f(x), f(other), f(x), f(other)
+    assert len(body.calls) == 2 and f.cache_info().size == 2
+
+
+def test_python_scalars_are_traced_weakly_and_share_a_trace():
+    body = counting(lambda x, s: x * s)
+    f = tr.jit(body)
+    x = np.ones(3, np.float32)
+    a, b = f(x, 1.5), f(x, 2.5)
+    assert len(body.calls) == 1
+    assert a.dtype == np.float32 and b.tolist() == [2.5] * 3
+    assert tr.eval_shape(lambda s: s + 1, 2.0) == tr.ShapedArray((), np.float64, weak_type=True)
+    assert f(np.ones(2, np.int8), 3).dtype == np.int8  # weak int takes int8
+
+
+def test_static_argnums_and_argnames():
+    body = counting(lambda x, n: x * n if n > 1 else x)
+    f = tr.jit(body, static_argnums=1)
+    x = np.ones(2)
+    assert f(x, 3).tolist() == [3, 3] and f(x, 3).tolist() == [3, 3]
+    assert f(x, 1).tolist() == [1, 1]
+    assert len(body.calls) == 2
+    g = tr.jit(counting(lambda x, *, n: x + n), static_argnames="n")
+    assert g(x, n=2).tolist() == [3, 3]
+    h = tr.jit(lambda x, n: x * n, static_argnames=("n",))
+    assert h(x, 4).tolist() == [4, 4] and h(x, n=5).tolist() == [5, 5]
+
+
+def test_decorator_with_options():
+    @tr.jit(static_argnames="k")
+    def f(x, k):
+        return x[:k]
+
+    assert f(np.arange(5), k=2).tolist() == [0, 1]
+
+
+def test_unhashable_static_argument_names_it():
+    f = tr.jit(lambda x, cfg: x, static_argnums=1)
+    with pytest.raises(TypeError, match="'cfg'.*unhashable.*list") as info:
+        f(np.ones(2), [1, 2])
+    assert isinstance(info.value, tr.TracerError)
+
+
+def test_pytrees_in_and_out():
+    Point = namedtuple("Point", "x y")
+
+    @tr.jit
+    def f(params, batch):
+        return {"out": params["w"] * batch.x + batch.y, "aux": (batch.y, None)}
+
+    p = {"w": np.float32(2.0)}
+    out = f(p, Point(np.ones(3, np.float32), np.zeros(3, np.float32)))
+    assert set(out) == {"out", "aux"} and out["aux"][1] is None
+    np.testing.assert_array_equal(out["out"], [2, 2, 2])
+
+
+def test_constant_and_passthrough_outputs():
+    f = tr.jit(lambda x: (x, 3.0, np.arange(2)))
+    a, b, c = f(np.ones(2))
+    assert a.tolist() == [1, 1] and float(b) == 3.0 and c.tolist() == [0, 1]
+    assert all(type(v) is np.ndarray for v in (a, b, c))
+
+
+def test_clear_cache_and_clear_caches():
+    body = counting(lambda x: x + 1)
+    f = tr.jit(body)
+    f(np.ones(1))
+    f.clear_cache()
+    assert f.cache_info().size == 0
+    f(np.ones(1))
+    tr.clear_caches()
+    f(np.ones(1))
+    assert len(body.calls) == 3
+
+
+def test_jit_inside_jit_inlines():
+    inner = tr.jit(lambda x: x * 2)
+    outer = tr.jit(lambda x: inner(x) + 1)
+    assert outer(np.ones(2)).tolist() == [3, 3]
+    assert "multiply" in tr.make_hlo(outer)(np.ones(2)).as_text()
+
+
+def test_lower_compile_stages():
+    f = tr.jit(lambda a, b: tnp.dot(a, b) + 1.0)
+    a, b = np.ones((2, 3), np.float32), np.ones((3, 4), np.float32)
+    lowered = f.lower(a, tr.ShapedArray((3, 4), np.float32))
+    assert "parameter(1)" in lowered.as_text()
+    compiled = lowered.compile()
+    assert "f32[2,4]" in compiled.as_text()
+    assert isinstance(compiled.source, str) and compiled.source
+    cost = compiled.cost_analysis()
+    assert cost["flops"] >= 2 * 2 * 3 * 4 and cost["bytes_accessed"] > 0
+    np.testing.assert_array_equal(compiled(a, b), np.full((2, 4), 4.0, np.float32))
+    with pytest.raises(TypeError, match="compiled for"):
+        compiled(np.ones((2, 2), np.float32), b)
+
+
+def test_eval_shape_pytree():
+    out = tr.eval_shape(lambda x: {"s": x.sum(), "t": x.T}, np.ones((2, 3), np.int32))
+    assert out == {"s": tr.ShapedArray((), np.int64), "t": tr.ShapedArray((3, 2), np.int32)}
+
+
+def test_explain_cache_misses(caplog):
+    f = tr.jit(lambda x, n: x * n, static_argnames="n")
+    with tr.config.override(explain_cache_misses=True), caplog.at_level(logging.WARNING, "tracer.jit"):
+        f(np.ones(3, np.float32), n=2)
+        f(np.ones(4, np.float32), n=2)
+        f(np.ones(4, np.float64), n=2)
+        f(np.ones(4, np.float64), n=3)
+    text = "\n".join(r.getMessage() for r in caplog.records)
+    assert "first call" in text
+    assert "argument x changed from f32[3] to f32[4]" in text
+    assert "argument x changed from f32[4] to f64[4]" in text
+    assert "static argument n changed from 2 to 3" in text
+
+
+def test_backend_selection_and_config():
+    f = tr.jit(lambda x: x + 1, backend="interpreter")
+    assert f(np.ones(1)).tolist() == [2]
+    with pytest.raises(ValueError, match="unknown backend"):
+        tr.jit(lambda x: x, backend="tpu")
+    assert "interpreter" in tr.devices()
+    assert "TRACER_BACKEND" in tr.config.help() and "TRACER_DUMP_DIR" in tr.config.help()
+    with pytest.raises(ValueError, match="no setting"):
+        tr.config.update("no_such_setting", 1)
+
+
+def test_dump_dir_writes_each_stage(tmp_path):
+    with tr.config.override(dump_dir=str(tmp_path)):
+        tr.jit(lambda x: x + 1)(np.ones(2))
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert any("input" in n for n in names) and any("dce" in n for n in names)
+
+
+def test_non_array_argument_is_a_type_error():
+    f = tr.jit(lambda x: x)
+    with pytest.raises(TypeError, match="not an array"):
+        f(object())
+
+
+def test_ops_and_tnp_run_eagerly_outside_jit():
+    out = ops.add(np.ones(2, np.float32), 1.0)
+    assert type(out) is np.ndarray and out.dtype == np.float32
+    s = tnp.sum(np.arange(4))
+    assert type(s) is np.ndarray and s.shape == () and s == 6

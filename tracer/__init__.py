@@ -1,0 +1,27 @@
+"""tracer: a JAX-style trace-and-compile DSL for NumPy-like Python.
+
+    import tracer as tr, tracer.numpy as tnp
+
+    @tr.jit
+    def predict(w, b, x):
+        return tnp.tanh(x @ w + b)
+"""
+
+from . import ops, tree_util
+from .api import Jitted, clear_caches, devices, eval_shape, jit, make_hlo
+from .config import config
+from .core import ShapedArray
+from .errors import (ConcretizationError, DTypeError, EscapedTracerError, ParamError,
+                     ShapeError, TracerError, TracerIndexError, TracerTypeError,
+                     TracerValueError, UnsupportedOpError)
+from .hlo import HloModule
+from .stages import Compiled, Lowered
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ConcretizationError", "Compiled", "DTypeError", "EscapedTracerError", "HloModule",
+    "Jitted", "Lowered", "ParamError", "ShapeError", "ShapedArray", "TracerError",
+    "TracerIndexError", "TracerTypeError", "TracerValueError", "UnsupportedOpError",
+    "clear_caches", "config", "devices", "eval_shape", "jit", "make_hlo", "ops", "tree_util",
+]

@@ -1,0 +1,127 @@
+"""jit cache keys and their explanation.
+
+A key is (argument pytree structure, one (shape, dtype, weak) triple per leaf,
+static argument values, backend). Computing it is the hot path of every jitted
+call, so `leaf_signature` avoids building objects for the common leaf types.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any, NamedTuple, Sequence
+
+import numpy as np
+
+from . import dtypes
+from .core import ShapedArray
+from .errors import DTypeError, EscapedTracerError, TracerTypeError
+from .tracing import Tracer, escaped_message
+
+log = logging.getLogger("tracer.jit")
+
+LeafSig = tuple  # (shape, dtype, weak_type)
+
+_WEAK = {bool: dtypes.bool_, int: dtypes.int64, float: dtypes.float64,
+         complex: dtypes.complex128}
+
+
+def leaf_signature(x: Any) -> LeafSig:
+    """(shape, dtype, weak_type) of one argument leaf, without building avals."""
+    t = type(x)
+    if t is np.ndarray:
+        return (x.shape, x.dtype, False)
+    weak = _WEAK.get(t)
+    if weak is not None:
+        return ((), weak, True)
+    if isinstance(x, np.generic):
+        return ((), x.dtype, False)
+    if t is ShapedArray:
+        return (x.shape, x.dtype, x.weak_type)
+    if isinstance(x, Tracer):
+        raise EscapedTracerError(escaped_message(x))
+    if hasattr(x, "shape") and hasattr(x, "dtype") and not hasattr(x, "__array__"):
+        return (tuple(x.shape), np.dtype(x.dtype), False)  # ShapeDtypeStruct-like specs
+    arr = np.asarray(x)
+    return (arr.shape, arr.dtype, False)
+
+
+def aval_from_signature(sig: LeafSig, name: str) -> ShapedArray:
+    shape, dtype, weak = sig
+    if dtype == object:
+        raise TracerTypeError(f"argument {name} is not an array (got an object array or an "
+                              f"unsupported Python object); pass arrays, scalars or pytrees "
+                              f"of them, or mark it static")
+    try:
+        return ShapedArray(shape, dtype, weak)
+    except DTypeError as e:
+        raise DTypeError(f"argument {name}: {e}") from None
+
+
+def as_input(x: Any, sig: LeafSig) -> np.ndarray:
+    """The NumPy array an executable receives for one leaf."""
+    return x if type(x) is np.ndarray else np.asarray(x, dtype=sig[1])
+
+
+class CacheInfo(NamedTuple):
+    hits: int
+    misses: int
+    traces: int
+    compiles: int
+    size: int
+
+
+@dataclass
+class CacheStats:
+    hits: int = 0
+    misses: int = 0
+    traces: int = 0
+    compiles: int = 0
+
+    def info(self, size: int) -> CacheInfo:
+        return CacheInfo(self.hits, self.misses, self.traces, self.compiles, size)
+
+
+def sig_text(sig: LeafSig) -> str:
+    shape, dtype, weak = sig
+    try:
+        text = str(ShapedArray(shape, dtype))
+    except DTypeError:
+        text = f"{dtype}{list(shape)}"
+    return text + (" (Python scalar)" if weak else "")
+
+
+def explain_miss(fun_name: str, key: tuple, previous: Sequence[tuple],
+                 leaf_names: Sequence[str]) -> str:
+    """Why `key` missed: the first call, or what differs from the closest earlier key."""
+    treedef, sigs, statics, backend = key
+    if not previous:
+        return f"jit({fun_name}): first call, tracing for ({', '.join(map(sig_text, sigs))})"
+    old = min(previous, key=lambda k: _distance(k, key))
+    reasons = []
+    if old[0] != treedef:
+        reasons.append(f"the argument pytree structure changed from {old[0]} to {treedef}")
+    else:
+        reasons += [f"argument {name} changed from {sig_text(a)} to {sig_text(b)}"
+                    for name, a, b in zip(leaf_names, old[1], sigs, strict=True) if a != b]
+    reasons += _static_changes(old[2], statics)
+    if old[3] != backend:
+        reasons.append(f"the backend changed from {old[3]!r} to {backend!r}")
+    return f"jit({fun_name}): cache miss because " + "; ".join(reasons or ["(unknown)"])
+
+
+def _static_changes(old: tuple, new: tuple) -> list[str]:
+    old_d, new_d = {k: v for k, _, v in old}, {k: v for k, _, v in new}
+    return [f"static argument {k} changed from {old_d.get(k, '<absent>')!r} to "
+            f"{new_d.get(k, '<absent>')!r}" for k in sorted(set(old_d) | set(new_d), key=str)
+            if old_d.get(k, _ABSENT) != new_d.get(k, _ABSENT)
+            or type(old_d.get(k)) is not type(new_d.get(k))]
+
+
+_ABSENT = object()
+
+
+def _distance(a: tuple, b: tuple) -> int:
+    if a[0] != b[0]:
+        return 1 << 20
+    return sum(x != y for x, y in zip(a[1], b[1], strict=True)) + (a[2] != b[2]) + (a[3] != b[3])

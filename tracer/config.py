@@ -1,0 +1,132 @@
+"""Every tracer setting in one place: name, default, help text, TRACER_* variable.
+
+    tr.config.default_backend                 # read
+    tr.config.update("default_backend", "interpreter")
+    with tr.config.override(explain_cache_misses=True): ...
+    print(tr.config.help())
+
+Environment variables are read once, at import; `update` and `override` win
+over them.
+"""
+
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator
+
+from .errors import TracerValueError
+
+
+def _bool(text: str) -> bool:
+    if text.strip().lower() in ("1", "true", "yes", "on"):
+        return True
+    if text.strip().lower() in ("0", "false", "no", "off", ""):
+        return False
+    raise TracerValueError(f"expected a boolean (1/0/true/false), got {text!r}")
+
+
+def _optional_path(text: str) -> str | None:
+    return text or None
+
+
+def _default_cache_dir() -> str:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "tracer")
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str
+    default: Any
+    help: str
+    parse: Callable[[str], Any] = str
+    env_name: str = ""
+
+    @property
+    def env(self) -> str:
+        return self.env_name or "TRACER_" + self.name.upper()
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("default_backend", "interpreter",
+            "Backend used by jit when none is given: 'interpreter' (NumPy reference), "
+            "'cpu' (numba) or 'cuda' (numba.cuda), when installed.", str, "TRACER_BACKEND"),
+    Setting("cache_dir", _default_cache_dir(),
+            "Directory of the persistent compile cache (generated modules and numba's "
+            "machine code)."),
+    Setting("dump_dir", None,
+            "If set, write the graph before/after each pass and the generated source "
+            "of every compiled function into this directory.", _optional_path),
+    Setting("explain_cache_misses", False,
+            "Log (logger 'tracer.jit', level WARNING) why each jit cache miss happened: "
+            "which argument's shape, dtype or static value changed.", _bool),
+    Setting("runtime_checks", False,
+            "Typecheck the graph after every pass and check every reference result "
+            "against its shape rule (slower; on in tests).", _bool),
+)
+
+
+class Config:
+    """The settings object `tracer.config`; attributes are the current values."""
+
+    # Values live in the instance __dict__, so reading `config.runtime_checks` on a
+    # hot path is a plain attribute lookup.
+
+    def __init__(self, settings: tuple[Setting, ...]):
+        object.__setattr__(self, "_settings", {s.name: s for s in settings})
+        self.reset()
+
+    def reset(self) -> None:
+        """Back to defaults, then the TRACER_* environment variables."""
+        for s in self._settings.values():
+            raw = os.environ.get(s.env)
+            self.update(s.name, s.default if raw is None else s.parse(raw))
+
+    def _setting(self, name: str) -> Setting:
+        if name not in self._settings:
+            raise TracerValueError(f"tracer.config has no setting {name!r}; settings: "
+                                   f"{', '.join(self._settings)}")
+        return self._settings[name]
+
+    def __getattr__(self, name: str) -> Any:  # only called for names that are not settings
+        if name.startswith("_"):
+            raise AttributeError(name)
+        self._setting(name)
+        raise AttributeError(name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        self.update(name, value)
+
+    def update(self, name: str, value: Any) -> None:
+        self._setting(name)
+        object.__setattr__(self, name, value)
+
+    def values(self) -> dict[str, Any]:
+        return {name: self.__dict__[name] for name in self._settings}
+
+    @contextmanager
+    def override(self, **changes: Any) -> Iterator[None]:
+        """Temporarily change settings: `with tr.config.override(runtime_checks=True):`."""
+        old = {name: getattr(self, name) for name in changes}
+        for name, value in changes.items():
+            self.update(name, value)
+        try:
+            yield
+        finally:
+            for name, value in old.items():
+                self.update(name, value)
+
+    def help(self) -> str:
+        lines = []
+        for s in self._settings.values():
+            lines.append(f"{s.name} = {self.__dict__[s.name]!r}  (default {s.default!r}, "
+                         f"env {s.env})\n    {s.help}")
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return "tracer.config(" + ", ".join(f"{k}={v!r}" for k, v in self.values().items()) + ")"
+
+
+config = Config(SETTINGS)

@@ -1,0 +1,555 @@
+"""NumPy indexing over `tracer.ops`: `getitem` (basic and advanced), `take`,
+`take_along_axis`, and the functional updates of `x.at[idx]`.
+
+An index is parsed once into entries, one per index position after `...` is
+expanded: `_New` (None), `_Slice` (static start/step/length on one axis), `_Int`
+(a static int when no array index is present) and `_Adv` (an integer index array,
+concrete or traced, on one axis; static ints join them when arrays are present, as
+in NumPy). Basic indexing lowers to slice/rev/reshape; advanced indexing to one
+`gather` (reads) or `scatter` (updates) whose dimension numbers follow from the
+entries.
+
+Out-of-range *static* indices raise `TracerIndexError` like NumPy's IndexError.
+Traced indices wrap once when negative (`i + n`), like NumPy; still out of range,
+reads clamp (gather semantics, as in JAX) and updates are dropped (scatter skips).
+"""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from .. import dtypes, ops
+from ..core import ShapedArray
+from ..errors import ParamError, ShapeError, TracerIndexError, TracerTypeError
+from ..tracing import Tracer
+from ._linalg import broadcast_to, normalize_axis, reshape
+from ._promotion import asarray_like
+
+__all__ = ["getitem", "take", "take_along_axis"]
+
+_INDEX = np.dtype(np.int64)
+_KINDS = ("only integers, slices (`:`), ellipsis (`...`), None (`newaxis`) and integer "
+          "or boolean arrays are valid indices")
+
+
+def _desc(x: Any) -> str:
+    return str(ShapedArray(x.shape, x.dtype))
+
+
+@dataclass(frozen=True)
+class _New:
+    pass
+
+
+@dataclass(frozen=True)
+class _Slice:
+    axis: int
+    start: int
+    step: int
+    length: int
+
+    def is_full(self, size: int) -> bool:
+        return self.start == 0 and self.step == 1 and self.length == size
+
+
+@dataclass(frozen=True)
+class _Int:
+    axis: int
+    index: int
+
+
+@dataclass(frozen=True)
+class _Adv:
+    axis: int
+    value: Any  # np.ndarray of non-negative int64, or an int64 Tracer (negatives wrapped)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    entries: tuple[Any, ...]
+    bshape: tuple[int, ...]   # broadcast shape of the advanced indices
+    front: bool               # advanced dims go first (they are not adjacent)
+
+    @property
+    def advanced(self) -> bool:
+        return any(isinstance(e, _Adv) for e in self.entries)
+
+    def arrange(self, with_new: bool = False) -> list[Any]:
+        """Result dims in order: `_Slice`s, ints k standing for bshape[k], `_New`s."""
+        dims: list[Any] = []
+        at = None
+        for e in self.entries:
+            if isinstance(e, _Slice) or (with_new and isinstance(e, _New)):
+                dims.append(e)
+            elif isinstance(e, _Adv) and at is None:
+                at = len(dims)
+        if at is None:
+            return dims
+        at = 0 if self.front else at
+        return dims[:at] + list(range(len(self.bshape))) + dims[at:]
+
+    def result_shape(self) -> tuple[int, ...]:
+        """NumPy's result shape, `_New` dims included."""
+        return tuple(1 if isinstance(d, _New) else d.length if isinstance(d, _Slice)
+                     else self.bshape[d] for d in self.arrange(with_new=True))
+
+
+# ----------------------------------------------------------------------------- parsing
+
+
+def _parse(shape: tuple[int, ...], idx: Any, what: str, desc: str) -> _Plan:
+    items = [_classify(it, what, desc) for it in (idx if isinstance(idx, tuple) else (idx,))]
+    if sum(it is Ellipsis for it in items) > 1:
+        raise TracerIndexError(f"{what}: an index can only have a single ellipsis ('...'); "
+                               f"array {desc}")
+    used = sum(_consumed(it) for it in items)
+    if used > len(shape):
+        raise TracerIndexError(f"{what}: too many indices for array: array is "
+                               f"{len(shape)}-dimensional, but {used} were indexed; array {desc}")
+    has_arrays = any(isinstance(it, (Tracer, np.ndarray)) for it in items)
+    if Ellipsis not in items:
+        items.append(Ellipsis)
+    entries: list[Any] = []
+    for it in items:
+        axis = sum(not isinstance(e, _New) for e in entries)
+        entries.extend(_entries(it, axis, shape, len(shape) - used, has_arrays, what, desc))
+    adv_pos = [i for i, it in enumerate(items) if isinstance(it, (Tracer, np.ndarray)) or
+               (has_arrays and isinstance(it, int))]
+    front = bool(adv_pos) and adv_pos != list(range(adv_pos[0], adv_pos[-1] + 1))
+    bshape = _broadcast_indices([e.value for e in entries if isinstance(e, _Adv)], what, desc)
+    return _Plan(tuple(entries), bshape, front)
+
+
+def _classify(item: Any, what: str, desc: str) -> Any:
+    """None, Ellipsis, slice, int, an int/bool np.ndarray, or an int Tracer."""
+    if item is None or item is Ellipsis or isinstance(item, slice):
+        return item
+    if isinstance(item, Tracer):
+        return _check_traced(item, what, desc)
+    if isinstance(item, (bool, np.bool_)):
+        raise TracerIndexError(f"{what}: boolean scalar indices are not supported (use "
+                               f"None to add an axis); array {desc}")
+    if isinstance(item, (int, np.integer)):
+        return int(item)
+    if isinstance(item, (list, tuple)) and any(isinstance(v, Tracer) for v in item):
+        return _stack_traced_list(item, what, desc)
+    try:
+        arr = np.asarray(item)
+    except ValueError:
+        raise TracerIndexError(f"{what}: index {item!r:.60} is not a valid array; "
+                               f"{_KINDS}") from None
+    if arr.size == 0 and arr.dtype.kind == "f":
+        arr = arr.astype(_INDEX)  # `x[[]]`: NumPy reads an empty list as an int index
+    if arr.dtype.kind not in "biu":
+        raise TracerIndexError(f"{what}: invalid index {item!r:.60} of dtype {arr.dtype}; "
+                               f"{_KINDS}; array {desc}")
+    return int(arr) if arr.ndim == 0 and arr.dtype.kind != "b" else arr
+
+
+def _check_traced(t: Tracer, what: str, desc: str) -> Tracer:
+    if dtypes.is_bool(t.dtype):
+        raise TracerIndexError(
+            f"{what}: a traced boolean mask {t.aval} cannot index: the result shape would "
+            f"depend on its values. Use tnp.where(mask, x, fill) instead, or indices from "
+            f"nonzero(mask, size=...) with a static size; array {desc}")
+    if not dtypes.is_integer(t.dtype):
+        raise TracerIndexError(f"{what}: invalid traced index {t.aval}; {_KINDS}; "
+                               f"array {desc}")
+    return t
+
+
+def _stack_traced_list(items: Any, what: str, desc: str) -> Tracer:
+    """`x[[i, j]]` with traced scalars: one int64 index vector."""
+    parts = []
+    for v in items:
+        v = _check_traced(v, what, desc) if isinstance(v, Tracer) else np.asarray(v)
+        if np.ndim(v) != 0 or not dtypes.is_integer(v.dtype):
+            raise TracerIndexError(f"{what}: a list index must hold integer scalars; "
+                                   f"array {desc}")
+        parts.append(reshape(_to_index(v), (1,)))
+    return ops.concatenate(parts, 0)
+
+
+def _consumed(item: Any) -> int:
+    if item is None or item is Ellipsis:
+        return 0
+    if isinstance(item, np.ndarray) and item.dtype.kind == "b":
+        return item.ndim
+    return 1
+
+
+def _entries(item: Any, axis: int, shape: tuple[int, ...], n_ellipsis: int,
+             has_arrays: bool, what: str, desc: str) -> list[Any]:
+    if item is None:
+        return [_New()]
+    if item is Ellipsis:
+        return [_Slice(a, 0, 1, shape[a]) for a in range(axis, axis + n_ellipsis)]
+    if isinstance(item, slice):
+        return [_static_slice(item, axis, shape[axis], what, desc)]
+    if isinstance(item, int):
+        i = _check_int(item, axis, shape[axis], what, desc)
+        return [_Adv(axis, np.asarray(i, _INDEX)) if has_arrays else _Int(axis, i)]
+    if isinstance(item, Tracer):
+        return [_Adv(axis, _wrap(_to_index(item), shape[axis]))]
+    if item.dtype.kind == "b":
+        return _mask_entries(item, axis, shape, what, desc)
+    return [_Adv(axis, _check_array(item, axis, shape[axis], what, desc))]
+
+
+def _static_slice(s: slice, axis: int, size: int, what: str, desc: str) -> _Slice:
+    parts = []
+    for name in ("start", "stop", "step"):
+        v = getattr(s, name)
+        if isinstance(v, Tracer):
+            raise TracerTypeError(f"{what}: slice {name} must be static, got traced {v.aval}; "
+                                  f"use ops.dynamic_slice / ops.dynamic_update_slice for "
+                                  f"traced offsets; array {desc}")
+        try:
+            parts.append(None if v is None else operator.index(v))
+        except TypeError:
+            raise TracerIndexError(f"{what}: slice {name} {v!r} is not an integer; "
+                                   f"array {desc}") from None
+    if parts[2] == 0:
+        raise ParamError(f"{what}: slice step cannot be zero; array {desc}")
+    start, stop, step = slice(*parts).indices(size)
+    length = len(range(start, stop, step))
+    return _Slice(axis, start if length else 0, step, length)
+
+
+def _check_int(i: int, axis: int, size: int, what: str, desc: str) -> int:
+    if not -size <= i < size:
+        raise TracerIndexError(f"{what}: index {i} is out of bounds for axis {axis} with "
+                               f"size {size}; array {desc}")
+    return i % size
+
+
+def _check_array(arr: np.ndarray, axis: int, size: int, what: str, desc: str) -> np.ndarray:
+    bad = (arr < -size) | (arr >= size)
+    if bad.any():
+        raise TracerIndexError(f"{what}: index {arr[bad].flat[0]} is out of bounds for axis "
+                               f"{axis} with size {size}; array {desc}")
+    arr = arr.astype(_INDEX)
+    return np.where(arr < 0, arr + size, arr)
+
+
+def _mask_entries(mask: np.ndarray, axis: int, shape: tuple[int, ...], what: str,
+                  desc: str) -> list[Any]:
+    for k, n in enumerate(mask.shape):
+        if n != shape[axis + k]:
+            raise TracerIndexError(f"{what}: boolean index did not match indexed array "
+                                   f"along axis {axis + k}; size of axis is "
+                                   f"{shape[axis + k]} but size of corresponding boolean "
+                                   f"axis is {n}; array {desc}")
+    return [_Adv(axis + k, nz.astype(_INDEX)) for k, nz in enumerate(np.nonzero(mask))]
+
+
+def _broadcast_indices(values: list[Any], what: str, desc: str) -> tuple[int, ...]:
+    try:
+        return tuple(np.broadcast_shapes(*(v.shape for v in values)))
+    except ValueError:
+        shapes = " ".join(str(tuple(v.shape)) for v in values)
+        raise TracerIndexError(f"{what}: shape mismatch: indexing arrays could not be "
+                               f"broadcast together with shapes {shapes}; array {desc}") from None
+
+
+def _to_index(x: Any) -> Any:
+    return x if x.dtype == _INDEX else ops.convert_element_type(x, _INDEX)
+
+
+def _wrap(i: Any, size: int) -> Any:
+    """NumPy's one wrap of negative indices, for traced int64 indices."""
+    zero = np.zeros((), _INDEX)
+    return ops.select(ops.lt(i, zero), ops.add(i, np.asarray(size, _INDEX)), i)
+
+
+# ----------------------------------------------------------------------------- reads
+
+
+def getitem(x: Any, idx: Any) -> Any:
+    """`x[idx]` with NumPy semantics: ints, slices (any step), None, `...`, integer
+    arrays (concrete or traced) and concrete boolean masks.
+
+    Advanced indices broadcast together; their dims replace the indexed axes when
+    adjacent and go first otherwise. Example: `x[1:, None, [0, 2]]`.
+    """
+    x = asarray_like(x)
+    plan = _parse(tuple(x.shape), idx, "getitem", _desc(x))
+    y, plan = _apply_slices(x, plan)
+    if not plan.advanced:
+        return reshape(y, plan.result_shape())
+    if not plan.bshape:  # only scalar indices: one dynamic_slice, no index array
+        return reshape(_dynamic_slice(y, plan), plan.result_shape())
+    return reshape(_gather(y, plan), plan.result_shape())
+
+
+def _apply_slices(x: Any, plan: _Plan) -> tuple[Any, _Plan]:
+    """Static slices and ints as one slice (+ rev); sliced axes become full slices."""
+    starts, limits, strides = [0] * x.ndim, list(x.shape), [1] * x.ndim
+    rev, entries = [], []
+    for e in plan.entries:
+        if isinstance(e, _Int):
+            starts[e.axis], limits[e.axis] = e.index, e.index + 1
+        elif isinstance(e, _Slice):
+            low = e.start + (e.length - 1) * e.step if e.step < 0 else e.start
+            starts[e.axis], limits[e.axis] = low, low + (e.length - 1) * abs(e.step) + 1
+            strides[e.axis] = abs(e.step) if e.length > 1 else 1
+            limits[e.axis] = limits[e.axis] if e.length else low
+            rev += [e.axis] if e.step < 0 and e.length > 1 else []
+            entries.append(_Slice(e.axis, 0, 1, e.length))
+        else:
+            entries.append(e)
+    y = x
+    if (starts, limits, strides) != ([0] * x.ndim, list(x.shape), [1] * x.ndim):
+        y = ops.slice(x, tuple(starts), tuple(limits), tuple(strides))
+    if rev:
+        y = ops.rev(y, tuple(rev))
+    return y, _Plan(tuple(entries), plan.bshape, plan.front)
+
+
+def _dynamic_slice(y: Any, plan: _Plan) -> Any:
+    starts: list[Any] = [np.zeros((), _INDEX)] * y.ndim
+    sizes = list(y.shape)
+    for e in plan.entries:
+        if isinstance(e, _Adv):
+            starts[e.axis], sizes[e.axis] = e.value, 1
+    return ops.dynamic_slice(y, tuple(starts), tuple(sizes))
+
+
+def _gather(y: Any, plan: _Plan) -> Any:
+    lay = plan.arrange()
+    adv = [e for e in plan.entries if isinstance(e, _Adv)]
+    nb = len(plan.bshape)
+    comps = [(e.value, tuple(range(nb - e.value.ndim, nb))) for e in adv]
+    dnums = ops.GatherDimensionNumbers(
+        offset_dims=tuple(i for i, d in enumerate(lay) if isinstance(d, _Slice)),
+        collapsed_slice_dims=tuple(sorted(e.axis for e in adv)),
+        start_index_map=tuple(e.axis for e in adv),
+        index_vector_dim=nb)
+    adv_axes = {e.axis for e in adv}
+    sizes = tuple(1 if a in adv_axes else n for a, n in enumerate(y.shape))
+    return ops.gather(y, _index_array(comps, plan.bshape), dnums, sizes)
+
+
+def _index_array(comps: list[tuple[Any, tuple[int, ...]]], space: tuple[int, ...]) -> Any:
+    """Stack index components into `space + (k,)`; component j's axes go to its dims."""
+    full = tuple(space) + (1,)
+    if all(isinstance(v, np.ndarray) for v, _ in comps):
+        parts = []
+        for v, dims in comps:
+            shape = [1] * len(full)
+            for d, n in zip(dims, v.shape, strict=True):
+                shape[d] = n
+            parts.append(np.broadcast_to(v.reshape(shape), full))
+        return np.concatenate(parts, axis=-1)
+    parts = [ops.broadcast_in_dim(v, full, dims) for v, dims in comps]
+    return parts[0] if len(parts) == 1 else ops.concatenate(parts, len(space))
+
+
+def take(a: Any, indices: Any, axis: int | None = None, mode: str | None = None) -> Any:
+    """Elements of `a` at `indices` along `axis` (of the flattened array if None).
+
+    `mode`: None/"raise" (static out-of-range indices raise, traced ones clamp),
+    "clip" (clamp to [0, n-1]) or "wrap" (modulo n).
+    Example: `take([4, 5, 6], [[0, 2]])` → `[[4, 6]]`.
+    """
+    a = asarray_like(a)
+    if axis is None:
+        a, axis = reshape(a, (a.size,)), 0
+    axis = normalize_axis(axis, a.ndim, "take")
+    if not isinstance(indices, Tracer):
+        indices = np.asarray(indices)
+    if dtypes.is_bool(indices.dtype):  # NumPy's take reads bools as 0/1
+        indices = _to_index(indices)
+    n = a.shape[axis]
+    if n == 0 and indices.size:
+        raise TracerIndexError(f"take: cannot do a non-empty take from an empty axis "
+                               f"{axis} of {_desc(a)}")
+    if mode == "clip":
+        indices = _clip(indices, n)
+    elif mode == "wrap":
+        indices = (np.mod(indices, n) if isinstance(indices, np.ndarray) else
+                   ops.rem(_to_index(indices), np.asarray(n, _INDEX)))
+    elif mode not in (None, "raise"):
+        raise ParamError(f"take: mode must be None, 'raise', 'clip' or 'wrap', got {mode!r}")
+    return getitem(a, (slice(None),) * axis + (indices,))
+
+
+def _clip(indices: Any, n: int) -> Any:
+    if isinstance(indices, np.ndarray):
+        return np.clip(indices, 0, n - 1)
+    i = _to_index(indices)
+    return ops.clamp(np.zeros((), _INDEX), i, np.asarray(n - 1, _INDEX))
+
+
+def take_along_axis(arr: Any, indices: Any, axis: int | None) -> Any:
+    """`out[..., j, ...] = arr[..., indices[..., j, ...], ...]` along `axis`; the other
+    dims of `arr` and `indices` broadcast. Pairs with `argsort`.
+    Example: `take_along_axis([[10, 20], [30, 40]], [[1], [0]], 1)` → `[[20], [30]]`.
+    """
+    arr = asarray_like(arr)
+    if not isinstance(indices, Tracer):
+        indices = np.asarray(indices)
+    if axis is None:
+        arr, axis = reshape(arr, (arr.size,)), 0
+    if indices.ndim != arr.ndim or not dtypes.is_integer(indices.dtype):
+        raise ShapeError(f"take_along_axis: indices {_desc(indices)} must be an integer "
+                         f"array with as many dimensions as arr {_desc(arr)}")
+    axis = normalize_axis(axis, arr.ndim, "take_along_axis")
+    idx: list[Any] = []
+    for d, (n, m) in enumerate(zip(arr.shape, indices.shape, strict=True)):
+        if d == axis:
+            idx.append(indices)
+            continue
+        if n != m and 1 not in (n, m):
+            raise ShapeError(f"take_along_axis: dimension {d} of indices "
+                             f"{_desc(indices)} and arr {_desc(arr)} cannot broadcast")
+        idx.append(np.arange(n).reshape([n if k == d else 1 for k in range(arr.ndim)]))
+    return getitem(arr, tuple(idx))
+
+
+# ----------------------------------------------------------------------------- updates
+
+# (combine, its bool version): NumPy's bool add is `or` and multiply is `and`.
+_COMBINE: dict[str, tuple[Callable[..., Any], Callable[..., Any]]] = {
+    "add": (ops.add, ops.bitwise_or),
+    "multiply": (ops.mul, ops.bitwise_and),
+    "min": (ops.min, ops.bitwise_and),
+    "max": (ops.max, ops.bitwise_or),
+}
+
+
+def _update(x: Any, idx: Any, values: Any, method: str) -> Any:
+    x = asarray_like(x)
+    what, desc = f"at[...].{method}", _desc(x)
+    plan = _parse(tuple(x.shape), idx, what, desc)
+    vals = _prepare_values(values, x.dtype, plan.result_shape(), what, desc)
+    combine = None if method == "set" else _COMBINE[method][dtypes.is_bool(x.dtype)]
+    contiguous = all(abs(e.step) == 1 or e.length <= 1
+                     for e in plan.entries if isinstance(e, _Slice))
+    if not plan.advanced and contiguous:
+        return _update_block(x, plan, vals, combine)
+    return _scatter(x, plan, vals, combine)
+
+
+def _prepare_values(values: Any, dtype: np.dtype, shape: tuple[int, ...], what: str,
+                    desc: str) -> Any:
+    """Cast to the array's dtype (float into int truncates) and broadcast to `shape`."""
+    v = asarray_like(values)
+    if v.dtype != dtype or getattr(v, "weak_type", False):
+        v = ops.convert_element_type(v, dtype)
+    vshape = tuple(v.shape)
+    while len(vshape) > len(shape) and vshape[0] == 1:
+        vshape = vshape[1:]  # NumPy drops leading 1s of the values
+    try:
+        fits = np.broadcast_shapes(vshape, shape) == shape
+    except ValueError:
+        fits = False
+    if not fits:
+        raise ShapeError(f"{what}: could not broadcast values {_desc(v)} into the indexed "
+                         f"shape {shape}; array {desc}")
+    return broadcast_to(reshape(v, vshape), shape)
+
+
+def _update_block(x: Any, plan: _Plan, vals: Any, combine: Callable[..., Any] | None) -> Any:
+    """Pure basic index with unit steps: one (reversed) block and dynamic_update_slice."""
+    starts, block, rev = [0] * x.ndim, list(x.shape), []
+    for e in plan.entries:
+        if isinstance(e, _Int):
+            starts[e.axis], block[e.axis] = e.index, 1
+        elif isinstance(e, _Slice):
+            starts[e.axis] = e.start + (e.length - 1) * e.step if e.step < 0 else e.start
+            block[e.axis] = e.length
+            rev += [e.axis] if e.step < 0 and e.length > 1 else []
+    vals = reshape(vals, block)
+    if rev:
+        vals = ops.rev(vals, tuple(rev))
+    if combine is not None:
+        limits = tuple(s + n for s, n in zip(starts, block, strict=True))
+        vals = combine(ops.slice(x, tuple(starts), limits), vals)
+    return ops.dynamic_update_slice(x, vals, tuple(np.asarray(s, _INDEX) for s in starts))
+
+
+def _scatter(x: Any, plan: _Plan, vals: Any, combine: Callable[..., Any] | None) -> Any:
+    """General update: full slices are window dims, everything else an index component."""
+    lay = plan.arrange()
+    sizes = [d.length if isinstance(d, _Slice) else plan.bshape[d] for d in lay]
+    vals = reshape(vals, sizes)
+    window = [i for i, d in enumerate(lay)
+              if isinstance(d, _Slice) and d.is_full(x.shape[d.axis])]
+    space = [i for i in range(len(lay)) if i not in window]
+    b_dims = [space.index(i) for i, d in enumerate(lay) if isinstance(d, int)]
+    comps, axes = [], []
+    for e in plan.entries:
+        if isinstance(e, _Adv):
+            comps.append((e.value, tuple(b_dims[len(b_dims) - e.value.ndim:])))
+        elif isinstance(e, _Int):
+            comps.append((np.asarray(e.index, _INDEX), ()))
+        elif isinstance(e, _Slice) and not e.is_full(x.shape[e.axis]):
+            pos = space.index(lay.index(e))
+            comps.append((e.start + e.step * np.arange(e.length, dtype=_INDEX), (pos,)))
+        else:
+            continue
+        axes.append(e.axis)
+    dnums = ops.ScatterDimensionNumbers(
+        update_window_dims=tuple(window), inserted_window_dims=tuple(sorted(axes)),
+        scatter_dims_to_operand_dims=tuple(axes), index_vector_dim=len(space))
+    indices = _index_array(comps, tuple(sizes[i] for i in space))
+    return ops.scatter(x, indices, vals, combine, dnums)
+
+
+class _IndexUpdateRef:
+    """`x.at[idx]`: functional updates of the elements `x[idx]` selects."""
+
+    __slots__ = ("array", "index")
+
+    def __init__(self, array: Any, index: Any):
+        self.array, self.index = array, index
+
+    def __repr__(self) -> str:
+        return f"_IndexUpdateRef({self.array!r}, {self.index!r})"
+
+    def get(self) -> Any:
+        """`x[idx]`."""
+        return getitem(self.array, self.index)
+
+    def set(self, values: Any) -> Any:
+        """A copy of x with `x[idx] = values` (duplicate indices: the last one wins)."""
+        return _update(self.array, self.index, values, "set")
+
+    def add(self, values: Any) -> Any:
+        """A copy of x with `values` added at idx; duplicates accumulate (`np.add.at`)."""
+        return _update(self.array, self.index, values, "add")
+
+    def multiply(self, values: Any) -> Any:
+        """A copy of x with x[idx] multiplied by `values` (`np.multiply.at`)."""
+        return _update(self.array, self.index, values, "multiply")
+
+    mul = multiply
+
+    def min(self, values: Any) -> Any:
+        """A copy of x with `x[idx] = minimum(x[idx], values)` (`np.minimum.at`)."""
+        return _update(self.array, self.index, values, "min")
+
+    def max(self, values: Any) -> Any:
+        """A copy of x with `x[idx] = maximum(x[idx], values)` (`np.maximum.at`)."""
+        return _update(self.array, self.index, values, "max")
+
+
+class _IndexUpdateHelper:
+    """The `x.at` property: `x.at[idx].set(v)`, `.add(v)`, `.multiply(v)`, `.min(v)`,
+    `.max(v)`, `.get()` return new arrays; x is never mutated."""
+
+    __slots__ = ("array",)
+
+    def __init__(self, array: Any):
+        self.array = array
+
+    def __getitem__(self, index: Any) -> _IndexUpdateRef:
+        return _IndexUpdateRef(self.array, index)
+
+    def __repr__(self) -> str:
+        return f"_IndexUpdateHelper({self.array!r})"

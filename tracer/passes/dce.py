@@ -1,0 +1,17 @@
+"""Dead-code elimination: drop eqns none of whose outputs reach the graph outputs."""
+
+from __future__ import annotations
+
+from ..core import Eqn, Graph, Var
+
+
+def dce(graph: Graph) -> Graph:
+    live: set[int] = {id(a) for a in graph.outputs if isinstance(a, Var)}
+    kept: list[Eqn] = []
+    for eqn in reversed(graph.eqns):
+        if any(id(v) in live for v in eqn.outputs) or getattr(eqn.op, "effectful", False):
+            kept.append(eqn)
+            live.update(id(a) for a in eqn.inputs if isinstance(a, Var))
+    if len(kept) == len(graph.eqns):
+        return graph
+    return Graph(graph.inputs, tuple(reversed(kept)), graph.outputs, graph.name)

@@ -1,0 +1,39 @@
+"""The pass pipeline: a list of pure Graph → Graph functions run in order.
+
+With `config.runtime_checks` every result is typechecked; with
+`config.dump_dir` the graph is written before and after each pass.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Callable
+
+from ..config import config
+from ..core import Graph, typecheck
+from ..hlo import graph_to_text
+from .dce import dce
+
+Pass = Callable[[Graph], Graph]
+
+PIPELINE: tuple[tuple[str, Pass], ...] = (("dce", dce),)
+
+
+def optimize(graph: Graph, name: str = "main") -> Graph:
+    dump = config.dump_dir
+    if dump:
+        _dump(dump, name, 0, "input", graph)
+    for i, (pass_name, run) in enumerate(PIPELINE, start=1):
+        graph = run(graph)
+        if config.runtime_checks:
+            typecheck(graph)
+        if dump:
+            _dump(dump, name, i, pass_name, graph)
+    return graph
+
+
+def _dump(directory: str, name: str, index: int, stage: str, graph: Graph) -> None:
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, f"{name}.{index:02d}.{stage}.hlo.txt")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(graph_to_text(graph, name))

@@ -1,0 +1,105 @@
+"""AOT stages, as in JAX: `jitted.lower(*args)` → `Lowered` → `.compile()` → `Compiled`."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from .backend import Executable, get_backend
+from .core import Graph, ShapedArray, subgraphs
+from .errors import TracerTypeError
+from .hlo import HloModule
+from .passes import optimize
+from .tree_util import PyTreeDef, tree_flatten, tree_unflatten
+
+
+class Lowered:
+    """A traced function for one signature, before optimization and compilation."""
+
+    def __init__(self, graph: Graph, name: str, in_tree: PyTreeDef, in_avals: Sequence[ShapedArray],
+                 out_tree: PyTreeDef, backend: str, split_args: Any):
+        self.graph = graph
+        self.name = name
+        self.in_tree = in_tree
+        self.in_avals = tuple(in_avals)
+        self.out_tree = out_tree
+        self.backend = backend
+        self._split_args = split_args  # (args, kwargs) -> dynamic (args, kwargs) pytree
+
+    @property
+    def hlo(self) -> HloModule:
+        return HloModule(self.graph, self.name)
+
+    def as_text(self) -> str:
+        """HLO text of the traced graph (before passes)."""
+        return self.hlo.as_text()
+
+    def compile(self) -> "Compiled":
+        optimized = optimize(self.graph, self.name)
+        executable = get_backend(self.backend).compile(optimized)
+        return Compiled(self, optimized, executable)
+
+
+class Compiled:
+    """A compiled function for one signature; calling it with other avals is an error."""
+
+    def __init__(self, lowered: Lowered, graph: Graph, executable: Executable):
+        self.lowered = lowered
+        self.graph = graph
+        self.executable = executable
+
+    @property
+    def source(self) -> str:
+        return self.executable.source
+
+    def as_text(self) -> str:
+        """HLO text of the optimized graph the backend compiled."""
+        return HloModule(self.graph, self.lowered.name).as_text()
+
+    def cost_analysis(self) -> dict[str, float]:
+        return cost_analysis(self.graph)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        leaves, tree = tree_flatten(self.lowered._split_args(args, kwargs))
+        arrays = [np.asarray(x) for x in leaves]
+        avals = tuple(ShapedArray(a.shape, a.dtype) for a in arrays)
+        expected = tuple(a.strip_weak() for a in self.lowered.in_avals)
+        if tree != self.lowered.in_tree or avals != expected:
+            raise TracerTypeError(
+                f"{self.lowered.name}: compiled for ({', '.join(map(str, expected))}) but called "
+                f"with ({', '.join(map(str, avals))}); call the jitted function to retrace")
+        arrays = [np.asarray(x, dtype=a.dtype) for x, a in zip(arrays, expected, strict=True)]
+        return tree_unflatten(self.lowered.out_tree, list(self.executable(*arrays)))
+
+
+# Flops per output element of element-wise families; dot_general is counted exactly.
+_ELEMENTWISE = {"unary", "binary", "compare"}
+
+
+def cost_analysis(graph: Graph) -> dict[str, float]:
+    """Estimated `flops` and `bytes_accessed` (every operand read, every result written)."""
+    flops = 0.0
+    bytes_accessed = 0.0
+    for eqn in graph.eqns:
+        for atom in eqn.inputs:
+            bytes_accessed += atom.aval.size * atom.aval.dtype.itemsize
+        for v in eqn.outputs:
+            bytes_accessed += v.aval.size * v.aval.dtype.itemsize
+        flops += _eqn_flops(eqn)
+        for sub in subgraphs(eqn.params):
+            flops += cost_analysis(sub)["flops"]
+    return {"flops": flops, "bytes_accessed": bytes_accessed}
+
+
+def _eqn_flops(eqn: Any) -> float:
+    family = getattr(eqn.op, "family", "")
+    if family in _ELEMENTWISE:
+        return float(eqn.outputs[0].aval.size)
+    if eqn.op.name == "dot_general":
+        lhs = eqn.inputs[0].aval
+        contracted = np.prod([lhs.shape[d] for d in eqn.params["lhs_contracting_dims"]])
+        return 2.0 * eqn.outputs[0].aval.size * float(contracted)
+    if eqn.op.name == "reduce":
+        return float(sum(a.aval.size for a in eqn.inputs[: len(eqn.outputs)]))
+    return 0.0
