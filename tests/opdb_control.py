@@ -67,7 +67,7 @@ def _nested(p, xs):
 CASES: list[OpCase] = [
     # Golden: the seeds' While example (counter to 1000, accumulating a vector).
     OpCase("while:seed_counter_1000", _seed_while, (V10,),
-           expected=(np.int32(1000), 1000 * V10), ops=("while", "lt", "add")),
+           expected=(np.int32(1000), 1000 * V10), ops=("while", "compare", "add")),
     OpCase("while:false_at_once", lambda x: ops.while_loop(lambda c: ops.lt(c, 0.0),
                                                            lambda c: ops.add(c, 1.0), x),
            (np.float32(3),), expected=np.float32(3)),

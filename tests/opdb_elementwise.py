@@ -30,7 +30,8 @@ C64 = a([1 + 2j, -3 + 0.5j, 0j], np.complex64)
 
 GOLDEN = [
     # Broadcasting (003[B], 003[P])
-    OpCase("add:scalar", lambda x: ops.add(x, 7), (M23,), expected=a([[8, 9, 10], [11, 12, 13]], i32)),
+    OpCase("add:scalar", lambda x: ops.add(x, 7), (M23,),
+           expected=a([[8, 9, 10], [11, 12, 13]], i32)),
     OpCase("add:bdims_matrix_vector", lambda x, y: ops.add(x, y, broadcast_dimensions=[1]),
            (M23, a([7, 8, 9], i32)), expected=a([[8, 10, 12], [11, 13, 15]], i32)),
     OpCase("add:bdims_vector_1x2", lambda x, y: ops.add(x, y, broadcast_dimensions=[0]),
@@ -102,8 +103,10 @@ EDGES = [
            (a([-16, -16, 16], i8), a([2, 8, -3], i8)), expected=a([60, 0, 0], i8)),
     OpCase("shift_right_arithmetic:unsigned_top_bit", ops.shift_right_arithmetic,
            (a([0xF0, 0x70], u8), a([2, 2], u8)), expected=a([0xFC, 0x1C], u8)),
-    OpCase("max:nan", ops.max, (a([nan, 1.0], f32), a([1.0, nan], f32)), expected=a([nan, nan], f32)),
-    OpCase("min:nan", ops.min, (a([nan, 1.0], f32), a([1.0, nan], f32)), expected=a([nan, nan], f32)),
+    OpCase("max:nan", ops.max, (a([nan, 1.0], f32), a([1.0, nan], f32)),
+           expected=a([nan, nan], f32)),
+    OpCase("min:nan", ops.min, (a([nan, 1.0], f32), a([1.0, nan], f32)),
+           expected=a([nan, nan], f32)),
     OpCase("round:near_half", ops.round, (a([0.49999999999999994, -0.3, 2.5e15 + 0.5, inf], f64),),
            expected=a([0.0, -0.0, 2.5e15 + 1, inf], f64)),
     OpCase("convert_element_type:float_to_int", lambda x: ops.convert_element_type(x, np.int8),
@@ -199,7 +202,8 @@ def _unary_samples() -> list[OpCase]:
         OpCase("erf:f16", ops.erf, (a([0.5, -1.0], np.float16),)),
         OpCase("sqrt:f16", ops.sqrt, (a([4.0, 2.0], np.float16),)),
         OpCase("abs:c128", ops.abs, (a([3 + 4j]),), expected=a([5.0])),
-        OpCase("clz:u64", ops.clz, (a([0, 1, 2**63], np.uint64),), expected=a([64, 63, 0], np.uint64)),
+        OpCase("clz:u64", ops.clz, (a([0, 1, 2**63], np.uint64),),
+               expected=a([64, 63, 0], np.uint64)),
     ]
     return cases
 

@@ -54,7 +54,7 @@ CASES: list[OpCase] = [
     OpCase("reduce:seed_dims012", _sum([0, 1, 2]), (A,), expected=np.float32(84)),
     # Golden: variadic argmax, sequential fold with >= (ties -> last index).
     OpCase("reduce:seed_argmax", _argmax_case, (np.array([3., 7., 7., 1.], np.float32),),
-           expected=(np.float32(7), np.int32(2)), ops=("reduce", "iota", "ge", "select")),
+           expected=(np.float32(7), np.int32(2)), ops=("reduce", "iota", "compare", "select")),
     # Non-golden samples.
     OpCase("reduce:sum_unsorted_dims", _sum([2, 0]), (X,), rtol=1e-5),
     OpCase("reduce:sum_no_dims", _sum([]), (X,)),
@@ -73,7 +73,10 @@ CASES: list[OpCase] = [
            expected=B.any(0), ops=("reduce", "bitwise_or")),
     OpCase("reduce:or_int", lambda x: ops.reduce(x, 0, ops.bitwise_or, [1]),
            (np.array([[1, 2, 4], [8, 8, 1]], np.uint8),), expected=np.array([7, 9], np.uint8)),
-    OpCase("reduce:add_bool_general_fold", lambda x: ops.reduce(x, False, ops.add, [1]), (B,)),
+    OpCase("reduce:xor_bool", lambda x: ops.reduce(x, False, ops.bitwise_xor, [1]), (B,),
+           expected=B.sum(1) % 2 == 1, ops=("reduce", "bitwise_xor")),
+    OpCase("reduce:ne_bool_fold", lambda x: ops.reduce(x, False, ops.ne, [0]), (B,),
+           expected=B.sum(0) % 2 == 1, ops=("reduce", "compare")),
     OpCase("reduce:add_complex", _sum([1]),
            ((X[0] + 1j * X[1]).astype(np.complex64),), rtol=1e-5),
     OpCase("reduce:sum_of_squares_fold", lambda x: ops.reduce(x, 0.0, _sum_of_squares, [0, 2]),

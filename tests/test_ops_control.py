@@ -8,6 +8,8 @@ weak-type retracing, hypothesis against plain Python loops, and errors.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -36,6 +38,15 @@ def _leaves(x):
     return tr.tree_util.tree_flatten(x)[0]
 
 
+@contextmanager
+def _raises(cls, *parts):
+    """pytest.raises(cls), and every one of `parts` (op name, avals) is in the message."""
+    with pytest.raises(cls) as info:
+        yield
+    for part in parts:
+        assert part in str(info.value), (part, str(info.value))
+
+
 def _eqn(graph, name):
     return next(e for e in graph.eqns if e.op.name == name)
 
@@ -44,7 +55,7 @@ def _eqn(graph, name):
 def test_reduce_graph_and_hlo():
     x = np.ones((4, 2, 3), F32)
     (out,), graph = _run(lambda x: ops.reduce(x, 0.0, ops.add, [2, 0]), x)
-    np.testing.assert_array_equal(out, [4, 4])
+    np.testing.assert_array_equal(out, [12, 12])
     eqn = _eqn(graph, "reduce")
     assert eqn.params["dimensions"] == (0, 2)  # stored sorted
     assert [e.op.name for e in eqn.params["to_apply"].eqns] == ["add"]
@@ -68,23 +79,23 @@ def test_reduce_sum_and_fold_agree_with_numpy(shape, data):
 
 def test_reduce_errors_name_op_and_avals():
     x = np.ones((2, 3), F32)
-    with pytest.raises(tr.DTypeError, match=r"reduce.*f32\[\].*f64\[\]"):
+    with _raises(tr.DTypeError, 'reduce', 'f32[]', 'f64[]'):
         ops.reduce(x, np.float64(0), ops.add, [0])
-    with pytest.raises(tr.TracerIndexError, match=r"reduce.*\(2,\).*f32\[2,3\]"):
+    with _raises(tr.TracerIndexError, 'reduce', '(2,)', 'f32[2,3]'):
         ops.reduce(x, 0.0, ops.add, [2])
-    with pytest.raises(tr.ParamError, match="reduce.*duplicates"):
+    with _raises(tr.ParamError, 'reduce', 'duplicates'):
         ops.reduce(x, 0.0, ops.add, [1, 1])
-    with pytest.raises(tr.ShapeError, match=r"reduce.*f32\[2,3\], f32\[3\]"):
+    with _raises(tr.ShapeError, 'reduce', 'f32[2,3], f32[3]'):
         ops.reduce([x, x[0]], [0.0, 0.0], lambda a, b, c, d: (ops.add(a, c), ops.add(b, d)),
                    [0])
-    with pytest.raises(tr.DTypeError, match=r"reduce.*computation results.*pred\[\]"):
+    with _raises(tr.DTypeError, 'reduce', 'computation results', 'pred[]'):
         ops.reduce(x, 0.0, ops.lt, [0])
 
 
 def test_reduce_computation_must_be_closed():
     def outer(y):
         return [ops.reduce(np.ones(3, F32), 0.0, lambda a, b: ops.add(a, ops.mul(b, y)), [0])]
-    with pytest.raises(tr.TracerTypeError, match=r"reduce.*must be closed.*f32\[\]"):
+    with _raises(tr.TracerTypeError, 'reduce', 'must be closed', 'f32[]'):
         trace_flat(outer, [ShapedArray((), F32)])
 
 
@@ -126,15 +137,15 @@ def test_while_with_weak_counter_and_closure():
 
 def test_while_errors():
     x = np.ones(3, F32)
-    with pytest.raises(tr.ShapeError, match=r"while.*f32\[3\].*f32\[4\]"):
+    with _raises(tr.ShapeError, 'while', 'f32[3]', 'f32[4]'):
         ops.while_loop(lambda c: ops.lt(c[0], 3), lambda c: (c[0], np.ones(4, F32)), (0, x))
-    with pytest.raises(tr.DTypeError, match=r"while.*f32\[3\].*f64\[3\]"):
+    with _raises(tr.DTypeError, 'while', 'f32[3]', 'f64[3]'):
         ops.while_loop(lambda c: ops.lt(c[0], 3), lambda c: (c[0], np.ones(3)), (0, x))
-    with pytest.raises(tr.TracerTypeError, match=r"while.*structure.*f32\[3\]"):
+    with _raises(tr.TracerTypeError, 'while', 'structure', 'f32[3]'):
         ops.while_loop(lambda c: ops.lt(c[0], 3), lambda c: c[0], (0, x))
-    with pytest.raises(tr.TracerTypeError, match=r"while.*bool scalar.*s32\[\]"):
+    with _raises(tr.TracerTypeError, 'while', 'bool scalar', 's32[]'):
         ops.while_loop(lambda c: c, lambda c: ops.add(c, 1), np.int32(0))
-    with pytest.raises(tr.TracerTypeError, match=r"while.*bool scalar.*pred\[3\]"):
+    with _raises(tr.TracerTypeError, 'while', 'bool scalar', 'pred[3]'):
         ops.while_loop(lambda c: ops.lt(c, 1.0), lambda c: c, x)
 
 
@@ -157,7 +168,7 @@ def test_fori_loop_counter_dtype():
     ops.fori_loop(0, np.int32(2), lambda i, v: (seen.append(i.dtype), v)[1], 0.0)
     ops.fori_loop(0, 2, lambda i, v: (seen.append(i.dtype), v)[1], 0.0)
     assert seen == [np.int32, np.int64]
-    with pytest.raises(tr.TracerTypeError, match=r"fori_loop.*f64\[\]"):
+    with _raises(tr.TracerTypeError, 'fori_loop', 'f64[]'):
         ops.fori_loop(0.0, 3, lambda i, v: v, 0)
 
 
@@ -201,17 +212,19 @@ def test_cond_closure_over_outer_tracers_in_each_branch():
 
 def test_cond_errors():
     x = np.ones(3, F32)
-    with pytest.raises(tr.TracerTypeError, match=r"cond.*pred\[\].*s32\[\]"):
+    with _raises(tr.TracerTypeError, 'cond', 'pred[]', 's32[]'):
         ops.cond(np.int32(1), lambda: x, lambda: x)
-    with pytest.raises(tr.TracerTypeError, match=r"cond.*pred\[\].*pred\[3\]"):
+    with _raises(tr.TracerTypeError, 'cond', 'pred[]', 'pred[3]'):
         ops.cond(np.ones(3, bool), lambda: x, lambda: x)
-    with pytest.raises(tr.ShapeError, match=r"conditional.*f32\[3\].*f32\[4\]"):
+    with _raises(tr.ShapeError, 'cond', 'true_fun', 'false_fun', 'f32[3]', 'f32[4]'):
         ops.cond(True, lambda: x, lambda: np.ones(4, F32))
-    with pytest.raises(tr.DTypeError, match=r"conditional.*f32\[3\].*s32\[3\]"):
+    with _raises(tr.DTypeError, 'cond', 'f32[3]', 's32[3]'):
         ops.cond(True, lambda: np.ones(3, np.int32), lambda: x)
-    with pytest.raises(tr.TracerTypeError, match=r"cond.*structure.*f32\[3\], f32\[3\]"):
+    with _raises(tr.TracerTypeError, 'cond', 'structure', 'f32[3], f32[3]'):
         ops.cond(True, lambda: x, lambda: (x, x))
-    with pytest.raises(tr.TracerTypeError, match=r"switch.*integer scalar.*f32\[\]"):
+    with _raises(tr.ShapeError, 'switch', 'branch 2', 'f32[2]', 'f32[]'):
+        ops.switch(1, [lambda: F32(0), lambda: F32(1), lambda: np.ones(2, F32)])
+    with _raises(tr.TracerTypeError, 'switch', 'integer scalar', 'f32[]'):
         ops.switch(F32(1), BRANCHES, x)
 
 
@@ -265,17 +278,17 @@ def test_scan_closure_and_nesting():
 
 
 def test_scan_errors():
-    with pytest.raises(tr.TracerValueError, match=r"scan.*\[3, 4\]"):
+    with _raises(tr.TracerValueError, 'scan', '[3, 4]'):
         ops.scan(lambda c, x: (c, x), 0.0, (np.ones(3), np.ones(4)))
-    with pytest.raises(tr.TracerValueError, match=r"scan.*length=4.*3"):
+    with _raises(tr.TracerValueError, 'scan', 'length=4', '3'):
         ops.scan(lambda c, x: (c, x), 0.0, np.ones(3), length=4)
-    with pytest.raises(tr.TracerValueError, match="scan.*length must be given"):
+    with _raises(tr.TracerValueError, 'scan', 'length must be given'):
         ops.scan(lambda c, x: (c, x), 0.0, None)
-    with pytest.raises(tr.ShapeError, match=r"scan.*f64\[\].*f64\[2\]"):
+    with _raises(tr.ShapeError, 'scan', 'f64[]', 'f64[2]'):
         ops.scan(lambda c, x: (ops.add(x, c), x), 0.0, np.ones((3, 2)))
-    with pytest.raises(tr.TracerTypeError, match=r"scan.*structure"):
+    with _raises(tr.TracerTypeError, 'scan', 'structure'):
         ops.scan(lambda c, x: ((c, c), x), 0.0, np.ones(3))
-    with pytest.raises(tr.TracerTypeError, match=r"scan.*pair"):
+    with _raises(tr.TracerTypeError, 'scan', 'pair'):
         ops.scan(lambda c, x: c, 0.0, np.ones(3))
 
 
@@ -297,5 +310,5 @@ def test_shape_rules_recheck_subgraphs():
     x = Var(f32)
     out = Var(f32)
     eqn = Eqn(control.call_p, (x,), {"to_apply": body}, (out,))
-    with pytest.raises(tr.DTypeError, match=r"f64\[2\].*f32\[2\]"):
+    with _raises(tr.DTypeError, 'f64[2]', 'f32[2]'):
         typecheck(Graph((x,), (eqn,), (out,)))

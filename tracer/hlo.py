@@ -94,7 +94,7 @@ def _eqn_lines(eqn: Eqn, names: dict[int, str], subs: dict[int, str], namer: _Na
         else str(eqn.outputs[0].aval)
     root = "ROOT " if is_root else ""
     yield f"  {root}{name} = {shape} {eqn.op.hlo_name}({', '.join(operands)}){attrs}{meta}"
-    if len(eqn.outputs) == 1 and not _is_tuple_op(eqn):
+    if len(eqn.outputs) == 1:  # XLA prints a one-result reduce/call as a plain instruction
         names[id(eqn.outputs[0])] = name
         return
     for i, v in enumerate(eqn.outputs):
@@ -102,13 +102,9 @@ def _eqn_lines(eqn: Eqn, names: dict[int, str], subs: dict[int, str], namer: _Na
         yield f"  {names[id(v)]} = {v.aval} get-tuple-element({name}), index={i}"
 
 
-def _is_tuple_op(eqn: Eqn) -> bool:
-    return bool(getattr(eqn.op, "multiple_results", False))
-
-
 def _root_lines(graph: Graph, names: dict[int, str], namer: _Namer) -> Iterator[str]:
     if (len(graph.outputs) == 1 and graph.eqns and len(graph.eqns[-1].outputs) == 1
-            and not _is_tuple_op(graph.eqns[-1]) and graph.outputs[0] is graph.eqns[-1].outputs[0]):
+            and graph.outputs[0] is graph.eqns[-1].outputs[0]):
         return
     refs = []
     for a in graph.outputs:

@@ -74,7 +74,7 @@ class Compiled:
 
 
 # Flops per output element of element-wise families; dot_general is counted exactly.
-_ELEMENTWISE = {"unary", "binary", "compare"}
+_ELEMENTWISE = {"unary", "binary", "compare", "ternary"}
 
 
 def cost_analysis(graph: Graph) -> dict[str, float]:

@@ -18,11 +18,16 @@ class InterpretedExecutable:
         self.graph = graph
         self.source = graph_source(graph)
         self._out_dtypes = [a.dtype for a in graph.out_avals]
+        # Outputs that are graph inputs or constants would alias the caller's array or
+        # the cached constant, and reference impls may return views: those are copied.
+        computed = {id(v) for e in graph.eqns for v in e.outputs}
+        self._copy = [not (isinstance(a, Var) and id(a) in computed) for a in graph.outputs]
 
     def __call__(self, *args: np.ndarray) -> list[np.ndarray]:
         outs = run_graph(self.graph, args, check=config.runtime_checks)
-        return [o if type(o) is np.ndarray and o.dtype == d else np.asarray(o, dtype=d)
-                for o, d in zip(outs, self._out_dtypes, strict=True)]
+        return [o if not copy and type(o) is np.ndarray and o.dtype == d and o.flags.owndata
+                else np.array(o, dtype=d)
+                for o, d, copy in zip(outs, self._out_dtypes, self._copy, strict=True)]
 
 
 class InterpreterBackend:

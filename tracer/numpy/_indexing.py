@@ -104,11 +104,11 @@ class _Plan:
 def _parse(shape: tuple[int, ...], idx: Any, what: str, desc: str) -> _Plan:
     items = [_classify(it, what, desc) for it in (idx if isinstance(idx, tuple) else (idx,))]
     if sum(it is Ellipsis for it in items) > 1:
-        raise TracerIndexError(f"{what}: an index can only have a single ellipsis ('...'); "
+        raise error(TracerIndexError, what, f"an index can only have a single ellipsis ('...'); "
                                f"array {desc}")
     used = sum(_consumed(it) for it in items)
     if used > len(shape):
-        raise TracerIndexError(f"{what}: too many indices for array: array is "
+        raise error(TracerIndexError, what, f"too many indices for array: array is "
                                f"{len(shape)}-dimensional, but {used} were indexed; array {desc}")
     has_arrays = any(isinstance(it, (Tracer, np.ndarray)) for it in items)
     if Ellipsis not in items:
@@ -130,8 +130,9 @@ def _classify(item: Any, what: str, desc: str) -> Any:
         return item
     if isinstance(item, Tracer):
         return _check_traced(item, what, desc)
-    if isinstance(item, (bool, np.bool_)):
-        raise TracerIndexError(f"{what}: boolean scalar indices are not supported (use "
+    if isinstance(item, (bool, np.bool_)) or (isinstance(item, np.ndarray) and
+                                              item.ndim == 0 and item.dtype == np.bool_):
+        raise error(TracerIndexError, what, f"boolean scalar indices are not supported (use "
                                f"None to add an axis); array {desc}")
     if isinstance(item, (int, np.integer)):
         return int(item)
@@ -140,12 +141,12 @@ def _classify(item: Any, what: str, desc: str) -> Any:
     try:
         arr = np.asarray(item)
     except ValueError:
-        raise TracerIndexError(f"{what}: index {item!r:.60} is not a valid array; "
+        raise error(TracerIndexError, what, f"index {item!r:.60} is not a valid array; "
                                f"{_KINDS}") from None
     if arr.size == 0 and arr.dtype.kind == "f":
         arr = arr.astype(_INDEX)  # `x[[]]`: NumPy reads an empty list as an int index
     if arr.dtype.kind not in "biu":
-        raise TracerIndexError(f"{what}: invalid index {item!r:.60} of dtype {arr.dtype}; "
+        raise error(TracerIndexError, what, f"invalid index {item!r:.60} of dtype {arr.dtype}; "
                                f"{_KINDS}; array {desc}")
     return int(arr) if arr.ndim == 0 and arr.dtype.kind != "b" else arr
 
@@ -157,7 +158,7 @@ def _check_traced(t: Tracer, what: str, desc: str) -> Tracer:
             f"depend on its values. Use tnp.where(mask, x, fill) instead, or indices from "
             f"nonzero(mask, size=...) with a static size; array {desc}")
     if not dtypes.is_integer(t.dtype):
-        raise TracerIndexError(f"{what}: invalid traced index {t.aval}; {_KINDS}; "
+        raise error(TracerIndexError, what, f"invalid traced index {t.aval}; {_KINDS}; "
                                f"array {desc}")
     return t
 
@@ -168,7 +169,7 @@ def _stack_traced_list(items: Any, what: str, desc: str) -> Tracer:
     for v in items:
         v = _check_traced(v, what, desc) if isinstance(v, Tracer) else np.asarray(v)
         if np.ndim(v) != 0 or not dtypes.is_integer(v.dtype):
-            raise TracerIndexError(f"{what}: a list index must hold integer scalars; "
+            raise error(TracerIndexError, what, f"a list index must hold integer scalars; "
                                    f"array {desc}")
         parts.append(reshape(_to_index(v), (1,)))
     return ops.concatenate(parts, 0)
@@ -205,16 +206,16 @@ def _static_slice(s: slice, axis: int, size: int, what: str, desc: str) -> _Slic
     for name in ("start", "stop", "step"):
         v = getattr(s, name)
         if isinstance(v, Tracer):
-            raise TracerTypeError(f"{what}: slice {name} must be static, got traced {v.aval}; "
+            raise error(TracerTypeError, what, f"slice {name} must be static, got traced {v.aval}; "
                                   f"use ops.dynamic_slice / ops.dynamic_update_slice for "
                                   f"traced offsets; array {desc}")
         try:
             parts.append(None if v is None else operator.index(v))
         except TypeError:
-            raise TracerIndexError(f"{what}: slice {name} {v!r} is not an integer; "
+            raise error(TracerIndexError, what, f"slice {name} {v!r} is not an integer; "
                                    f"array {desc}") from None
     if parts[2] == 0:
-        raise ParamError(f"{what}: slice step cannot be zero; array {desc}")
+        raise error(ParamError, what, f"slice step cannot be zero; array {desc}")
     start, stop, step = slice(*parts).indices(size)
     length = len(range(start, stop, step))
     return _Slice(axis, start if length else 0, step, length)
@@ -222,7 +223,7 @@ def _static_slice(s: slice, axis: int, size: int, what: str, desc: str) -> _Slic
 
 def _check_int(i: int, axis: int, size: int, what: str, desc: str) -> int:
     if not -size <= i < size:
-        raise TracerIndexError(f"{what}: index {i} is out of bounds for axis {axis} with "
+        raise error(TracerIndexError, what, f"index {i} is out of bounds for axis {axis} with "
                                f"size {size}; array {desc}")
     return i % size
 
@@ -230,7 +231,7 @@ def _check_int(i: int, axis: int, size: int, what: str, desc: str) -> int:
 def _check_array(arr: np.ndarray, axis: int, size: int, what: str, desc: str) -> np.ndarray:
     bad = (arr < -size) | (arr >= size)
     if bad.any():
-        raise TracerIndexError(f"{what}: index {arr[bad].flat[0]} is out of bounds for axis "
+        raise error(TracerIndexError, what, f"index {arr[bad].flat[0]} is out of bounds for axis "
                                f"{axis} with size {size}; array {desc}")
     arr = arr.astype(_INDEX)
     return np.where(arr < 0, arr + size, arr)
@@ -240,7 +241,7 @@ def _mask_entries(mask: np.ndarray, axis: int, shape: tuple[int, ...], what: str
                   desc: str) -> list[Any]:
     for k, n in enumerate(mask.shape):
         if n != shape[axis + k]:
-            raise TracerIndexError(f"{what}: boolean index did not match indexed array "
+            raise error(TracerIndexError, what, f"boolean index did not match indexed array "
                                    f"along axis {axis + k}; size of axis is "
                                    f"{shape[axis + k]} but size of corresponding boolean "
                                    f"axis is {n}; array {desc}")
@@ -252,7 +253,7 @@ def _broadcast_indices(values: list[Any], what: str, desc: str) -> tuple[int, ..
         return tuple(np.broadcast_shapes(*(v.shape for v in values)))
     except ValueError:
         shapes = " ".join(str(tuple(v.shape)) for v in values)
-        raise TracerIndexError(f"{what}: shape mismatch: indexing arrays could not be "
+        raise error(TracerIndexError, what, f"shape mismatch: indexing arrays could not be "
                                f"broadcast together with shapes {shapes}; array {desc}") from None
 
 
@@ -366,7 +367,7 @@ def take(a: Any, indices: Any, axis: int | None = None, mode: str | None = None)
         indices = _to_index(indices)
     n = a.shape[axis]
     if n == 0 and indices.size:
-        raise TracerIndexError(f"take: cannot do a non-empty take from an empty axis "
+        raise error(TracerIndexError, "take", f"cannot do a non-empty take from an empty axis "
                                f"{axis} of {_desc(a)}")
     if mode == "clip":
         indices = _clip(indices, n)
@@ -374,7 +375,7 @@ def take(a: Any, indices: Any, axis: int | None = None, mode: str | None = None)
         indices = (np.mod(indices, n) if isinstance(indices, np.ndarray) else
                    ops.rem(_to_index(indices), np.asarray(n, _INDEX)))
     elif mode not in (None, "raise"):
-        raise ParamError(f"take: mode must be None, 'raise', 'clip' or 'wrap', got {mode!r}")
+        raise error(ParamError, "take", f"mode must be None, 'raise', 'clip' or 'wrap', got {mode!r}")
     return getitem(a, (slice(None),) * axis + (indices,))
 
 
@@ -396,7 +397,7 @@ def take_along_axis(arr: Any, indices: Any, axis: int | None) -> Any:
     if axis is None:
         arr, axis = reshape(arr, (arr.size,)), 0
     if indices.ndim != arr.ndim or not dtypes.is_integer(indices.dtype):
-        raise ShapeError(f"take_along_axis: indices {_desc(indices)} must be an integer "
+        raise error(ShapeError, "take_along_axis", f"indices {_desc(indices)} must be an integer "
                          f"array with as many dimensions as arr {_desc(arr)}")
     axis = normalize_axis(axis, arr.ndim, "take_along_axis")
     idx: list[Any] = []
@@ -405,7 +406,7 @@ def take_along_axis(arr: Any, indices: Any, axis: int | None) -> Any:
             idx.append(indices)
             continue
         if n != m and 1 not in (n, m):
-            raise ShapeError(f"take_along_axis: dimension {d} of indices "
+            raise error(ShapeError, "take_along_axis", f"dimension {d} of indices "
                              f"{_desc(indices)} and arr {_desc(arr)} cannot broadcast")
         idx.append(np.arange(n).reshape([n if k == d else 1 for k in range(arr.ndim)]))
     return getitem(arr, tuple(idx))
@@ -449,7 +450,7 @@ def _prepare_values(values: Any, dtype: np.dtype, shape: tuple[int, ...], what: 
     except ValueError:
         fits = False
     if not fits:
-        raise ShapeError(f"{what}: could not broadcast values {_desc(v)} into the indexed "
+        raise error(ShapeError, what, f"could not broadcast values {_desc(v)} into the indexed "
                          f"shape {shape}; array {desc}")
     return broadcast_to(reshape(v, vshape), shape)
 

@@ -18,7 +18,7 @@ import numpy as np
 from .. import dtypes, ops
 from ..core import ShapedArray
 from ..errors import ParamError, ShapeError, TracerIndexError, TracerTypeError
-from ._promotion import asarray_like, promote
+from ._promotion import asarray_like, desc, error, normalize_axis, promote
 from ._reductions import sum as _reduce_sum
 from ._ufuncs import conjugate, multiply
 
@@ -26,25 +26,15 @@ __all__ = ["dot", "matmul", "vdot", "inner", "outer", "tensordot", "einsum", "tr
            "diagonal", "diag"]
 
 
-def _desc(x: Any) -> str:
-    return str(ShapedArray(x.shape, x.dtype))
+def _array(x: Any, fname: str) -> Any:
+    """An ops operand with `.shape` (a Python scalar becomes a 0-d array)."""
+    x = asarray_like(x, fname)
+    return np.asarray(x) if dtypes.is_python_scalar(x) else x
 
 
-def _pair(a: Any, b: Any) -> tuple[Any, Any]:
-    a, b = promote(asarray_like(a), asarray_like(b))
-    return a, b
-
-
-def normalize_axis(axis: Any, ndim: int, what: str) -> int:
-    """`axis` in [-ndim, ndim) → [0, ndim); TracerIndexError naming `what` otherwise."""
-    try:
-        ax = operator.index(axis)
-    except TypeError:
-        raise TracerTypeError(f"{what}: axis {axis!r} is not an integer") from None
-    if not -ndim <= ax < ndim:
-        raise TracerIndexError(f"{what}: axis {ax} is out of bounds for array of "
-                               f"dimension {ndim}")
-    return ax % ndim
+def _pair(a: Any, b: Any, fname: str) -> tuple[Any, Any]:
+    a, b = promote(a, b, fname=fname)
+    return _array(a, fname), _array(b, fname)
 
 
 def reshape(x: Any, shape: Sequence[int]) -> Any:
@@ -92,16 +82,16 @@ def matmul(a: Any, b: Any) -> Any:
     a, b = _pair(a, b)
     for i, x in enumerate((a, b)):
         if x.ndim == 0:
-            raise ShapeError(f"matmul: Input operand {i} does not have enough dimensions "
+            raise error(ShapeError, "matmul", f"Input operand {i} does not have enough dimensions "
                              f"(has 0, gufunc core with signature (n?,k),(k,m?)->(n?,m?) "
-                             f"requires 1); operands {_desc(a)} and {_desc(b)}")
+                             f"requires 1); operands {desc(a)} and {desc(b)}")
     a2 = a if a.ndim > 1 else reshape(a, (1,) + a.shape)
     b2 = b if b.ndim > 1 else reshape(b, b.shape + (1,))
     if a2.shape[-1] != b2.shape[-2]:
-        raise ShapeError(f"matmul: Input operand 1 has a mismatch in its core dimension 0, "
+        raise error(ShapeError, "matmul", f"Input operand 1 has a mismatch in its core dimension 0, "
                          f"with gufunc signature (n?,k),(k,m?)->(n?,m?) (size "
                          f"{b2.shape[-2]} is different from {a2.shape[-1]}); operands "
-                         f"{_desc(a)} and {_desc(b)}")
+                         f"{desc(a)} and {desc(b)}")
     batch = _broadcast_batch(a2.shape[:-2], b2.shape[:-2], a, b)
     out = _batched_matmul(a2, b2, batch)
     shape = batch + a.shape[-2:-1] * (a.ndim > 1) + b.shape[-1:] * (b.ndim > 1)
@@ -112,8 +102,8 @@ def _broadcast_batch(sa: tuple[int, ...], sb: tuple[int, ...], a: Any, b: Any) -
     try:
         return tuple(np.broadcast_shapes(sa, sb))
     except ValueError:
-        raise ShapeError(f"matmul: batch dimensions {sa} and {sb} cannot be broadcast "
-                         f"together; operands {_desc(a)} and {_desc(b)}") from None
+        raise error(ShapeError, "matmul", f"batch dimensions {sa} and {sb} cannot be broadcast "
+                         f"together; operands {desc(a)} and {desc(b)}") from None
 
 
 def _batched_matmul(a: Any, b: Any, batch: tuple[int, ...]) -> Any:
@@ -141,9 +131,9 @@ def dot(a: Any, b: Any) -> Any:
     a, b = _pair(a, b)
     ca, cb = a.ndim - 1, max(b.ndim - 2, 0)
     if a.shape[ca] != b.shape[cb]:
-        raise ShapeError(f"dot: shapes {a.shape} and {b.shape} not aligned: {a.shape[ca]} "
-                         f"(dim {ca}) != {b.shape[cb]} (dim {cb}); operands {_desc(a)} "
-                         f"and {_desc(b)}")
+        raise error(ShapeError, "dot", f"shapes {a.shape} and {b.shape} not aligned: {a.shape[ca]} "
+                         f"(dim {ca}) != {b.shape[cb]} (dim {cb}); operands {desc(a)} "
+                         f"and {desc(b)}")
     return dot_general(a, b, ((ca,), (cb,)))
 
 
@@ -154,7 +144,7 @@ def vdot(a: Any, b: Any) -> Any:
     """
     a, b = _pair(a, b)
     if a.size != b.size:
-        raise ShapeError(f"vdot: operands {_desc(a)} and {_desc(b)} have different sizes "
+        raise error(ShapeError, "vdot", f"operands {desc(a)} and {desc(b)} have different sizes "
                          f"({a.size} and {b.size})")
     a = conjugate(a) if dtypes.is_complex(a.dtype) else a
     return dot_general(reshape(a, (a.size,)), reshape(b, (b.size,)), ((0,), (0,)))
@@ -169,9 +159,9 @@ def inner(a: Any, b: Any) -> Any:
         return multiply(a, b)
     a, b = _pair(a, b)
     if a.shape[-1] != b.shape[-1]:
-        raise ShapeError(f"inner: shapes {a.shape} and {b.shape} mismatch in the last "
+        raise error(ShapeError, "inner", f"shapes {a.shape} and {b.shape} mismatch in the last "
                          f"dimension ({a.shape[-1]} != {b.shape[-1]}); operands "
-                         f"{_desc(a)} and {_desc(b)}")
+                         f"{desc(a)} and {desc(b)}")
     return dot_general(a, b, ((a.ndim - 1,), (b.ndim - 1,)))
 
 
@@ -194,8 +184,8 @@ def tensordot(a: Any, b: Any, axes: Any = 2) -> Any:
     axes_a, axes_b = _tensordot_axes(a, b, axes)
     for i, j in zip(axes_a, axes_b, strict=True):
         if a.shape[i] != b.shape[j]:
-            raise ShapeError(f"tensordot: shape-mismatch for sum: axis {i} of {_desc(a)} "
-                             f"has size {a.shape[i]} but axis {j} of {_desc(b)} has size "
+            raise error(ShapeError, "tensordot", f"shape-mismatch for sum: axis {i} of {desc(a)} "
+                             f"has size {a.shape[i]} but axis {j} of {desc(b)} has size "
                              f"{b.shape[j]}")
     return dot_general(a, b, (axes_a, axes_b))
 
@@ -204,23 +194,23 @@ def _tensordot_axes(a: Any, b: Any, axes: Any) -> tuple[tuple[int, ...], tuple[i
     if isinstance(axes, (int, np.integer)):
         n = int(axes)
         if not 0 <= n <= min(a.ndim, b.ndim):
-            raise ParamError(f"tensordot: axes={n} must be in [0, {min(a.ndim, b.ndim)}] "
-                             f"for operands {_desc(a)} and {_desc(b)}")
+            raise error(ParamError, "tensordot", f"axes={n} must be in [0, {min(a.ndim, b.ndim)}] "
+                             f"for operands {desc(a)} and {desc(b)}")
         return tuple(range(a.ndim - n, a.ndim)), tuple(range(n))
     try:
         first, second = axes
     except (TypeError, ValueError):
-        raise ParamError(f"tensordot: axes must be an int or a pair of axis sequences, "
+        raise error(ParamError, "tensordot", f"axes must be an int or a pair of axis sequences, "
                          f"got {axes!r}") from None
     first = tuple(first) if isinstance(first, (list, tuple)) else (first,)
     second = tuple(second) if isinstance(second, (list, tuple)) else (second,)
     if len(first) != len(second):
-        raise ParamError(f"tensordot: axes {axes!r} name {len(first)} axes of the first "
+        raise error(ParamError, "tensordot", f"axes {axes!r} name {len(first)} axes of the first "
                          f"operand but {len(second)} of the second")
     axes_a = tuple(normalize_axis(i, a.ndim, "tensordot") for i in first)
     axes_b = tuple(normalize_axis(i, b.ndim, "tensordot") for i in second)
     if len(set(axes_a)) != len(axes_a) or len(set(axes_b)) != len(axes_b):
-        raise ParamError(f"tensordot: repeated axis in axes={axes!r}")
+        raise error(ParamError, "tensordot", f"repeated axis in axes={axes!r}")
     return axes_a, axes_b
 
 
@@ -234,7 +224,7 @@ def einsum(subscripts: str, *operands: Any, optimize: Any = False, dtype: Any = 
     Example: `einsum("ii", eye(3)) == 3.0`.
     """
     if not isinstance(subscripts, str):
-        raise TracerTypeError(f"einsum: subscripts must be a string, got {subscripts!r}")
+        raise error(TracerTypeError, "einsum", f"subscripts must be a string, got {subscripts!r}")
     arrays = promote(*[asarray_like(x) for x in operands]) if operands else []
     if dtype is not None:
         arrays = [ops.convert_element_type(x, dtypes.canonicalize(dtype)) for x in arrays]
@@ -255,10 +245,10 @@ def _parse_einsum(subscripts: str, ndims: list[int]) -> tuple[list[list[str]], l
     spec = subscripts.replace(" ", "")
     lhs, arrow, rhs = spec.partition("->")
     if "->" in rhs:
-        raise ParamError(f"einsum: subscripts {subscripts!r} have more than one '->'")
+        raise error(ParamError, "einsum", f"subscripts {subscripts!r} have more than one '->'")
     terms = [_term_chars(t, subscripts) for t in lhs.split(",")]
     if len(terms) != len(ndims):
-        raise ParamError(f"einsum: subscripts {subscripts!r} name {len(terms)} operands but "
+        raise error(ParamError, "einsum", f"subscripts {subscripts!r} name {len(terms)} operands but "
                          f"{len(ndims)} were given")
     n_ell = max([_ellipsis_ndim(t, n, i, subscripts) for i, (t, n) in
                  enumerate(zip(terms, ndims, strict=True))], default=0)
@@ -274,7 +264,7 @@ def _term_chars(term: str, subscripts: str) -> list[str]:
     """Letters of one term, with "..." as a single `_ELLIPSIS` entry."""
     chars = list(term.replace("...", _ELLIPSIS))
     if chars.count(_ELLIPSIS) > 1 or not all(c.isalpha() or c == _ELLIPSIS for c in chars):
-        raise ParamError(f"einsum: invalid term {term!r} in subscripts {subscripts!r} "
+        raise error(ParamError, "einsum", f"invalid term {term!r} in subscripts {subscripts!r} "
                          f"(use letters and at most one '...')")
     return chars
 
@@ -282,7 +272,7 @@ def _term_chars(term: str, subscripts: str) -> list[str]:
 def _ellipsis_ndim(term: list[str], ndim: int, i: int, subscripts: str) -> int:
     n = ndim - (len(term) - term.count(_ELLIPSIS))
     if n < 0 or (n > 0 and _ELLIPSIS not in term):
-        raise ShapeError(f"einsum: operand {i} has {ndim} dimensions but its subscripts "
+        raise error(ShapeError, "einsum", f"operand {i} has {ndim} dimensions but its subscripts "
                          f"{''.join(term).replace(_ELLIPSIS, '...')!r} in {subscripts!r} "
                          f"name {ndim - n}")
     return n
@@ -301,13 +291,13 @@ def _explicit_output(chars: list[str], inputs: list[list[str]], n_ell: int,
     used = {c for labels in inputs for c in labels}
     out = _expand_term(chars, len(chars) - 1 + n_ell, n_ell) if _ELLIPSIS in chars else chars
     if _ELLIPSIS not in chars and n_ell:
-        raise ShapeError(f"einsum: subscripts {subscripts!r} have '...' covering {n_ell} "
+        raise error(ShapeError, "einsum", f"subscripts {subscripts!r} have '...' covering {n_ell} "
                          f"dimension(s) in the inputs but no '...' in the output")
     for c in out:
         if out.count(c) > 1:
-            raise ParamError(f"einsum: output label {c!r} repeated in {subscripts!r}")
+            raise error(ParamError, "einsum", f"output label {c!r} repeated in {subscripts!r}")
         if c not in used:
-            raise ParamError(f"einsum: output label {c!r} in {subscripts!r} appears in no "
+            raise error(ParamError, "einsum", f"output label {c!r} in {subscripts!r} appears in no "
                              f"input")
     return out
 
@@ -317,12 +307,12 @@ def _label_sizes(subscripts: str, inputs: list[list[str]], arrays: list[Any]) ->
     for i, (labels, x) in enumerate(zip(inputs, arrays, strict=True)):
         for lab, n in zip(labels, x.shape, strict=True):
             if labels.count(lab) > 1 and n != x.shape[labels.index(lab)]:
-                raise ShapeError(f"einsum: operand {i} ({_desc(x)}) repeats label "
+                raise error(ShapeError, "einsum", f"operand {i} ({desc(x)}) repeats label "
                                  f"{lab!r} on dimensions of different sizes")
             seen = sizes.get(lab, 1)
             if n != 1 and seen != 1 and n != seen:
-                raise ShapeError(f"einsum: label {lab.replace('.', '...')!r} in "
-                                 f"{subscripts!r} has size {n} in operand {i} ({_desc(x)}) "
+                raise error(ShapeError, "einsum", f"label {lab.replace('.', '...')!r} in "
+                                 f"{subscripts!r} has size {n} in operand {i} ({desc(x)}) "
                                  f"but size {seen} elsewhere")
             sizes[lab] = max(seen, n)
     return sizes
@@ -384,13 +374,13 @@ def diagonal(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
     """
     a = asarray_like(a)
     if a.ndim < 2:
-        raise ShapeError(f"diagonal: the array must have at least 2 dimensions, got "
-                         f"{_desc(a)}")
+        raise error(ShapeError, "diagonal", f"the array must have at least 2 dimensions, got "
+                         f"{desc(a)}")
     ax1 = normalize_axis(axis1, a.ndim, "diagonal")
     ax2 = normalize_axis(axis2, a.ndim, "diagonal")
     if ax1 == ax2:
-        raise ParamError(f"diagonal: axis1 and axis2 cannot be the same (both {ax1}) for "
-                         f"{_desc(a)}")
+        raise error(ParamError, "diagonal", f"axis1 and axis2 cannot be the same (both {ax1}) for "
+                         f"{desc(a)}")
     return _diagonal(a, operator.index(offset), ax1, ax2)
 
 
@@ -419,7 +409,7 @@ def diag(v: Any, k: int = 0) -> Any:
     if v.ndim == 2:
         return _diagonal(v, k, 0, 1)
     if v.ndim != 1:
-        raise ShapeError(f"diag: input must be 1-d or 2-d, got {_desc(v)}")
+        raise error(ShapeError, "diag", f"input must be 1-d or 2-d, got {desc(v)}")
     n = v.shape[0]
     big = n + abs(k)
     zero = np.zeros((), v.dtype)

@@ -31,7 +31,7 @@ from ..interpret import run_graph
 from ..tracing import Tracer, trace_flat
 from ..tree_util import tree_flatten, tree_unflatten
 from . import elementwise as ew
-from .reduce import check_avals, wrapper_error
+from .reduce import aval_mismatch, check_avals, wrapper_error
 from .registry import OPS, define_op
 
 __all__ = ["while_loop", "cond", "switch", "fori_loop", "scan", "call"]
@@ -101,8 +101,9 @@ def _check_tree(op: str, what: str, expected: Any, got: Any,
                             f"expected {expected} {_fmt(want)} but got {got} {_fmt(have)}")
 
 
-def _cast_like(outs: Sequence[Any], avals: Sequence[ShapedArray]) -> list[np.ndarray]:
-    return [np.asarray(o, dtype=a.dtype) for o, a in zip(outs, avals, strict=True)]
+def _cast(outs: Sequence[Any], like: Sequence[Any]) -> list[np.ndarray]:
+    """`outs` as arrays with the dtypes of `like` (avals or arrays)."""
+    return [np.asarray(o, dtype=a.dtype) for o, a in zip(outs, like, strict=True)]
 
 
 def _split(avals: Sequence[Any], *sizes: int) -> list[list[Any]]:
@@ -132,9 +133,9 @@ def _while_shape(*avals: ShapedArray, condition: Graph, body: Graph, cond_nconst
 def _while_impl(*args: np.ndarray, condition: Graph, body: Graph, cond_nconsts: int,
                 body_nconsts: int) -> list[np.ndarray]:
     cconsts, bconsts, carry = _split(args, cond_nconsts, body_nconsts)
-    dts = [ShapedArray((), np.asarray(c).dtype) for c in carry]
+    carry = [np.asarray(c) for c in carry]
     while bool(run_graph(condition, cconsts + carry)[0]):
-        carry = _cast_like(run_graph(body, bconsts + carry), dts)
+        carry = _cast(run_graph(body, bconsts + carry), carry)
     return carry
 
 
@@ -230,7 +231,7 @@ def _conditional_impl(index: np.ndarray, *args: np.ndarray,
     n = len(branch_computations)
     i = int(index)
     graph = branch_computations[i if 0 <= i < n else n - 1]  # seed: out of range -> last
-    return _cast_like(run_graph(graph, list(args)), graph.out_avals)
+    return _cast(run_graph(graph, list(args)), graph.out_avals)
 
 
 conditional_p = define_op(
@@ -259,7 +260,8 @@ def cond(pred: Any, true_fun: Callable[..., Any], false_fun: Callable[..., Any],
         raise wrapper_error(TracerTypeError, "cond", f"pred must be a bool scalar (pred[]), "
                             f"got {pav}")
     index = _convert(pred, dtypes.int32)
-    return _conditional("cond", index, (false_fun, true_fun), operands)
+    return _conditional("cond", index, (false_fun, true_fun), ("false_fun", "true_fun"),
+                        operands)
 
 
 def switch(index: Any, branches: Sequence[Callable[..., Any]], *operands: Any) -> Any:
@@ -279,22 +281,26 @@ def switch(index: Any, branches: Sequence[Callable[..., Any]], *operands: Any) -
     if iav.shape != () or not dtypes.is_integer(iav.dtype):
         raise wrapper_error(TracerTypeError, "switch", f"index must be an integer scalar, "
                             f"got {iav}")
-    return _conditional("switch", index, branches, operands)
+    names = tuple(f"branch {i}" for i in range(len(branches)))
+    return _conditional("switch", index, branches, names, operands)
 
 
 def _conditional(op: str, index: Any, funs: Sequence[Callable[..., Any]],
-                 operands: tuple[Any, ...]) -> Any:
+                 names: Sequence[str], operands: tuple[Any, ...]) -> Any:
     leaves, tree = tree_flatten(operands)
     avals = [_aval(x) for x in leaves]
     traced = [_trace(lambda *xs, f=f: f(*tree_unflatten(tree, xs)), avals, f"branch_{i}")
               for i, f in enumerate(funs)]
-    first = traced[0]
-    for i, (g, _, out_tree) in enumerate(traced[1:], 1):
-        _check_tree(op, f"branch outputs (branch 0 vs branch {i})", first[2], out_tree,
-                    first[0].out_avals, g.out_avals)
+    first, first_tree = traced[0][0].out_avals, traced[0][2]
+    for name, (g, _, out_tree) in zip(names[1:], traced[1:], strict=True):
+        what = f"{name} must return the same structure and types as {names[0]}"
+        _check_tree(op, what, first_tree, out_tree, first, g.out_avals)
+        err = aval_mismatch(what, first, g.out_avals)
+        if err is not None:
+            raise wrapper_error(type(err), op, str(err))
     graphs, consts = _join_consts(traced)
     outs = conditional_p.bind(index, *consts, *leaves, branch_computations=graphs)
-    return tree_unflatten(first[2], outs)
+    return tree_unflatten(first_tree, outs)
 
 
 def _join_consts(traced: Sequence[tuple[Graph, list[Tracer], Any]]
@@ -333,11 +339,11 @@ def _scan_shape(*avals: ShapedArray, body: Graph, length: int, reverse: bool,
 def _scan_impl(*args: np.ndarray, body: Graph, length: int, reverse: bool, num_consts: int,
                num_carry: int) -> list[np.ndarray]:
     consts, carry, xs = _split(args, num_consts, num_carry)
-    carry_avals = [ShapedArray((), np.asarray(c).dtype) for c in carry]
+    carry = [np.asarray(c) for c in carry]
     ys = [np.empty((length,) + a.shape, a.dtype) for a in body.out_avals[num_carry:]]
     for i in (range(length - 1, -1, -1) if reverse else range(length)):
         outs = run_graph(body, consts + carry + [x[i] for x in xs])
-        carry = _cast_like(outs[:num_carry], carry_avals)
+        carry = _cast(outs[:num_carry], carry)
         for y, o in zip(ys, outs[num_carry:], strict=True):
             y[i] = o
     return carry + ys
@@ -430,7 +436,7 @@ def _call_shape(*avals: ShapedArray, to_apply: Graph) -> tuple[ShapedArray, ...]
 
 
 def _call_impl(*args: np.ndarray, to_apply: Graph) -> list[np.ndarray]:
-    return _cast_like(run_graph(to_apply, list(args)), to_apply.out_avals)
+    return _cast(run_graph(to_apply, list(args)), to_apply.out_avals)
 
 
 call_p = define_op(

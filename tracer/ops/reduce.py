@@ -22,13 +22,11 @@ from .registry import define_op, harmonize
 
 __all__ = ["reduce"]
 
-# Single-op computations the reference runs as one NumPy ufunc reduction. Bool
-# add/mul are left to the general fold: NumPy would promote them to int.
+# Single-op computations the reference runs as one NumPy ufunc reduction.
 _UFUNCS: dict[str, np.ufunc] = {
     "add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum,
     "bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor,
 }
-_NOT_FOR_BOOL = frozenset({"add", "mul"})
 
 # Op families whose impls are element-wise NumPy code, so a computation built only
 # from them can run on whole arrays of accumulators at once.
@@ -42,14 +40,22 @@ def _same(a: ShapedArray, b: ShapedArray) -> bool:
 
 def check_avals(what: str, expected: Sequence[ShapedArray], got: Sequence[ShapedArray]) -> None:
     """ShapeError / DTypeError unless `got` matches `expected` (weak types ignored)."""
+    err = aval_mismatch(what, expected, got)
+    if err is not None:
+        raise err
+
+
+def aval_mismatch(what: str, expected: Sequence[ShapedArray],
+                  got: Sequence[ShapedArray]) -> TracerError | None:
+    """The error `check_avals` would raise (ShapeError if any shape differs), or None."""
     if len(expected) == len(got) and all(map(_same, expected, got)):
-        return
+        return None
     fmt = lambda avals: "(" + ", ".join(map(str, avals)) + ")"  # noqa: E731
     msg = f"{what}: expected {fmt(expected)} but got {fmt(got)}"
     if len(expected) != len(got) or any(a.shape != b.shape for a, b in
                                         zip(expected, got, strict=True)):
-        raise ShapeError(msg)
-    raise DTypeError(msg)
+        return ShapeError(msg)
+    return DTypeError(msg)
 
 
 def wrapper_error(cls: type[TracerError], op: str, msg: str) -> TracerError:
@@ -83,14 +89,13 @@ def _reduce_shape(*avals: ShapedArray, dimensions: tuple[int, ...],
     return tuple(ShapedArray(shape, a.dtype) for a in operands)
 
 
-def _single_ufunc(graph: Graph, dtype: np.dtype) -> np.ufunc | None:
+def _single_ufunc(graph: Graph) -> np.ufunc | None:
     """The NumPy ufunc when `graph` is just `op(acc, x)` (either order) of a known op."""
     if len(graph.eqns) != 1 or len(graph.inputs) != 2:
         return None
     eqn = graph.eqns[0]
-    name = eqn.op.name
-    ufunc = _UFUNCS.get(name)
-    if ufunc is None or (dtype.kind == "b" and name in _NOT_FOR_BOOL):
+    ufunc = _UFUNCS.get(eqn.op.name)
+    if ufunc is None:
         return None
     ins = [id(a) for a in eqn.inputs]
     wired = sorted(ins) == sorted(map(id, graph.inputs)) and ins[0] != ins[1]
@@ -108,7 +113,7 @@ def _reduce_impl(*args: np.ndarray, dimensions: tuple[int, ...],
     n = len(args) // 2
     operands, inits = [np.asarray(a) for a in args[:n]], [np.asarray(a) for a in args[n:]]
     if n == 1:
-        ufunc = _single_ufunc(to_apply, operands[0].dtype)
+        ufunc = _single_ufunc(to_apply)
         if ufunc is not None:
             x = operands[0]
             with np.errstate(all="ignore"):

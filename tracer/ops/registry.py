@@ -18,7 +18,7 @@ import numpy as np
 
 from .. import dtypes
 from ..core import ShapedArray
-from ..errors import DTypeError
+from ..errors import DTypeError, TracerValueError
 from ..tracing import Tracer, bind
 
 ShapeRule = Callable[..., "ShapedArray | Sequence[ShapedArray]"]
@@ -37,6 +37,7 @@ class Op:
     multiple_results: bool = False
     differentiable: bool = True
     linear: bool = False
+    effectful: bool = False        # never merged, folded or dropped by passes (RNG, collectives)
     jvp: Callable[..., Any] | None = None
     transpose: Callable[..., Any] | None = None
     batch: Callable[..., Any] | None = None
@@ -83,20 +84,39 @@ def harmonize(*args: Any) -> list[Any]:
     `tracer.ops` does not promote: strong operands of different dtypes stay as
     they are and the op's shape rule rejects them. Weak ones just take the
     dtype of the first strong operand (seed rule: "a Python scalar takes the
-    other operand's dtype").
+    other operand's dtype"). When every operand is weak they meet at NEP 50's
+    weak result dtype and stay weak.
     """
+    if not args:
+        return []
     strong = next((d for d in map(dtype_of, args) if d is not None), None)
     if strong is None:
-        strong, _ = dtypes.result_type(*args)
+        target, _ = dtypes.result_type(*args)
+        return [_as_weak(a, target) for a in args]
     return [_as_dtype(a, strong) if dtype_of(a) is None else a for a in args]
+
+
+_PY_TYPE = {"b": bool, "i": int, "u": int, "f": float, "c": complex}
+
+
+def _as_weak(x: Any, dtype: np.dtype) -> Any:
+    if isinstance(x, Tracer):
+        return x if x.dtype == dtype else OPS["convert_element_type"].bind(x, new_dtype=dtype)
+    return _PY_TYPE[dtype.kind](x)  # a Python scalar of the target kind stays weak
 
 
 def _as_dtype(x: Any, dtype: np.dtype) -> Any:
     if isinstance(x, Tracer):
+        if x.dtype == dtype:
+            return x  # already right: no convert eqn (it stays weak, which only mixes to strong)
         return OPS["convert_element_type"].bind(x, new_dtype=dtype)
     if dtypes.is_complex(np.asarray(x).dtype) and not dtypes.is_complex(dtype):
         raise DTypeError(f"cannot use complex scalar {x!r} with {dtype} operands")
-    return np.asarray(x, dtype=dtype)
+    try:
+        return np.asarray(x, dtype=dtype)
+    except OverflowError:
+        raise TracerValueError(f"Python scalar {x!r} is out of range for the other "
+                               f"operand's dtype {dtype}") from None
 
 
 def same_dtypes(*avals: ShapedArray) -> np.dtype:

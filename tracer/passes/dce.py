@@ -1,11 +1,15 @@
-"""Dead-code elimination: drop eqns none of whose outputs reach the graph outputs."""
+"""Dead-code elimination: drop eqns none of whose outputs reach the graph outputs,
+inside sub-graphs too. Sub-graph *inputs* are kept (their arity is the op's
+contract); only their dead eqns go."""
 
 from __future__ import annotations
 
 from ..core import Eqn, Graph, Var
+from .rewrite import rewrite
 
 
 def dce(graph: Graph) -> Graph:
+    graph = rewrite(graph, lambda eqn, defs: None, dce)  # recurse into sub-graphs
     live: set[int] = {id(a) for a in graph.outputs if isinstance(a, Var)}
     kept: list[Eqn] = []
     for eqn in reversed(graph.eqns):

@@ -7,16 +7,25 @@ With `config.runtime_checks` every result is typechecked; with
 from __future__ import annotations
 
 import os
-from typing import Callable
 
 from ..config import config
 from ..core import Graph, typecheck
 from ..hlo import graph_to_text
+from .cse import cse
 from .dce import dce
+from .fold import fold_constants
+from .rewrite import Pass
+from .simplify import simplify
 
-Pass = Callable[[Graph], Graph]
-
-PIPELINE: tuple[tuple[str, Pass], ...] = (("dce", dce),)
+# Simplify first so CSE sees canonical eqns; folding exposes new constants for a
+# second simplify; DCE last drops everything the others bypassed.
+PIPELINE: tuple[tuple[str, Pass], ...] = (
+    ("simplify", simplify),
+    ("cse", cse),
+    ("fold", fold_constants),
+    ("simplify", simplify),
+    ("dce", dce),
+)
 
 
 def optimize(graph: Graph, name: str = "main") -> Graph:

@@ -1,0 +1,154 @@
+"""The ndarray face of `Tracer`: operators, properties and methods.
+
+`tracer.tracing` stays below the ops, so `Tracer` is born bare; `install()` (called
+once when `tracer.numpy` is imported) attaches everything here through
+`tracer.tracing.install_methods`. Every entry forwards to a `tracer.numpy`
+function, so `x + 1`, `x.sum(0)` and `x[1:, idx]` mean exactly what `tnp.add`,
+`tnp.sum` and `getitem` mean (NumPy 2 semantics, NEP 50 promotion).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from .. import dtypes, ops
+from ..errors import ShapeError, TracerTypeError
+from ..tracing import Tracer, install_methods
+from . import _reductions, _shape, _ufuncs
+from ._indexing import _IndexUpdateHelper, getitem, take
+from ._linalg import diagonal, dot, matmul, trace
+
+__all__ = ["install"]
+
+# Operand types an operator accepts; anything else gets NotImplemented so Python
+# can try the other operand's reflected method.
+_OPERAND_TYPES = (Tracer, np.ndarray, np.generic, bool, int, float, complex, list, tuple)
+
+
+def _binary(fn: Callable[..., Any], name: str, reflected: bool = False) -> Callable[..., Any]:
+    def method(self: Tracer, other: Any) -> Any:
+        if not isinstance(other, _OPERAND_TYPES):
+            return NotImplemented
+        return fn(other, self) if reflected else fn(self, other)
+
+    method.__name__ = name
+    return method
+
+
+def _unary(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
+    def method(self: Tracer) -> Any:
+        return fn(self)
+
+    method.__name__ = name
+    return method
+
+
+def _forward(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
+    """`x.name(*args, **kw)` is `fn(x, *args, **kw)` (NumPy's method/function pairing)."""
+    def method(self: Tracer, *args: Any, **kwargs: Any) -> Any:
+        return fn(self, *args, **kwargs)
+
+    method.__name__ = name
+    method.__doc__ = fn.__doc__
+    return method
+
+
+def _divmod(a: Any, b: Any) -> tuple[Any, Any]:
+    return _ufuncs.floor_divide(a, b), _ufuncs.remainder(a, b)
+
+
+_BINARY = {
+    "add": _ufuncs.add, "sub": _ufuncs.subtract, "mul": _ufuncs.multiply,
+    "truediv": _ufuncs.true_divide, "floordiv": _ufuncs.floor_divide,
+    "mod": _ufuncs.remainder, "divmod": _divmod, "pow": _ufuncs.power, "matmul": matmul,
+    "and": _ufuncs.bitwise_and, "or": _ufuncs.bitwise_or, "xor": _ufuncs.bitwise_xor,
+    "lshift": _ufuncs.left_shift, "rshift": _ufuncs.right_shift,
+}
+_COMPARE = {
+    "eq": _ufuncs.equal, "ne": _ufuncs.not_equal, "lt": _ufuncs.less,
+    "le": _ufuncs.less_equal, "gt": _ufuncs.greater, "ge": _ufuncs.greater_equal,
+}
+_UNARY = {
+    "neg": _ufuncs.negative, "pos": _ufuncs.positive, "abs": _ufuncs.absolute,
+    "invert": _ufuncs.invert,
+}
+_FORWARDED = {
+    "sum": _reductions.sum, "prod": _reductions.prod, "mean": _reductions.mean,
+    "var": _reductions.var, "std": _reductions.std, "max": _reductions.max,
+    "min": _reductions.min, "argmax": _reductions.argmax, "argmin": _reductions.argmin,
+    "all": _reductions.all, "any": _reductions.any, "cumsum": _reductions.cumsum,
+    "cumprod": _reductions.cumprod, "swapaxes": _shape.swapaxes,
+    "squeeze": _shape.squeeze, "ravel": _shape.ravel, "flatten": _shape.ravel,
+    "repeat": _shape.repeat, "clip": _ufuncs.clip, "round": _ufuncs.round,
+    "conj": _ufuncs.conjugate, "conjugate": _ufuncs.conjugate, "dot": dot, "take": take,
+    "trace": trace, "diagonal": diagonal,
+}
+
+
+def _reshape(self: Tracer, *shape: Any, order: str = "C") -> Any:
+    """`x.reshape(2, 3)` or `x.reshape((2, 3))`."""
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = tuple(shape[0])
+    return _shape.reshape(self, shape, order=order)
+
+
+def _transpose(self: Tracer, *axes: Any) -> Any:
+    """`x.transpose()`, `x.transpose(1, 0)` or `x.transpose((1, 0))`."""
+    if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
+        axes = axes[0]
+    return _shape.transpose(self, axes or None)
+
+
+def _astype(self: Tracer, dtype: Any, copy: bool = True) -> Any:
+    """A strongly typed copy with `dtype` (`copy` is accepted; values are immutable)."""
+    dt = dtypes.canonicalize(dtype)
+    if dt == self.dtype and not self.weak_type:
+        return self
+    return ops.convert_element_type(self, dt)
+
+
+def _mT(self: Tracer) -> Any:
+    if self.ndim < 2:
+        raise error(ShapeError, "mT", f"matrix transpose needs at least 2 dimensions, got {self.aval}")
+    return _shape.swapaxes(self, -1, -2)
+
+
+def _setitem(self: Tracer, idx: Any, value: Any) -> None:
+    raise TracerTypeError(f"traced array {self.aval} does not support item assignment: "
+                          f"arrays are immutable under tracing. Use `x = x.at[idx].set(v)` "
+                          f"(or .add / .multiply / .min / .max) instead of `x[idx] = v`.")
+
+
+def _copy(self: Tracer) -> Tracer:
+    """The array itself: traced values are immutable, so a copy is never needed."""
+    return self
+
+
+def _methods() -> dict[str, Any]:
+    table: dict[str, Any] = {}
+    for name, fn in _BINARY.items():
+        table[f"__{name}__"] = _binary(fn, f"__{name}__")
+        table[f"__r{name}__"] = _binary(fn, f"__r{name}__", reflected=True)
+    for name, fn in _COMPARE.items():
+        table[f"__{name}__"] = _binary(fn, f"__{name}__")
+    for name, fn in _UNARY.items():
+        table[f"__{name}__"] = _unary(fn, f"__{name}__")
+    for name, fn in _FORWARDED.items():
+        table[name] = _forward(fn, name)
+    table.update({
+        "__getitem__": getitem, "__setitem__": _setitem, "reshape": _reshape,
+        "transpose": _transpose, "astype": _astype, "copy": _copy,
+        "T": property(lambda self: _shape.transpose(self)), "mT": property(_mT),
+        "real": property(_ufuncs.real), "imag": property(_ufuncs.imag),
+        "at": property(_IndexUpdateHelper),
+        # `ndarray + tracer` must reach Tracer.__radd__, not try to run a ufunc.
+        "__array_ufunc__": None,
+    })
+    return table
+
+
+def install() -> None:
+    """Give `Tracer` its ndarray operators, properties and methods (idempotent)."""
+    install_methods(_methods())

@@ -1,0 +1,51 @@
+"""Constant folding: run eqns whose inputs are all Literals at compile time.
+
+The op's reference implementation computes the value, which becomes a Literal with
+exactly the eqn's output aval (weak_type kept). Only small results are folded
+(`MAX_FOLD_ELEMENTS`), so a graph never grows a large constant; eqns with
+sub-graphs, effectful ops and ops without operands (whose value may depend on
+where they run, e.g. a replica id) are left alone.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from ..core import Atom, Eqn, Graph, Literal, subgraphs
+from .rewrite import rewrite
+
+MAX_FOLD_ELEMENTS = 1024
+
+
+def fold_constants(graph: Graph) -> Graph:
+    """`graph` with every small all-constant computation replaced by its value."""
+    return rewrite(graph, _fold, fold_constants)
+
+
+def _fold(eqn: Eqn, defs: Mapping[int, Eqn]) -> Sequence[Atom] | None:
+    if not _foldable(eqn):
+        return None
+    args = [a.value for a in eqn.inputs]  # type: ignore[union-attr]  # all Literals
+    try:
+        with np.errstate(all="ignore"):
+            outs = eqn.op.impl(*args, **eqn.params)  # type: ignore[attr-defined]
+    except Exception:  # noqa: BLE001  # a failing op must fail when run, not when compiled
+        return None
+    outs = outs if eqn.op.multiple_results else (outs,)  # type: ignore[attr-defined]
+    literals = []
+    for v, out in zip(eqn.outputs, outs, strict=True):
+        arr = np.asarray(out)
+        if arr.shape != v.aval.shape or arr.dtype != v.aval.dtype:
+            return None  # an impl that disagrees with its shape rule: leave it to run time
+        literals.append(Literal(arr, v.aval))
+    return literals
+
+
+def _foldable(eqn: Eqn) -> bool:
+    return (bool(eqn.inputs)
+            and all(isinstance(a, Literal) for a in eqn.inputs)
+            and not getattr(eqn.op, "effectful", False)
+            and not any(True for _ in subgraphs(eqn.params))
+            and sum(v.aval.size for v in eqn.outputs) <= MAX_FOLD_ELEMENTS)
