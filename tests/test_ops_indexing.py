@@ -105,6 +105,11 @@ def scatter_oracle(x, idx, upd, dn, combine):
 
 # ---------------------------------------------------------------- random problems
 
+def _size(draw, hi):
+    """A size in [0, hi], rarely 0 (empty arrays are an edge case, not the norm)."""
+    return draw(st.sampled_from([*range(1, hi + 1)] * 3 + [0]))
+
+
 @st.composite
 def gather_problems(draw):
     """(operand, indices, GatherDimensionNumbers, slice_sizes), all valid, indices may be
@@ -117,7 +122,7 @@ def gather_problems(draw):
     collapsed = tuple(sorted(draw(st.sets(st.sampled_from(rest)) if rest else st.just(set()))))
     index_map = tuple(draw(st.permutations(rest))[:draw(st.integers(0, len(rest)))])
     # index array dims other than the vector dim: the batching ones, then free ones, shuffled
-    free = draw(st.lists(st.integers(0, 3), max_size=2))
+    free = [_size(draw, 3) for _ in range(draw(st.integers(0, 2)))]
     slots = draw(st.permutations([("b", j) for j in range(len(op_batch))] +
                                  [("f", s) for s in free]))
     implicit = len(index_map) == 1 and draw(st.booleans())
@@ -130,7 +135,7 @@ def gather_problems(draw):
     dtype = draw(st.sampled_from([np.int8, np.int32, np.int64]))
     idx = np.asarray(draw(st.lists(st.integers(-3, 7), min_size=int(np.prod(idx_shape)),
                                    max_size=int(np.prod(idx_shape)))), dtype).reshape(idx_shape)
-    sizes = tuple(1 if d in collapsed or d in op_batch else draw(st.integers(0, shape[d]))
+    sizes = tuple(1 if d in collapsed or d in op_batch else _size(draw, shape[d])
                   for d in range(rank))
     n_offsets = rank - len(collapsed) - len(op_batch)
     out_rank = len(slots) + n_offsets
@@ -321,6 +326,8 @@ ERRORS = [
      errors.DTypeError),
     ("dynamic_slice", lambda: ops.dynamic_slice(X23, [np.zeros(2, int), 0], [1, 1]),
      errors.ShapeError),
+    ("dynamic_slice", lambda: ops.dynamic_slice(X23, [np.uint64(0), np.int32(0)], [1, 1]),
+     errors.DTypeError),
     ("dynamic_update_slice", lambda: ops.dynamic_update_slice(X23, np.zeros((3, 1),
                                                               np.float32), [0, 0]),
      errors.ShapeError),
@@ -375,5 +382,7 @@ def test_wrapper_errors_name_the_op():
                     SDN((1,), (0,), (0,), 1))
     with pytest.raises(errors.ParamError, match="dynamic_slice: slice_sizes"):
         ops.dynamic_slice(X23, [0, 0], 2)
+    with pytest.raises(errors.ParamError, match="dynamic_slice: start index 1000"):
+        ops.dynamic_slice(X23, [np.int8(0), 1000], [1, 1])
     with pytest.raises(errors.ParamError, match="gather: dimension_numbers"):
         ops.gather(X23, IDX, "bad", (1, 3))

@@ -23,21 +23,16 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import dtypes, ops
-from ..core import ShapedArray
 from ..errors import ParamError, ShapeError, TracerIndexError, TracerTypeError
 from ..tracing import Tracer
-from ._linalg import broadcast_to, normalize_axis, reshape
-from ._promotion import asarray_like
+from ._linalg import as_operand, broadcast_to, reshape
+from ._promotion import asarray_like, desc, error, normalize_axis
 
 __all__ = ["getitem", "take", "take_along_axis"]
 
 _INDEX = np.dtype(np.int64)
 _KINDS = ("only integers, slices (`:`), ellipsis (`...`), None (`newaxis`) and integer "
           "or boolean arrays are valid indices")
-
-
-def _desc(x: Any) -> str:
-    return str(ShapedArray(x.shape, x.dtype))
 
 
 @dataclass(frozen=True)
@@ -101,78 +96,69 @@ class _Plan:
 # ----------------------------------------------------------------------------- parsing
 
 
-def _parse(shape: tuple[int, ...], idx: Any, what: str, desc: str) -> _Plan:
-    items = [_classify(it, what, desc) for it in (idx if isinstance(idx, tuple) else (idx,))]
+def _parse(shape: tuple[int, ...], idx: Any, what: str, xd: str) -> _Plan:
+    items = [_classify(it, what, xd) for it in (idx if isinstance(idx, tuple) else (idx,))]
     if sum(it is Ellipsis for it in items) > 1:
-        raise error(TracerIndexError, what, f"an index can only have a single ellipsis ('...'); "
-                               f"array {desc}")
+        raise error(
+            TracerIndexError, what, "an index can only have a single ellipsis ('...'); array "
+            f"{xd}")
     used = sum(_consumed(it) for it in items)
     if used > len(shape):
-        raise error(TracerIndexError, what, f"too many indices for array: array is "
-                               f"{len(shape)}-dimensional, but {used} were indexed; array {desc}")
+        raise error(
+            TracerIndexError, what, "too many indices for array: array is "
+            f"{len(shape)}-dimensional, but {used} were indexed; array {xd}")
     has_arrays = any(isinstance(it, (Tracer, np.ndarray)) for it in items)
     if Ellipsis not in items:
         items.append(Ellipsis)
     entries: list[Any] = []
     for it in items:
         axis = sum(not isinstance(e, _New) for e in entries)
-        entries.extend(_entries(it, axis, shape, len(shape) - used, has_arrays, what, desc))
+        entries.extend(_entries(it, axis, shape, len(shape) - used, has_arrays, what, xd))
     adv_pos = [i for i, it in enumerate(items) if isinstance(it, (Tracer, np.ndarray)) or
                (has_arrays and isinstance(it, int))]
     front = bool(adv_pos) and adv_pos != list(range(adv_pos[0], adv_pos[-1] + 1))
-    bshape = _broadcast_indices([e.value for e in entries if isinstance(e, _Adv)], what, desc)
+    bshape = _broadcast_indices([e.value for e in entries if isinstance(e, _Adv)], what, xd)
     return _Plan(tuple(entries), bshape, front)
 
 
-def _classify(item: Any, what: str, desc: str) -> Any:
+def _classify(item: Any, what: str, xd: str) -> Any:
     """None, Ellipsis, slice, int, an int/bool np.ndarray, or an int Tracer."""
     if item is None or item is Ellipsis or isinstance(item, slice):
         return item
     if isinstance(item, Tracer):
-        return _check_traced(item, what, desc)
+        return _check_traced(item, what, xd)
     if isinstance(item, (bool, np.bool_)) or (isinstance(item, np.ndarray) and
                                               item.ndim == 0 and item.dtype == np.bool_):
-        raise error(TracerIndexError, what, f"boolean scalar indices are not supported (use "
-                               f"None to add an axis); array {desc}")
+        raise error(
+            TracerIndexError, what, "boolean scalar indices are not supported (use None to add "
+            f"an axis); array {xd}")
     if isinstance(item, (int, np.integer)):
         return int(item)
     if isinstance(item, (list, tuple)) and any(isinstance(v, Tracer) for v in item):
-        return _stack_traced_list(item, what, desc)
+        return _check_traced(asarray_like(item, what), what, xd)
     try:
         arr = np.asarray(item)
     except ValueError:
-        raise error(TracerIndexError, what, f"index {item!r:.60} is not a valid array; "
-                               f"{_KINDS}") from None
+        raise error(
+            TracerIndexError, what, f"index {item!r:.60} is not a valid array; {_KINDS}") from None
     if arr.size == 0 and arr.dtype.kind == "f":
         arr = arr.astype(_INDEX)  # `x[[]]`: NumPy reads an empty list as an int index
     if arr.dtype.kind not in "biu":
-        raise error(TracerIndexError, what, f"invalid index {item!r:.60} of dtype {arr.dtype}; "
-                               f"{_KINDS}; array {desc}")
+        raise error(
+            TracerIndexError, what, f"invalid index {item!r:.60} of dtype {arr.dtype}; {_KINDS}; "
+            f"array {xd}")
     return int(arr) if arr.ndim == 0 and arr.dtype.kind != "b" else arr
 
 
-def _check_traced(t: Tracer, what: str, desc: str) -> Tracer:
+def _check_traced(t: Tracer, what: str, xd: str) -> Tracer:
     if dtypes.is_bool(t.dtype):
-        raise TracerIndexError(
-            f"{what}: a traced boolean mask {t.aval} cannot index: the result shape would "
-            f"depend on its values. Use tnp.where(mask, x, fill) instead, or indices from "
-            f"nonzero(mask, size=...) with a static size; array {desc}")
+        raise error(
+            TracerIndexError, what, f"a traced boolean mask {t.aval} cannot index: the result "
+            "shape would depend on its values. Use tnp.where(mask, x, fill) instead, or "
+            f"indices from nonzero(mask, size=...) with a static size; array {xd}")
     if not dtypes.is_integer(t.dtype):
-        raise error(TracerIndexError, what, f"invalid traced index {t.aval}; {_KINDS}; "
-                               f"array {desc}")
+        raise error(TracerIndexError, what, f"invalid traced index {t.aval}; {_KINDS}; array {xd}")
     return t
-
-
-def _stack_traced_list(items: Any, what: str, desc: str) -> Tracer:
-    """`x[[i, j]]` with traced scalars: one int64 index vector."""
-    parts = []
-    for v in items:
-        v = _check_traced(v, what, desc) if isinstance(v, Tracer) else np.asarray(v)
-        if np.ndim(v) != 0 or not dtypes.is_integer(v.dtype):
-            raise error(TracerIndexError, what, f"a list index must hold integer scalars; "
-                                   f"array {desc}")
-        parts.append(reshape(_to_index(v), (1,)))
-    return ops.concatenate(parts, 0)
 
 
 def _consumed(item: Any) -> int:
@@ -184,77 +170,80 @@ def _consumed(item: Any) -> int:
 
 
 def _entries(item: Any, axis: int, shape: tuple[int, ...], n_ellipsis: int,
-             has_arrays: bool, what: str, desc: str) -> list[Any]:
+             has_arrays: bool, what: str, xd: str) -> list[Any]:
     if item is None:
         return [_New()]
     if item is Ellipsis:
         return [_Slice(a, 0, 1, shape[a]) for a in range(axis, axis + n_ellipsis)]
     if isinstance(item, slice):
-        return [_static_slice(item, axis, shape[axis], what, desc)]
+        return [_static_slice(item, axis, shape[axis], what, xd)]
     if isinstance(item, int):
-        i = _check_int(item, axis, shape[axis], what, desc)
+        i = _check_int(item, axis, shape[axis], what, xd)
         return [_Adv(axis, np.asarray(i, _INDEX)) if has_arrays else _Int(axis, i)]
     if isinstance(item, Tracer):
         return [_Adv(axis, _wrap(_to_index(item), shape[axis]))]
     if item.dtype.kind == "b":
-        return _mask_entries(item, axis, shape, what, desc)
-    return [_Adv(axis, _check_array(item, axis, shape[axis], what, desc))]
+        return _mask_entries(item, axis, shape, what, xd)
+    return [_Adv(axis, _check_array(item, axis, shape[axis], what, xd))]
 
 
-def _static_slice(s: slice, axis: int, size: int, what: str, desc: str) -> _Slice:
+def _static_slice(s: slice, axis: int, size: int, what: str, xd: str) -> _Slice:
     parts = []
     for name in ("start", "stop", "step"):
         v = getattr(s, name)
         if isinstance(v, Tracer):
-            raise error(TracerTypeError, what, f"slice {name} must be static, got traced {v.aval}; "
-                                  f"use ops.dynamic_slice / ops.dynamic_update_slice for "
-                                  f"traced offsets; array {desc}")
+            raise error(
+                TracerTypeError, what, f"slice {name} must be static, got traced {v.aval}; use "
+                f"ops.dynamic_slice / ops.dynamic_update_slice for traced offsets; array {xd}")
         try:
             parts.append(None if v is None else operator.index(v))
         except TypeError:
-            raise error(TracerIndexError, what, f"slice {name} {v!r} is not an integer; "
-                                   f"array {desc}") from None
+            raise error(TracerIndexError, what,
+                        f"slice {name} {v!r} is not an integer; array {xd}") from None
     if parts[2] == 0:
-        raise error(ParamError, what, f"slice step cannot be zero; array {desc}")
+        raise error(ParamError, what, f"slice step cannot be zero; array {xd}")
     start, stop, step = slice(*parts).indices(size)
     length = len(range(start, stop, step))
     return _Slice(axis, start if length else 0, step, length)
 
 
-def _check_int(i: int, axis: int, size: int, what: str, desc: str) -> int:
+def _check_int(i: int, axis: int, size: int, what: str, xd: str) -> int:
     if not -size <= i < size:
-        raise error(TracerIndexError, what, f"index {i} is out of bounds for axis {axis} with "
-                               f"size {size}; array {desc}")
+        raise error(
+            TracerIndexError, what, f"index {i} is out of bounds for axis {axis} with size "
+            f"{size}; array {xd}")
     return i % size
 
 
-def _check_array(arr: np.ndarray, axis: int, size: int, what: str, desc: str) -> np.ndarray:
+def _check_array(arr: np.ndarray, axis: int, size: int, what: str, xd: str) -> np.ndarray:
     bad = (arr < -size) | (arr >= size)
     if bad.any():
-        raise error(TracerIndexError, what, f"index {arr[bad].flat[0]} is out of bounds for axis "
-                               f"{axis} with size {size}; array {desc}")
+        raise error(
+            TracerIndexError, what, f"index {arr[bad].flat[0]} is out of bounds for axis {axis} "
+            f"with size {size}; array {xd}")
     arr = arr.astype(_INDEX)
     return np.where(arr < 0, arr + size, arr)
 
 
 def _mask_entries(mask: np.ndarray, axis: int, shape: tuple[int, ...], what: str,
-                  desc: str) -> list[Any]:
+                  xd: str) -> list[Any]:
     for k, n in enumerate(mask.shape):
         if n != shape[axis + k]:
-            raise error(TracerIndexError, what, f"boolean index did not match indexed array "
-                                   f"along axis {axis + k}; size of axis is "
-                                   f"{shape[axis + k]} but size of corresponding boolean "
-                                   f"axis is {n}; array {desc}")
+            raise error(
+                TracerIndexError, what, "boolean index did not match indexed array along axis "
+                f"{axis + k}; size of axis is {shape[axis + k]} but size of corresponding boolean "
+                f"axis is {n}; array {xd}")
     return [_Adv(axis + k, nz.astype(_INDEX)) for k, nz in enumerate(np.nonzero(mask))]
 
 
-def _broadcast_indices(values: list[Any], what: str, desc: str) -> tuple[int, ...]:
+def _broadcast_indices(values: list[Any], what: str, xd: str) -> tuple[int, ...]:
     try:
         return tuple(np.broadcast_shapes(*(v.shape for v in values)))
     except ValueError:
         shapes = " ".join(str(tuple(v.shape)) for v in values)
-        raise error(TracerIndexError, what, f"shape mismatch: indexing arrays could not be "
-                               f"broadcast together with shapes {shapes}; array {desc}") from None
+        raise error(
+            TracerIndexError, what, "shape mismatch: indexing arrays could not be broadcast "
+            f"together with shapes {shapes}; array {xd}") from None
 
 
 def _to_index(x: Any) -> Any:
@@ -277,8 +266,8 @@ def getitem(x: Any, idx: Any) -> Any:
     Advanced indices broadcast together; their dims replace the indexed axes when
     adjacent and go first otherwise. Example: `x[1:, None, [0, 2]]`.
     """
-    x = asarray_like(x)
-    plan = _parse(tuple(x.shape), idx, "getitem", _desc(x))
+    x = as_operand(x, "getitem")
+    plan = _parse(tuple(x.shape), idx, "getitem", desc(x))
     y, plan = _apply_slices(x, plan)
     if not plan.advanced:
         return reshape(y, plan.result_shape())
@@ -357,7 +346,7 @@ def take(a: Any, indices: Any, axis: int | None = None, mode: str | None = None)
     "clip" (clamp to [0, n-1]) or "wrap" (modulo n).
     Example: `take([4, 5, 6], [[0, 2]])` → `[[4, 6]]`.
     """
-    a = asarray_like(a)
+    a = as_operand(a, "take")
     if axis is None:
         a, axis = reshape(a, (a.size,)), 0
     axis = normalize_axis(axis, a.ndim, "take")
@@ -367,15 +356,17 @@ def take(a: Any, indices: Any, axis: int | None = None, mode: str | None = None)
         indices = _to_index(indices)
     n = a.shape[axis]
     if n == 0 and indices.size:
-        raise error(TracerIndexError, "take", f"cannot do a non-empty take from an empty axis "
-                               f"{axis} of {_desc(a)}")
+        raise error(
+            TracerIndexError, "take", f"cannot do a non-empty take from an empty axis {axis} of "
+            f"{desc(a)}")
     if mode == "clip":
         indices = _clip(indices, n)
     elif mode == "wrap":
         indices = (np.mod(indices, n) if isinstance(indices, np.ndarray) else
                    ops.rem(_to_index(indices), np.asarray(n, _INDEX)))
     elif mode not in (None, "raise"):
-        raise error(ParamError, "take", f"mode must be None, 'raise', 'clip' or 'wrap', got {mode!r}")
+        raise error(
+            ParamError, "take", f"mode must be None, 'raise', 'clip' or 'wrap', got {mode!r}")
     return getitem(a, (slice(None),) * axis + (indices,))
 
 
@@ -391,14 +382,15 @@ def take_along_axis(arr: Any, indices: Any, axis: int | None) -> Any:
     dims of `arr` and `indices` broadcast. Pairs with `argsort`.
     Example: `take_along_axis([[10, 20], [30, 40]], [[1], [0]], 1)` → `[[20], [30]]`.
     """
-    arr = asarray_like(arr)
+    arr = as_operand(arr, "take_along_axis")
     if not isinstance(indices, Tracer):
         indices = np.asarray(indices)
     if axis is None:
         arr, axis = reshape(arr, (arr.size,)), 0
     if indices.ndim != arr.ndim or not dtypes.is_integer(indices.dtype):
-        raise error(ShapeError, "take_along_axis", f"indices {_desc(indices)} must be an integer "
-                         f"array with as many dimensions as arr {_desc(arr)}")
+        raise error(
+            ShapeError, "take_along_axis", f"indices {desc(indices)} must be an integer array "
+            f"with as many dimensions as arr {desc(arr)}")
     axis = normalize_axis(axis, arr.ndim, "take_along_axis")
     idx: list[Any] = []
     for d, (n, m) in enumerate(zip(arr.shape, indices.shape, strict=True)):
@@ -406,8 +398,9 @@ def take_along_axis(arr: Any, indices: Any, axis: int | None) -> Any:
             idx.append(indices)
             continue
         if n != m and 1 not in (n, m):
-            raise error(ShapeError, "take_along_axis", f"dimension {d} of indices "
-                             f"{_desc(indices)} and arr {_desc(arr)} cannot broadcast")
+            raise error(
+                ShapeError, "take_along_axis", f"dimension {d} of indices {desc(indices)} and "
+                f"arr {desc(arr)} cannot broadcast")
         idx.append(np.arange(n).reshape([n if k == d else 1 for k in range(arr.ndim)]))
     return getitem(arr, tuple(idx))
 
@@ -424,10 +417,10 @@ _COMBINE: dict[str, tuple[Callable[..., Any], Callable[..., Any]]] = {
 
 
 def _update(x: Any, idx: Any, values: Any, method: str) -> Any:
-    x = asarray_like(x)
-    what, desc = f"at[...].{method}", _desc(x)
-    plan = _parse(tuple(x.shape), idx, what, desc)
-    vals = _prepare_values(values, x.dtype, plan.result_shape(), what, desc)
+    what = f"at[...].{method}"
+    x = as_operand(x, what)
+    plan = _parse(tuple(x.shape), idx, what, desc(x))
+    vals = _prepare_values(values, x.dtype, plan.result_shape(), what, desc(x))
     combine = None if method == "set" else _COMBINE[method][dtypes.is_bool(x.dtype)]
     contiguous = all(abs(e.step) == 1 or e.length <= 1
                      for e in plan.entries if isinstance(e, _Slice))
@@ -437,9 +430,9 @@ def _update(x: Any, idx: Any, values: Any, method: str) -> Any:
 
 
 def _prepare_values(values: Any, dtype: np.dtype, shape: tuple[int, ...], what: str,
-                    desc: str) -> Any:
+                    xdesc: str) -> Any:
     """Cast to the array's dtype (float into int truncates) and broadcast to `shape`."""
-    v = asarray_like(values)
+    v = as_operand(values, what)
     if v.dtype != dtype or getattr(v, "weak_type", False):
         v = ops.convert_element_type(v, dtype)
     vshape = tuple(v.shape)
@@ -450,8 +443,9 @@ def _prepare_values(values: Any, dtype: np.dtype, shape: tuple[int, ...], what: 
     except ValueError:
         fits = False
     if not fits:
-        raise error(ShapeError, what, f"could not broadcast values {_desc(v)} into the indexed "
-                         f"shape {shape}; array {desc}")
+        raise error(
+            ShapeError, what, f"could not broadcast values {desc(v)} into the indexed shape "
+            f"{shape}; array {xdesc}")
     return broadcast_to(reshape(v, vshape), shape)
 
 

@@ -26,7 +26,7 @@ __all__ = ["dot", "matmul", "vdot", "inner", "outer", "tensordot", "einsum", "tr
            "diagonal", "diag"]
 
 
-def _array(x: Any, fname: str) -> Any:
+def as_operand(x: Any, fname: str) -> Any:
     """An ops operand with `.shape` (a Python scalar becomes a 0-d array)."""
     x = asarray_like(x, fname)
     return np.asarray(x) if dtypes.is_python_scalar(x) else x
@@ -34,7 +34,7 @@ def _array(x: Any, fname: str) -> Any:
 
 def _pair(a: Any, b: Any, fname: str) -> tuple[Any, Any]:
     a, b = promote(a, b, fname=fname)
-    return _array(a, fname), _array(b, fname)
+    return as_operand(a, fname), as_operand(b, fname)
 
 
 def reshape(x: Any, shape: Sequence[int]) -> Any:
@@ -79,19 +79,20 @@ def matmul(a: Any, b: Any) -> Any:
     right) and the added dim is removed; batch dims broadcast.
     Example: `matmul(ones((5,2,3)), ones((3,4))).shape == (5,2,4)`.
     """
-    a, b = _pair(a, b)
+    a, b = _pair(a, b, "matmul")
     for i, x in enumerate((a, b)):
         if x.ndim == 0:
-            raise error(ShapeError, "matmul", f"Input operand {i} does not have enough dimensions "
-                             f"(has 0, gufunc core with signature (n?,k),(k,m?)->(n?,m?) "
-                             f"requires 1); operands {desc(a)} and {desc(b)}")
+            raise error(
+                ShapeError, "matmul", f"Input operand {i} does not have enough dimensions (has "
+                "0, gufunc core with signature (n?,k),(k,m?)->(n?,m?) requires 1); operands "
+                f"{desc(a)} and {desc(b)}")
     a2 = a if a.ndim > 1 else reshape(a, (1,) + a.shape)
     b2 = b if b.ndim > 1 else reshape(b, b.shape + (1,))
     if a2.shape[-1] != b2.shape[-2]:
-        raise error(ShapeError, "matmul", f"Input operand 1 has a mismatch in its core dimension 0, "
-                         f"with gufunc signature (n?,k),(k,m?)->(n?,m?) (size "
-                         f"{b2.shape[-2]} is different from {a2.shape[-1]}); operands "
-                         f"{desc(a)} and {desc(b)}")
+        raise error(
+            ShapeError, "matmul", "Input operand 1 has a mismatch in its core dimension 0, with "
+            f"gufunc signature (n?,k),(k,m?)->(n?,m?) (size {b2.shape[-2]} is different from "
+            f"{a2.shape[-1]}); operands {desc(a)} and {desc(b)}")
     batch = _broadcast_batch(a2.shape[:-2], b2.shape[:-2], a, b)
     out = _batched_matmul(a2, b2, batch)
     shape = batch + a.shape[-2:-1] * (a.ndim > 1) + b.shape[-1:] * (b.ndim > 1)
@@ -102,8 +103,9 @@ def _broadcast_batch(sa: tuple[int, ...], sb: tuple[int, ...], a: Any, b: Any) -
     try:
         return tuple(np.broadcast_shapes(sa, sb))
     except ValueError:
-        raise error(ShapeError, "matmul", f"batch dimensions {sa} and {sb} cannot be broadcast "
-                         f"together; operands {desc(a)} and {desc(b)}") from None
+        raise error(
+            ShapeError, "matmul", f"batch dimensions {sa} and {sb} cannot be broadcast together; "
+            f"operands {desc(a)} and {desc(b)}") from None
 
 
 def _batched_matmul(a: Any, b: Any, batch: tuple[int, ...]) -> Any:
@@ -128,12 +130,12 @@ def dot(a: Any, b: Any) -> Any:
     """
     if np.ndim(a) == 0 or np.ndim(b) == 0:
         return multiply(a, b)
-    a, b = _pair(a, b)
+    a, b = _pair(a, b, "dot")
     ca, cb = a.ndim - 1, max(b.ndim - 2, 0)
     if a.shape[ca] != b.shape[cb]:
-        raise error(ShapeError, "dot", f"shapes {a.shape} and {b.shape} not aligned: {a.shape[ca]} "
-                         f"(dim {ca}) != {b.shape[cb]} (dim {cb}); operands {desc(a)} "
-                         f"and {desc(b)}")
+        raise error(
+            ShapeError, "dot", f"shapes {a.shape} and {b.shape} not aligned: {a.shape[ca]} (dim "
+            f"{ca}) != {b.shape[cb]} (dim {cb}); operands {desc(a)} and {desc(b)}")
     return dot_general(a, b, ((ca,), (cb,)))
 
 
@@ -142,10 +144,11 @@ def vdot(a: Any, b: Any) -> Any:
 
     Example: `vdot([1+2j, 3], [1, 1]) == 4-2j`.
     """
-    a, b = _pair(a, b)
+    a, b = _pair(a, b, "vdot")
     if a.size != b.size:
-        raise error(ShapeError, "vdot", f"operands {desc(a)} and {desc(b)} have different sizes "
-                         f"({a.size} and {b.size})")
+        raise error(
+            ShapeError, "vdot", f"operands {desc(a)} and {desc(b)} have different sizes "
+            f"({a.size} and {b.size})")
     a = conjugate(a) if dtypes.is_complex(a.dtype) else a
     return dot_general(reshape(a, (a.size,)), reshape(b, (b.size,)), ((0,), (0,)))
 
@@ -157,11 +160,11 @@ def inner(a: Any, b: Any) -> Any:
     """
     if np.ndim(a) == 0 or np.ndim(b) == 0:
         return multiply(a, b)
-    a, b = _pair(a, b)
+    a, b = _pair(a, b, "inner")
     if a.shape[-1] != b.shape[-1]:
-        raise error(ShapeError, "inner", f"shapes {a.shape} and {b.shape} mismatch in the last "
-                         f"dimension ({a.shape[-1]} != {b.shape[-1]}); operands "
-                         f"{desc(a)} and {desc(b)}")
+        raise error(
+            ShapeError, "inner", f"shapes {a.shape} and {b.shape} mismatch in the last dimension "
+            f"({a.shape[-1]} != {b.shape[-1]}); operands {desc(a)} and {desc(b)}")
     return dot_general(a, b, ((a.ndim - 1,), (b.ndim - 1,)))
 
 
@@ -170,7 +173,7 @@ def outer(a: Any, b: Any) -> Any:
 
     Example: `outer([1, 2], [3, 4, 5]).shape == (2, 3)`.
     """
-    a, b = asarray_like(a), asarray_like(b)
+    a, b = as_operand(a, "outer"), as_operand(b, "outer")
     return multiply(reshape(a, (a.size, 1)), reshape(b, (1, b.size)))
 
 
@@ -180,13 +183,13 @@ def tensordot(a: Any, b: Any, axes: Any = 2) -> Any:
 
     Example: `tensordot(ones((2,3,4)), ones((3,4,5))).shape == (2,5)`.
     """
-    a, b = _pair(a, b)
+    a, b = _pair(a, b, "tensordot")
     axes_a, axes_b = _tensordot_axes(a, b, axes)
     for i, j in zip(axes_a, axes_b, strict=True):
         if a.shape[i] != b.shape[j]:
-            raise error(ShapeError, "tensordot", f"shape-mismatch for sum: axis {i} of {desc(a)} "
-                             f"has size {a.shape[i]} but axis {j} of {desc(b)} has size "
-                             f"{b.shape[j]}")
+            raise error(
+                ShapeError, "tensordot", f"shape-mismatch for sum: axis {i} of {desc(a)} has "
+                f"size {a.shape[i]} but axis {j} of {desc(b)} has size {b.shape[j]}")
     return dot_general(a, b, (axes_a, axes_b))
 
 
@@ -194,19 +197,22 @@ def _tensordot_axes(a: Any, b: Any, axes: Any) -> tuple[tuple[int, ...], tuple[i
     if isinstance(axes, (int, np.integer)):
         n = int(axes)
         if not 0 <= n <= min(a.ndim, b.ndim):
-            raise error(ParamError, "tensordot", f"axes={n} must be in [0, {min(a.ndim, b.ndim)}] "
-                             f"for operands {desc(a)} and {desc(b)}")
+            raise error(
+                ParamError, "tensordot", f"axes={n} must be in [0, {min(a.ndim, b.ndim)}] for "
+                f"operands {desc(a)} and {desc(b)}")
         return tuple(range(a.ndim - n, a.ndim)), tuple(range(n))
     try:
         first, second = axes
     except (TypeError, ValueError):
-        raise error(ParamError, "tensordot", f"axes must be an int or a pair of axis sequences, "
-                         f"got {axes!r}") from None
+        raise error(
+            ParamError, "tensordot", "axes must be an int or a pair of axis sequences, got "
+            f"{axes!r}") from None
     first = tuple(first) if isinstance(first, (list, tuple)) else (first,)
     second = tuple(second) if isinstance(second, (list, tuple)) else (second,)
     if len(first) != len(second):
-        raise error(ParamError, "tensordot", f"axes {axes!r} name {len(first)} axes of the first "
-                         f"operand but {len(second)} of the second")
+        raise error(
+            ParamError, "tensordot", f"axes {axes!r} name {len(first)} axes of the first operand "
+            f"but {len(second)} of the second")
     axes_a = tuple(normalize_axis(i, a.ndim, "tensordot") for i in first)
     axes_b = tuple(normalize_axis(i, b.ndim, "tensordot") for i in second)
     if len(set(axes_a)) != len(axes_a) or len(set(axes_b)) != len(axes_b):
@@ -225,9 +231,7 @@ def einsum(subscripts: str, *operands: Any, optimize: Any = False, dtype: Any = 
     """
     if not isinstance(subscripts, str):
         raise error(TracerTypeError, "einsum", f"subscripts must be a string, got {subscripts!r}")
-    arrays = promote(*[asarray_like(x) for x in operands]) if operands else []
-    if dtype is not None:
-        arrays = [ops.convert_element_type(x, dtypes.canonicalize(dtype)) for x in arrays]
+    arrays = [as_operand(x, "einsum") for x in promote(*operands, fname="einsum", dtype=dtype)]
     inputs, output = _parse_einsum(subscripts, [x.ndim for x in arrays])
     sizes = _label_sizes(subscripts, inputs, arrays)
     is_bool = bool(arrays) and dtypes.is_bool(arrays[0].dtype)
@@ -248,8 +252,9 @@ def _parse_einsum(subscripts: str, ndims: list[int]) -> tuple[list[list[str]], l
         raise error(ParamError, "einsum", f"subscripts {subscripts!r} have more than one '->'")
     terms = [_term_chars(t, subscripts) for t in lhs.split(",")]
     if len(terms) != len(ndims):
-        raise error(ParamError, "einsum", f"subscripts {subscripts!r} name {len(terms)} operands but "
-                         f"{len(ndims)} were given")
+        raise error(
+            ParamError, "einsum", f"subscripts {subscripts!r} name {len(terms)} operands but "
+            f"{len(ndims)} were given")
     n_ell = max([_ellipsis_ndim(t, n, i, subscripts) for i, (t, n) in
                  enumerate(zip(terms, ndims, strict=True))], default=0)
     inputs = [_expand_term(t, n, n_ell) for t, n in zip(terms, ndims, strict=True)]
@@ -264,17 +269,18 @@ def _term_chars(term: str, subscripts: str) -> list[str]:
     """Letters of one term, with "..." as a single `_ELLIPSIS` entry."""
     chars = list(term.replace("...", _ELLIPSIS))
     if chars.count(_ELLIPSIS) > 1 or not all(c.isalpha() or c == _ELLIPSIS for c in chars):
-        raise error(ParamError, "einsum", f"invalid term {term!r} in subscripts {subscripts!r} "
-                         f"(use letters and at most one '...')")
+        raise error(
+            ParamError, "einsum", f"invalid term {term!r} in subscripts {subscripts!r} (use "
+            "letters and at most one '...')")
     return chars
 
 
 def _ellipsis_ndim(term: list[str], ndim: int, i: int, subscripts: str) -> int:
     n = ndim - (len(term) - term.count(_ELLIPSIS))
     if n < 0 or (n > 0 and _ELLIPSIS not in term):
-        raise error(ShapeError, "einsum", f"operand {i} has {ndim} dimensions but its subscripts "
-                         f"{''.join(term).replace(_ELLIPSIS, '...')!r} in {subscripts!r} "
-                         f"name {ndim - n}")
+        raise error(
+            ShapeError, "einsum", f"operand {i} has {ndim} dimensions but its subscripts "
+            f"{''.join(term).replace(_ELLIPSIS, '...')!r} in {subscripts!r} name {ndim - n}")
     return n
 
 
@@ -291,14 +297,15 @@ def _explicit_output(chars: list[str], inputs: list[list[str]], n_ell: int,
     used = {c for labels in inputs for c in labels}
     out = _expand_term(chars, len(chars) - 1 + n_ell, n_ell) if _ELLIPSIS in chars else chars
     if _ELLIPSIS not in chars and n_ell:
-        raise error(ShapeError, "einsum", f"subscripts {subscripts!r} have '...' covering {n_ell} "
-                         f"dimension(s) in the inputs but no '...' in the output")
+        raise error(
+            ShapeError, "einsum", f"subscripts {subscripts!r} have '...' covering {n_ell} "
+            "dimension(s) in the inputs but no '...' in the output")
     for c in out:
         if out.count(c) > 1:
             raise error(ParamError, "einsum", f"output label {c!r} repeated in {subscripts!r}")
         if c not in used:
-            raise error(ParamError, "einsum", f"output label {c!r} in {subscripts!r} appears in no "
-                             f"input")
+            raise error(
+                ParamError, "einsum", f"output label {c!r} in {subscripts!r} appears in no input")
     return out
 
 
@@ -307,13 +314,14 @@ def _label_sizes(subscripts: str, inputs: list[list[str]], arrays: list[Any]) ->
     for i, (labels, x) in enumerate(zip(inputs, arrays, strict=True)):
         for lab, n in zip(labels, x.shape, strict=True):
             if labels.count(lab) > 1 and n != x.shape[labels.index(lab)]:
-                raise error(ShapeError, "einsum", f"operand {i} ({desc(x)}) repeats label "
-                                 f"{lab!r} on dimensions of different sizes")
+                raise error(
+                    ShapeError, "einsum", f"operand {i} ({desc(x)}) repeats label {lab!r} on "
+                    "dimensions of different sizes")
             seen = sizes.get(lab, 1)
             if n != 1 and seen != 1 and n != seen:
-                raise error(ShapeError, "einsum", f"label {lab.replace('.', '...')!r} in "
-                                 f"{subscripts!r} has size {n} in operand {i} ({desc(x)}) "
-                                 f"but size {seen} elsewhere")
+                raise error(
+                    ShapeError, "einsum", f"label {lab.replace('.', '...')!r} in {subscripts!r} "
+                    f"has size {n} in operand {i} ({desc(x)}) but size {seen} elsewhere")
             sizes[lab] = max(seen, n)
     return sizes
 
@@ -372,15 +380,16 @@ def diagonal(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
     `out[..., i] = a[..., i, i + offset]` (rows shifted down for offset < 0).
     Example: `diagonal(arange(9).reshape(3,3), 1)` → `[1, 5]`.
     """
-    a = asarray_like(a)
+    a = as_operand(a, "diagonal")
     if a.ndim < 2:
-        raise error(ShapeError, "diagonal", f"the array must have at least 2 dimensions, got "
-                         f"{desc(a)}")
+        raise error(
+            ShapeError, "diagonal", f"the array must have at least 2 dimensions, got {desc(a)}")
     ax1 = normalize_axis(axis1, a.ndim, "diagonal")
     ax2 = normalize_axis(axis2, a.ndim, "diagonal")
     if ax1 == ax2:
-        raise error(ParamError, "diagonal", f"axis1 and axis2 cannot be the same (both {ax1}) for "
-                         f"{desc(a)}")
+        raise error(
+            ParamError, "diagonal", f"axis1 and axis2 cannot be the same (both {ax1}) for "
+            f"{desc(a)}")
     return _diagonal(a, operator.index(offset), ax1, ax2)
 
 
@@ -404,7 +413,7 @@ def diag(v: Any, k: int = 0) -> Any:
 
     Example: `diag([1, 2], 1)` → `[[0,1,0],[0,0,2],[0,0,0]]`.
     """
-    v = asarray_like(v)
+    v = as_operand(v, "diag")
     k = operator.index(k)
     if v.ndim == 2:
         return _diagonal(v, k, 0, 1)

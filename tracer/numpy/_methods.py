@@ -19,6 +19,7 @@ from ..tracing import Tracer, install_methods
 from . import _reductions, _shape, _ufuncs
 from ._indexing import _IndexUpdateHelper, getitem, take
 from ._linalg import diagonal, dot, matmul, trace
+from ._promotion import error
 
 __all__ = ["install"]
 
@@ -55,14 +56,10 @@ def _forward(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
     return method
 
 
-def _divmod(a: Any, b: Any) -> tuple[Any, Any]:
-    return _ufuncs.floor_divide(a, b), _ufuncs.remainder(a, b)
-
-
 _BINARY = {
     "add": _ufuncs.add, "sub": _ufuncs.subtract, "mul": _ufuncs.multiply,
     "truediv": _ufuncs.true_divide, "floordiv": _ufuncs.floor_divide,
-    "mod": _ufuncs.remainder, "divmod": _divmod, "pow": _ufuncs.power, "matmul": matmul,
+    "mod": _ufuncs.remainder, "divmod": _ufuncs.divmod, "pow": _ufuncs.power, "matmul": matmul,
     "and": _ufuncs.bitwise_and, "or": _ufuncs.bitwise_or, "xor": _ufuncs.bitwise_xor,
     "lshift": _ufuncs.left_shift, "rshift": _ufuncs.right_shift,
 }
@@ -116,9 +113,10 @@ def _mT(self: Tracer) -> Any:
 
 
 def _setitem(self: Tracer, idx: Any, value: Any) -> None:
-    raise TracerTypeError(f"traced array {self.aval} does not support item assignment: "
-                          f"arrays are immutable under tracing. Use `x = x.at[idx].set(v)` "
-                          f"(or .add / .multiply / .min / .max) instead of `x[idx] = v`.")
+    raise error(TracerTypeError, "__setitem__", f"traced array {self.aval} does not support "
+                "item assignment: arrays are immutable under tracing. Use "
+                "`x = x.at[idx].set(v)` (or .add / .multiply / .min / .max) instead of "
+                "`x[idx] = v`.")
 
 
 def _copy(self: Tracer) -> Tracer:

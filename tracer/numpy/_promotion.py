@@ -257,3 +257,22 @@ def normalize_axes(axis: Any, ndim: int, fname: str) -> tuple[int, ...]:
 def as_result(x: Any) -> Any:
     """Outside a trace every result is an ndarray (a Python scalar becomes 0-d)."""
     return x if isinstance(x, Tracer) else np.asarray(x)
+
+
+def constant(value: Any, shape: Sequence[int], dtype: Any) -> Any:
+    """An array of `shape` filled with the static `value`: a fresh writeable ndarray
+    outside a trace, a broadcast literal (one cheap op) inside one."""
+    dtype = dtypes.canonicalize(dtype)
+    shape = tuple(int(d) for d in shape)
+    with np.errstate(all="ignore"):
+        scalar = np.asarray(value, dtype=dtype)
+    if not tracing():
+        return np.full(shape, scalar, dtype=dtype)
+    return ops.broadcast_in_dim(scalar, shape, ())
+
+
+def float_of(dtype: np.dtype) -> np.dtype:
+    """The dtype NumPy computes a float-only function in: inexact stays, otherwise the
+    smallest float that holds the type (bool/int8/uint8 -> f16, 16-bit -> f32, else f64)."""
+    dtype = np.dtype(dtype)
+    return dtype if dtype.kind in "fc" else np.dtype(np.promote_types(dtype, np.float16))

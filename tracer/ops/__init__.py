@@ -16,7 +16,9 @@ from .linalg import __all__ as _linalg
 from .reduce import *  # noqa: F401,F403
 from .reduce import __all__ as _reduce
 from .registry import OPS, Op
+from .scatter import *  # noqa: F401,F403
+from .scatter import __all__ as _scatter
 from .shape import *  # noqa: F401,F403
 from .shape import __all__ as _shape
 
-__all__ = ["OPS", "Op", *_elementwise, *_shape, *_linalg, *_reduce, *_control, *_indexing]
+__all__ = ["OPS", "Op", *_elementwise, *_shape, *_linalg, *_reduce, *_control, *_indexing, *_scatter]

@@ -31,7 +31,7 @@ from ..interpret import run_graph
 from ..tracing import Tracer, trace_flat
 from ..tree_util import tree_flatten, tree_unflatten
 from . import elementwise as ew
-from .reduce import aval_mismatch, check_avals, wrapper_error
+from .common import aval_mismatch, check_avals, wrapper_error
 from .registry import OPS, define_op
 
 __all__ = ["while_loop", "cond", "switch", "fori_loop", "scan", "call"]

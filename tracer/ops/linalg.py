@@ -17,9 +17,9 @@ import numpy as np
 from .. import dtypes
 from ..core import ShapedArray
 from ..errors import DTypeError, ParamError, ShapeError
-from .reduce import wrapper_error
+from .common import operand_aval, static_ints, wrapper_error
 from .registry import define_op, harmonize, same_dtypes
-from .shape import check_dims, operand_aval, static_ints
+from .shape import check_dims
 
 __all__ = ["dot_general", "dot"]
 

@@ -13,11 +13,11 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..core import Graph, ShapedArray, user_source
-from ..errors import (DTypeError, ParamError, ShapeError, TracerError, TracerIndexError,
-                      TracerTypeError)
+from ..core import Graph, ShapedArray
+from ..errors import ParamError, ShapeError, TracerIndexError, TracerTypeError
 from ..interpret import run_graph
 from ..tracing import Tracer, trace_flat
+from .common import check_avals, wrapper_error
 from .registry import define_op, harmonize
 
 __all__ = ["reduce"]
@@ -32,38 +32,6 @@ _UFUNCS: dict[str, np.ufunc] = {
 # from them can run on whole arrays of accumulators at once.
 _ELEMENTWISE_FAMILIES = frozenset({"unary", "binary", "compare", "elementwise", "select",
                                    "convert", "clamp", "ternary"})
-
-
-def _same(a: ShapedArray, b: ShapedArray) -> bool:
-    return a.shape == b.shape and a.dtype == b.dtype
-
-
-def check_avals(what: str, expected: Sequence[ShapedArray], got: Sequence[ShapedArray]) -> None:
-    """ShapeError / DTypeError unless `got` matches `expected` (weak types ignored)."""
-    err = aval_mismatch(what, expected, got)
-    if err is not None:
-        raise err
-
-
-def aval_mismatch(what: str, expected: Sequence[ShapedArray],
-                  got: Sequence[ShapedArray]) -> TracerError | None:
-    """The error `check_avals` would raise (ShapeError if any shape differs), or None."""
-    if len(expected) == len(got) and all(map(_same, expected, got)):
-        return None
-    fmt = lambda avals: "(" + ", ".join(map(str, avals)) + ")"  # noqa: E731
-    msg = f"{what}: expected {fmt(expected)} but got {fmt(got)}"
-    if len(expected) != len(got) or any(a.shape != b.shape for a, b in
-                                        zip(expected, got, strict=True)):
-        return ShapeError(msg)
-    return DTypeError(msg)
-
-
-def wrapper_error(cls: type[TracerError], op: str, msg: str) -> TracerError:
-    """An error raised by a public wrapper before `bind`: op name, message, user line."""
-    src = user_source()
-    err = cls(f"{op}: {msg}" + (f"\n  at {src}" if src else ""))
-    err._tracer_context = True  # type: ignore[attr-defined]  # bind must not re-wrap it
-    return err
 
 
 def _reduce_shape(*avals: ShapedArray, dimensions: tuple[int, ...],

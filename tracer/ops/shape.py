@@ -18,10 +18,10 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import dtypes
-from ..core import ShapedArray, aval_of
+from ..core import ShapedArray
 from ..errors import DTypeError, ParamError, ShapeError, TracerError, TracerIndexError
 from ..tracing import Tracer
-from .reduce import wrapper_error
+from .common import operand_aval, static_int, static_ints, wrapper_error
 from .registry import all_weak, define_op, harmonize, same_dtypes
 
 __all__ = ["broadcast", "broadcast_in_dim", "reshape", "collapse", "transpose", "rev",
@@ -29,28 +29,6 @@ __all__ = ["broadcast", "broadcast_in_dim", "reshape", "collapse", "transpose", 
 
 
 # --------------------------------------------------------------------------- helpers
-def operand_aval(x: Any) -> ShapedArray:
-    """The abstract value of a wrapper's operand (tracer, array or Python scalar)."""
-    return x.aval if isinstance(x, Tracer) else aval_of(x)
-
-
-def static_ints(op: str, name: str, value: Any) -> tuple[int, ...]:
-    """A static sequence param as a tuple of Python ints; ParamError otherwise."""
-    try:
-        return tuple(operator.index(v) for v in value)
-    except TypeError:
-        raise wrapper_error(ParamError, op, f"{name} must be a sequence of static ints, "
-                            f"got {value!r}") from None
-
-
-def static_int(op: str, name: str, value: Any) -> int:
-    try:
-        return operator.index(value)
-    except TypeError:
-        raise wrapper_error(ParamError, op, f"{name} must be a static int, "
-                            f"got {value!r}") from None
-
-
 def check_dims(name: str, dims: tuple[int, ...], rank: int, unique: bool = True) -> None:
     """TracerIndexError for dims outside 0..rank-1, ParamError for duplicates."""
     if any(not 0 <= d < rank for d in dims):

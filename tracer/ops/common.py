@@ -1,0 +1,77 @@
+"""Helpers shared by the op families' public wrappers: static-param parsing,
+aval comparison for sub-computations, and errors raised before `bind`."""
+
+from __future__ import annotations
+
+import operator
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..core import ShapedArray, aval_of, user_source
+from ..errors import ConcretizationError, DTypeError, ParamError, ShapeError, TracerError
+from ..tracing import Tracer
+
+
+def wrapper_error(cls: type[TracerError], op: str, msg: str) -> TracerError:
+    """An error raised by a public wrapper before `bind`: op name, message, user line."""
+    src = user_source()
+    err = cls(f"{op}: {msg}" + (f"\n  at {src}" if src else ""))
+    err._tracer_context = True  # type: ignore[attr-defined]  # bind must not re-wrap it
+    return err
+
+
+def operand_aval(x: Any) -> ShapedArray:
+    """The abstract value of a wrapper's operand (tracer, array or Python scalar)."""
+    return x.aval if isinstance(x, Tracer) else aval_of(x)
+
+
+def static_ints(op: str, name: str, value: Any) -> tuple[int, ...]:
+    """A static sequence param as a tuple of Python ints; ParamError otherwise."""
+    try:
+        items = tuple(value)
+        if any(isinstance(v, (bool, np.bool_)) for v in items):
+            raise TypeError
+        return tuple(operator.index(v) for v in items)
+    except ConcretizationError:
+        raise  # a traced value used as a static param: its own message says what to do
+    except TypeError:
+        raise wrapper_error(ParamError, op, f"{name} must be a sequence of static ints, "
+                            f"got {value!r}") from None
+
+
+def static_int(op: str, name: str, value: Any) -> int:
+    """A static int param; ParamError for anything else (bools included)."""
+    if isinstance(value, (bool, np.bool_)):
+        raise wrapper_error(ParamError, op, f"{name} must be a static int, got {value!r}")
+    try:
+        return operator.index(value)
+    except ConcretizationError:
+        raise
+    except TypeError:
+        raise wrapper_error(ParamError, op, f"{name} must be a static int, "
+                            f"got {value!r}") from None
+
+
+def _same(a: ShapedArray, b: ShapedArray) -> bool:
+    return a.shape == b.shape and a.dtype == b.dtype
+
+
+def check_avals(what: str, expected: Sequence[ShapedArray], got: Sequence[ShapedArray]) -> None:
+    """ShapeError / DTypeError unless `got` matches `expected` (weak types ignored)."""
+    err = aval_mismatch(what, expected, got)
+    if err is not None:
+        raise err
+
+
+def aval_mismatch(what: str, expected: Sequence[ShapedArray],
+                  got: Sequence[ShapedArray]) -> TracerError | None:
+    """The error `check_avals` would raise (ShapeError if any shape differs), or None."""
+    if len(expected) == len(got) and all(map(_same, expected, got)):
+        return None
+    fmt = lambda avals: "(" + ", ".join(map(str, avals)) + ")"  # noqa: E731
+    msg = f"{what}: expected {fmt(expected)} but got {fmt(got)}"
+    if len(expected) != len(got) or any(a.shape != b.shape for a, b in
+                                        zip(expected, got, strict=True)):
+        return ShapeError(msg)
+    return DTypeError(msg)
