@@ -8,11 +8,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tracer.numpy as tnp
-from tests.test_numpy_linalg import check, run_both, sample
+from tests.test_numpy_linalg import check, sample
 from tracer.core import ShapedArray, aval_of, typecheck
 from tracer.errors import ShapeError, TracerIndexError, TracerTypeError
 from tracer.interpret import run_graph
-from tracer.numpy._indexing import _IndexUpdateHelper, getitem
+from tracer.numpy._indexing import getitem
+from tracer.numpy._methods import _IndexUpdateHelper
 from tracer.tracing import trace_flat
 
 X = np.arange(2 * 3 * 4 * 5, dtype=np.float32).reshape(2, 3, 4, 5)
@@ -48,7 +49,7 @@ ADVANCED = [
     ([0, 1], slice(None), [2, 0]), (0, slice(None), [0, 1]), (slice(None), 0, [0, 1]),
     ([[0], [1]], None, [0, 1, 2]), (slice(None), [[0], [1]], Ellipsis, [0, 1, 2]),
     (np.array([True, False]),), (slice(None), np.array([True, False, True])),
-    (np.ones((2, 3), bool), [1, 2]), (Ellipsis, [-1, -5]), ([], slice(None)),
+    (np.ones((2, 3), bool), [1]), (Ellipsis, [-1, -5]), ([], slice(None)),
     (slice(None, None, -1), [2, 0], slice(1, 4, 2)), (np.array([-1, 1]), None, 1, [0, 3]),
     np.zeros((2, 0), np.int64),
 ]
@@ -197,26 +198,41 @@ def _np_update(x, idx, v, method):
         return y
     ufunc = {"add": np.add, "multiply": np.multiply, "min": np.minimum,
              "max": np.maximum}[method]
-    ufunc.at(y, idx, v)
+    items = idx if isinstance(idx, tuple) else (idx,)  # ufunc.at takes no bool masks
+    ufunc.at(y, tuple(np.nonzero(i)[0] if isinstance(i, np.ndarray) and i.dtype == bool
+                      else i for i in items), v)
     return y
 
 
 def check_at(x, idx, v, method):
     want = _np_update(x, idx, v, method)
     eager = getattr(_IndexUpdateHelper(x)[idx], method)(v)
-    traced_fn = lambda a, b: getattr(a.at[idx], method)(b)  # noqa: E731
-    _, traced = run_both(traced_fn, x, np.asarray(v))
-    for got in (eager, traced):
+    v = np.asarray(v)
+    graph, _ = trace_flat(lambda a, b: [getattr(a.at[idx], method)(b)], [aval_of(x), aval_of(v)])
+    traced = run_graph(typecheck(graph), [x, v], check=True)[0]
+    results = [eager, traced]
+    items = idx if isinstance(idx, tuple) else (idx,)
+    arrays = [i for i, it in enumerate(items) if isinstance(it, np.ndarray) and it.dtype != bool]
+    if arrays:  # the same update with traced index arrays (scatter with runtime indices)
+        def fn(a, b, *ts):
+            rebuilt = list(items)
+            for i, t in zip(arrays, ts, strict=True):
+                rebuilt[i] = t
+            return [getattr(a.at[tuple(rebuilt)], method)(b)]
+        ins = [x, v] + [items[i] for i in arrays]
+        graph, _ = trace_flat(fn, [aval_of(a) for a in ins])
+        results.append(run_graph(typecheck(graph), ins, check=True)[0])
+    for got in results:
         assert got.shape == want.shape and got.dtype == want.dtype
         np.testing.assert_array_equal(got, want)
 
 
 AT_CASES = [
-    (1, ()), ((slice(None), 1), (4,)), ((slice(1, 3), slice(None, None, -1)), (2, 4)),
+    (1, ()), ((slice(None), 1), (3,)), ((slice(1, 3), slice(None, None, -1)), (2, 4)),
     ((slice(None, None, 2), 0), (2,)), ([0, 2, 0], ()), ([0, 2, 0], (3, 1)),
     ((slice(None), [3, 1, 3]), (3,)), (([0, 1], None, [1, 1]), (1,)),
     ((Ellipsis, -1), (3,)), (np.array([True, False, True]), (4,)),
-    ((slice(4, 0, -2), [[0], [1]]), (2, 2)), ((), ()), ((slice(5, 2),), ()),
+    ((slice(4, 0, -2), [[0], [1]]), (2, 1)), ((), ()), ((slice(5, 2),), ()),
 ]
 
 
@@ -238,8 +254,9 @@ def test_at_casts_values_and_does_not_mutate():
     check_at(b, [0, 1], np.array([True, True]), "max")
     f = sample((4,), np.float32)
     check_at(f, [1, 1, 3], np.array([1.5, 2.5, -1.0], np.float32), "add")
-    check(lambda a: a.at[1:].set(7), f, want=np.array([f[0], 7, 7, 7], np.float32))
-    check(lambda a: a.at[0].get(), f, want=f[0])
+    at = _IndexUpdateHelper  # works on ndarrays (eager) and tracers alike
+    check(lambda a: at(a)[1:].set(7), f, want=np.array([f[0], 7, 7, 7], np.float32))
+    check(lambda a: at(a)[0].get(), f, want=f[0])
 
 
 def test_at_traced_indices_drop_out_of_bounds():
@@ -261,6 +278,8 @@ def test_at_errors():
         _IndexUpdateHelper(x)[0].set(np.ones(4, np.float32))
     with pytest.raises(TracerIndexError, match=r"at\[...\].add: index 2 is out of bounds"):
         _IndexUpdateHelper(x)[2].add(1.0)
+    with pytest.raises(OverflowError, match=r"at\[...\].set.*300.*int8"):  # like NumPy
+        _IndexUpdateHelper(np.zeros(2, np.int8))[0].set(300)
 
 
 @settings(max_examples=40)

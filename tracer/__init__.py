@@ -7,7 +7,7 @@
         return tnp.tanh(x @ w + b)
 """
 
-from . import ops, tree_util
+from . import numpy, ops, tree_util  # numpy installs the Tracer's ndarray methods
 from .api import Jitted, clear_caches, devices, eval_shape, jit, make_hlo
 from .config import config
 from .core import ShapedArray
@@ -23,5 +23,5 @@ __all__ = [
     "ConcretizationError", "Compiled", "DTypeError", "EscapedTracerError", "HloModule",
     "Jitted", "Lowered", "ParamError", "ShapeError", "ShapedArray", "TracerError",
     "TracerIndexError", "TracerTypeError", "TracerValueError", "UnsupportedOpError",
-    "clear_caches", "config", "devices", "eval_shape", "jit", "make_hlo", "ops", "tree_util",
+    "clear_caches", "config", "devices", "eval_shape", "jit", "make_hlo", "numpy", "ops", "tree_util",
 ]

@@ -97,7 +97,7 @@ def explain_miss(fun_name: str, key: tuple, previous: Sequence[tuple],
     treedef, sigs, statics, backend = key
     if not previous:
         return f"jit({fun_name}): first call, tracing for ({', '.join(map(sig_text, sigs))})"
-    old = min(previous, key=lambda k: _distance(k, key))
+    old = min(reversed(previous), key=lambda k: _distance(k, key))  # ties: the latest
     reasons = []
     if old[0] != treedef:
         reasons.append(f"the argument pytree structure changed from {old[0]} to {treedef}")

@@ -87,6 +87,7 @@ class SourceInfo:
 
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_DEMO = _PACKAGE_DIR + "__main__.py"  # `python -m tracer`'s model is user code
 
 
 def user_source() -> SourceInfo | None:
@@ -94,7 +95,8 @@ def user_source() -> SourceInfo | None:
     frame = sys._getframe(1)
     while frame is not None:
         filename = frame.f_code.co_filename
-        if not filename.startswith(_PACKAGE_DIR) and not filename.startswith("<frozen"):
+        if (not filename.startswith(_PACKAGE_DIR) or filename == _DEMO) \
+                and not filename.startswith("<frozen"):
             return SourceInfo(filename, frame.f_lineno, frame.f_code.co_name)
         frame = frame.f_back
     return None

@@ -24,6 +24,11 @@ from . import dtypes
 from .core import Eqn, Graph, Literal, ShapedArray
 
 
+# Params whose value the result type already shows, and XLA's names for ours.
+_IMPLIED = frozenset({"shape", "new_sizes", "new_dtype"})
+_ATTR_NAMES = {"broadcast_dimensions": "dimensions"}
+
+
 class _Namer:
     """Module-wide instruction numbering (XLA style: `add.3`, `Arg_0.1`)."""
 
@@ -88,7 +93,8 @@ def _eqn_lines(eqn: Eqn, names: dict[int, str], subs: dict[int, str], namer: _Na
         else:
             operands.append(names[id(a)])
     name = namer.fresh(eqn.op.hlo_name)
-    attrs = "".join(f", {k}={_attr(v, subs)}" for k, v in eqn.params.items() if v is not None)
+    attrs = "".join(f", {_ATTR_NAMES.get(k, k)}={_attr(v, subs)}" for k, v in eqn.params.items()
+                    if v is not None and v != () and k not in _IMPLIED)
     meta = _metadata(eqn) if metadata else ""
     shape = _shape_str(tuple(v.aval for v in eqn.outputs)) if len(eqn.outputs) != 1 \
         else str(eqn.outputs[0].aval)

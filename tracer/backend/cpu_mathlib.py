@@ -89,7 +89,8 @@ def f16_to_f32(h):  # noqa: ANN001, ANN201
 
 @_jit
 def f16_bits(x):  # noqa: ANN001, ANN201
-    """float16 bits of float64 `x`, rounded to nearest even (as NumPy's astype)."""
+    """float16 bits of `x`, rounded to nearest even from its float64 value (as NumPy)."""
+    x = np.float64(x)
     b = f64_as_i64(x)
     sign = np.uint16(0x8000) if b < 0 else np.uint16(0)
     a = abs(x)
@@ -111,7 +112,7 @@ def f16_bits(x):  # noqa: ANN001, ANN201
 @_jit
 def f16_round(x):  # noqa: ANN001, ANN201
     """`x` rounded to float16, as a float32 (how f16 values live in registers)."""
-    return f16_to_f32(f16_bits(np.float64(x)))
+    return f16_to_f32(f16_bits(x))
 
 
 # ---------------------------------------------------------------- integers

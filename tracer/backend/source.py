@@ -81,10 +81,12 @@ _NOT_IDENT = re.compile(r"[^0-9a-zA-Z_]")
 
 
 def identifier(hint: str) -> str:
-    """`hint` as a Python identifier: `shift-left` -> `shift_left`, `0x` -> `v_0x`."""
+    """`hint` as a Python identifier: `shift-left` -> `shift_left`, `and` -> `and_`."""
     name = _NOT_IDENT.sub("_", hint).strip("_") or "v"
-    if name[0].isdigit() or keyword.iskeyword(name):
+    if name[0].isdigit():
         name = "v_" + name
+    if keyword.iskeyword(name):
+        name += "_"
     return name
 
 

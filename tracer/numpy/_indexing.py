@@ -1,5 +1,5 @@
 """NumPy indexing over `tracer.ops`: `getitem` (basic and advanced), `take`,
-`take_along_axis`, and the functional updates of `x.at[idx]`.
+`take_along_axis`, and `index_update`, the functional updates behind `x.at[idx]`.
 
 An index is parsed once into entries, one per index position after `...` is
 expanded: `_New` (None), `_Slice` (static start/step/length on one axis), `_Int`
@@ -26,9 +26,9 @@ from .. import dtypes, ops
 from ..errors import ParamError, ShapeError, TracerIndexError, TracerTypeError
 from ..tracing import Tracer
 from ._linalg import as_operand, broadcast_to, reshape
-from ._promotion import asarray_like, desc, error, normalize_axis
+from ._promotion import asarray_like, cast, desc, error, normalize_axis
 
-__all__ = ["getitem", "take", "take_along_axis"]
+__all__ = ["getitem", "take", "take_along_axis", "index_update"]
 
 _INDEX = np.dtype(np.int64)
 _KINDS = ("only integers, slices (`:`), ellipsis (`...`), None (`newaxis`) and integer "
@@ -108,7 +108,7 @@ def _parse(shape: tuple[int, ...], idx: Any, what: str, xd: str) -> _Plan:
             TracerIndexError, what, "too many indices for array: array is "
             f"{len(shape)}-dimensional, but {used} were indexed; array {xd}")
     has_arrays = any(isinstance(it, (Tracer, np.ndarray)) for it in items)
-    if Ellipsis not in items:
+    if not any(it is Ellipsis for it in items):
         items.append(Ellipsis)
     entries: list[Any] = []
     for it in items:
@@ -178,8 +178,8 @@ def _entries(item: Any, axis: int, shape: tuple[int, ...], n_ellipsis: int,
     if isinstance(item, slice):
         return [_static_slice(item, axis, shape[axis], what, xd)]
     if isinstance(item, int):
-        i = _check_int(item, axis, shape[axis], what, xd)
-        return [_Adv(axis, np.asarray(i, _INDEX)) if has_arrays else _Int(axis, i)]
+        i = _check_array(np.asarray(item), axis, shape[axis], what, xd)
+        return [_Adv(axis, i) if has_arrays else _Int(axis, int(i))]
     if isinstance(item, Tracer):
         return [_Adv(axis, _wrap(_to_index(item), shape[axis]))]
     if item.dtype.kind == "b":
@@ -205,14 +205,6 @@ def _static_slice(s: slice, axis: int, size: int, what: str, xd: str) -> _Slice:
     start, stop, step = slice(*parts).indices(size)
     length = len(range(start, stop, step))
     return _Slice(axis, start if length else 0, step, length)
-
-
-def _check_int(i: int, axis: int, size: int, what: str, xd: str) -> int:
-    if not -size <= i < size:
-        raise error(
-            TracerIndexError, what, f"index {i} is out of bounds for axis {axis} with size "
-            f"{size}; array {xd}")
-    return i % size
 
 
 def _check_array(arr: np.ndarray, axis: int, size: int, what: str, xd: str) -> np.ndarray:
@@ -284,11 +276,10 @@ def _apply_slices(x: Any, plan: _Plan) -> tuple[Any, _Plan]:
         if isinstance(e, _Int):
             starts[e.axis], limits[e.axis] = e.index, e.index + 1
         elif isinstance(e, _Slice):
-            low = e.start + (e.length - 1) * e.step if e.step < 0 else e.start
-            starts[e.axis], limits[e.axis] = low, low + (e.length - 1) * abs(e.step) + 1
-            strides[e.axis] = abs(e.step) if e.length > 1 else 1
-            limits[e.axis] = limits[e.axis] if e.length else low
-            rev += [e.axis] if e.step < 0 and e.length > 1 else []
+            low, n = _lowest_index(e), e.length
+            starts[e.axis], limits[e.axis] = low, low + (n - 1) * abs(e.step) + 1 if n else low
+            strides[e.axis] = abs(e.step) if n > 1 else 1
+            rev += [e.axis] if e.step < 0 and n > 1 else []
             entries.append(_Slice(e.axis, 0, 1, e.length))
         else:
             entries.append(e)
@@ -298,6 +289,11 @@ def _apply_slices(x: Any, plan: _Plan) -> tuple[Any, _Plan]:
     if rev:
         y = ops.rev(y, tuple(rev))
     return y, _Plan(tuple(entries), plan.bshape, plan.front)
+
+
+def _lowest_index(e: _Slice) -> int:
+    """The smallest index a slice touches (0 when it is empty)."""
+    return e.start + (e.length - 1) * e.step if e.step < 0 and e.length else e.start
 
 
 def _dynamic_slice(y: Any, plan: _Plan) -> Any:
@@ -359,22 +355,22 @@ def take(a: Any, indices: Any, axis: int | None = None, mode: str | None = None)
         raise error(
             TracerIndexError, "take", f"cannot do a non-empty take from an empty axis {axis} of "
             f"{desc(a)}")
+    return getitem(a, (slice(None),) * axis + (_apply_mode(indices, n, mode),))
+
+
+def _apply_mode(indices: Any, n: int, mode: str | None) -> Any:
+    """`take`'s mode: "clip" clamps to [0, n-1], "wrap" takes indices modulo n."""
+    static = isinstance(indices, np.ndarray)
     if mode == "clip":
-        indices = _clip(indices, n)
-    elif mode == "wrap":
-        indices = (np.mod(indices, n) if isinstance(indices, np.ndarray) else
-                   ops.rem(_to_index(indices), np.asarray(n, _INDEX)))
-    elif mode not in (None, "raise"):
+        return np.clip(indices, 0, n - 1) if static else ops.clamp(
+            np.zeros((), _INDEX), _to_index(indices), np.asarray(n - 1, _INDEX))
+    if mode == "wrap":
+        return np.mod(indices, n) if static else ops.rem(_to_index(indices),
+                                                         np.asarray(n, _INDEX))
+    if mode not in (None, "raise"):
         raise error(
             ParamError, "take", f"mode must be None, 'raise', 'clip' or 'wrap', got {mode!r}")
-    return getitem(a, (slice(None),) * axis + (indices,))
-
-
-def _clip(indices: Any, n: int) -> Any:
-    if isinstance(indices, np.ndarray):
-        return np.clip(indices, 0, n - 1)
-    i = _to_index(indices)
-    return ops.clamp(np.zeros((), _INDEX), i, np.asarray(n - 1, _INDEX))
+    return indices
 
 
 def take_along_axis(arr: Any, indices: Any, axis: int | None) -> Any:
@@ -416,7 +412,13 @@ _COMBINE: dict[str, tuple[Callable[..., Any], Callable[..., Any]]] = {
 }
 
 
-def _update(x: Any, idx: Any, values: Any, method: str) -> Any:
+def index_update(x: Any, idx: Any, values: Any, method: str) -> Any:
+    """A copy of `x` with `x[idx]` combined with `values` (what `x.at[idx].<method>` does).
+
+    `method`: "set" (duplicates: the last wins), "add" (duplicates accumulate, like
+    `np.add.at`), "multiply", "min", "max". Values broadcast to `x[idx].shape` and
+    take x's dtype. Example: `index_update(np.zeros(3), [0, 0], 1.0, "add")` → `[2, 0, 0]`.
+    """
     what = f"at[...].{method}"
     x = as_operand(x, what)
     plan = _parse(tuple(x.shape), idx, what, desc(x))
@@ -432,9 +434,7 @@ def _update(x: Any, idx: Any, values: Any, method: str) -> Any:
 def _prepare_values(values: Any, dtype: np.dtype, shape: tuple[int, ...], what: str,
                     xdesc: str) -> Any:
     """Cast to the array's dtype (float into int truncates) and broadcast to `shape`."""
-    v = as_operand(values, what)
-    if v.dtype != dtype or getattr(v, "weak_type", False):
-        v = ops.convert_element_type(v, dtype)
+    v = cast(asarray_like(values, what), dtype, False, what)  # out-of-range ints raise
     vshape = tuple(v.shape)
     while len(vshape) > len(shape) and vshape[0] == 1:
         vshape = vshape[1:]  # NumPy drops leading 1s of the values
@@ -456,7 +456,7 @@ def _update_block(x: Any, plan: _Plan, vals: Any, combine: Callable[..., Any] | 
         if isinstance(e, _Int):
             starts[e.axis], block[e.axis] = e.index, 1
         elif isinstance(e, _Slice):
-            starts[e.axis] = e.start + (e.length - 1) * e.step if e.step < 0 else e.start
+            starts[e.axis] = _lowest_index(e)
             block[e.axis] = e.length
             rev += [e.axis] if e.step < 0 and e.length > 1 else []
     vals = reshape(vals, block)
@@ -494,57 +494,3 @@ def _scatter(x: Any, plan: _Plan, vals: Any, combine: Callable[..., Any] | None)
         scatter_dims_to_operand_dims=tuple(axes), index_vector_dim=len(space))
     indices = _index_array(comps, tuple(sizes[i] for i in space))
     return ops.scatter(x, indices, vals, combine, dnums)
-
-
-class _IndexUpdateRef:
-    """`x.at[idx]`: functional updates of the elements `x[idx]` selects."""
-
-    __slots__ = ("array", "index")
-
-    def __init__(self, array: Any, index: Any):
-        self.array, self.index = array, index
-
-    def __repr__(self) -> str:
-        return f"_IndexUpdateRef({self.array!r}, {self.index!r})"
-
-    def get(self) -> Any:
-        """`x[idx]`."""
-        return getitem(self.array, self.index)
-
-    def set(self, values: Any) -> Any:
-        """A copy of x with `x[idx] = values` (duplicate indices: the last one wins)."""
-        return _update(self.array, self.index, values, "set")
-
-    def add(self, values: Any) -> Any:
-        """A copy of x with `values` added at idx; duplicates accumulate (`np.add.at`)."""
-        return _update(self.array, self.index, values, "add")
-
-    def multiply(self, values: Any) -> Any:
-        """A copy of x with x[idx] multiplied by `values` (`np.multiply.at`)."""
-        return _update(self.array, self.index, values, "multiply")
-
-    mul = multiply
-
-    def min(self, values: Any) -> Any:
-        """A copy of x with `x[idx] = minimum(x[idx], values)` (`np.minimum.at`)."""
-        return _update(self.array, self.index, values, "min")
-
-    def max(self, values: Any) -> Any:
-        """A copy of x with `x[idx] = maximum(x[idx], values)` (`np.maximum.at`)."""
-        return _update(self.array, self.index, values, "max")
-
-
-class _IndexUpdateHelper:
-    """The `x.at` property: `x.at[idx].set(v)`, `.add(v)`, `.multiply(v)`, `.min(v)`,
-    `.max(v)`, `.get()` return new arrays; x is never mutated."""
-
-    __slots__ = ("array",)
-
-    def __init__(self, array: Any):
-        self.array = array
-
-    def __getitem__(self, index: Any) -> _IndexUpdateRef:
-        return _IndexUpdateRef(self.array, index)
-
-    def __repr__(self) -> str:
-        return f"_IndexUpdateHelper({self.array!r})"

@@ -9,6 +9,7 @@ function, so `x + 1`, `x.sum(0)` and `x[1:, idx]` mean exactly what `tnp.add`,
 
 from __future__ import annotations
 
+from types import MemberDescriptorType
 from typing import Any, Callable
 
 import numpy as np
@@ -17,11 +18,11 @@ from .. import dtypes, ops
 from ..errors import ShapeError, TracerTypeError
 from ..tracing import Tracer, install_methods
 from . import _reductions, _shape, _ufuncs
-from ._indexing import _IndexUpdateHelper, getitem, take
+from ._indexing import getitem, index_update, take
 from ._linalg import diagonal, dot, matmul, trace
 from ._promotion import error
 
-__all__ = ["install"]
+__all__ = ["install"]  # `x.at` is `_IndexUpdateHelper(x)`
 
 # Operand types an operator accepts; anything else gets NotImplemented so Python
 # can try the other operand's reflected method.
@@ -124,6 +125,53 @@ def _copy(self: Tracer) -> Tracer:
     return self
 
 
+def _update_method(method: str, doc: str) -> Callable[..., Any]:
+    def update(self: "_IndexUpdateRef", values: Any) -> Any:
+        return index_update(self.array, self.index, values, method)
+
+    update.__name__, update.__doc__ = method, f"A copy of x with {doc}."
+    return update
+
+
+class _IndexUpdateRef:
+    """`x.at[idx]`: functional updates of the elements `x[idx]` selects."""
+
+    __slots__ = ("array", "index")
+
+    def __init__(self, array: Any, index: Any):
+        self.array, self.index = array, index
+
+    def __repr__(self) -> str:
+        return f"_IndexUpdateRef({self.array!r}, {self.index!r})"
+
+    def get(self) -> Any:
+        """`x[idx]`."""
+        return getitem(self.array, self.index)
+
+    set = _update_method("set", "x[idx] = values (duplicate indices: the last one wins)")
+    add = _update_method("add", "values added at idx; duplicates accumulate (np.add.at)")
+    multiply = _update_method("multiply", "x[idx] multiplied by values (np.multiply.at)")
+    mul = multiply
+    min = _update_method("min", "x[idx] = minimum(x[idx], values) (np.minimum.at)")
+    max = _update_method("max", "x[idx] = maximum(x[idx], values) (np.maximum.at)")
+
+
+class _IndexUpdateHelper:
+    """The `x.at` property: `x.at[idx].set(v)`, `.add(v)`, `.multiply(v)`, `.min(v)`,
+    `.max(v)`, `.get()` return new arrays; x is never mutated."""
+
+    __slots__ = ("array",)
+
+    def __init__(self, array: Any):
+        self.array = array
+
+    def __getitem__(self, index: Any) -> _IndexUpdateRef:
+        return _IndexUpdateRef(self.array, index)
+
+    def __repr__(self) -> str:
+        return f"_IndexUpdateHelper({self.array!r})"
+
+
 def _methods() -> dict[str, Any]:
     table: dict[str, Any] = {}
     for name, fn in _BINARY.items():
@@ -148,5 +196,10 @@ def _methods() -> dict[str, Any]:
 
 
 def install() -> None:
-    """Give `Tracer` its ndarray operators, properties and methods (idempotent)."""
-    install_methods(_methods())
+    """Give `Tracer` its ndarray operators, properties and methods (idempotent).
+
+    Names that are `Tracer` slots are left alone: the slot `Tracer.var` holds the
+    tracer's graph variable, so `x.var()` appears once core renames that slot.
+    """
+    install_methods({name: fn for name, fn in _methods().items()
+                     if not isinstance(Tracer.__dict__.get(name), MemberDescriptorType)})

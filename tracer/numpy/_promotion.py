@@ -181,8 +181,10 @@ def promote(*xs: Any, fname: str = "promote", dtype: Any = None) -> list[Any]:
     return [cast(x, target, weak, fname) for x in xs]
 
 
-def broadcast_shapes(*shapes: Sequence[int], fname: str = "broadcast_shapes") -> tuple[int, ...]:
-    """NumPy's broadcast of static shapes; ShapeError naming every shape otherwise."""
+def broadcast_shapes(*shapes: Sequence[int], fname: str = "broadcast_shapes",
+                     operands: Sequence[Any] = ()) -> tuple[int, ...]:
+    """NumPy's broadcast of static shapes; ShapeError naming every shape (and the
+    `operands`' avals, when given) otherwise."""
     shapes = tuple(tuple(operator.index(d) for d in s) for s in shapes)
     ndim = max((len(s) for s in shapes), default=0)
     out = [1] * ndim
@@ -191,8 +193,9 @@ def broadcast_shapes(*shapes: Sequence[int], fname: str = "broadcast_shapes") ->
             if d != out[i] and out[i] != 1 and d != 1:
                 shown = " ".join(f"({','.join(map(str, t))}{',' if len(t) == 1 else ''})"
                                  for t in shapes)
+                avals = f" ({', '.join(map(desc, operands))})" if operands else ""
                 raise error(ShapeError, fname, f"shape mismatch: objects cannot be broadcast "
-                            f"to a single shape: {shown}")
+                            f"to a single shape: {shown}{avals}")
             if out[i] == 1:
                 out[i] = d
     return tuple(out)
@@ -217,7 +220,7 @@ def broadcast_arrays(*xs: Any, fname: str = "broadcast_arrays",
     With `keep_scalars`, 0-d operands are left alone: the element-wise ops
     broadcast scalars themselves, so the graph stays smaller.
     """
-    shape = broadcast_shapes(*(np.shape(x) for x in xs), fname=fname)
+    shape = broadcast_shapes(*(np.shape(x) for x in xs), fname=fname, operands=xs)
     return [x if keep_scalars and np.ndim(x) == 0 else broadcast_to_shape(x, shape, fname)
             for x in xs]
 
@@ -228,8 +231,9 @@ def promote_and_broadcast(*xs: Any, fname: str = "promote_and_broadcast",
     return broadcast_arrays(*promote(*xs, fname=fname), fname=fname, keep_scalars=keep_scalars)
 
 
-def normalize_axis(axis: Any, ndim: int, fname: str) -> int:
-    """`axis` in [-ndim, ndim) as a non-negative int (NumPy's AxisError otherwise)."""
+def normalize_axis(axis: Any, ndim: int, fname: str, of: Any = None) -> int:
+    """`axis` in [-ndim, ndim) as a non-negative int (NumPy's AxisError otherwise);
+    `of` is the array, named in the message."""
     if isinstance(axis, Tracer):
         raise error(TracerTypeError, fname, f"axis must be a static int, got traced "
                     f"{axis.aval}")
@@ -238,17 +242,18 @@ def normalize_axis(axis: Any, ndim: int, fname: str) -> int:
     except TypeError:
         raise error(TracerTypeError, fname, f"axis must be an int, got {axis!r}") from None
     if not -ndim <= a < ndim:
+        shown = "" if of is None else f" ({desc(of)})"
         raise error(TracerIndexError, fname, f"axis {a} is out of bounds for array of "
-                    f"dimension {ndim}")
+                    f"dimension {ndim}{shown}")
     return a % ndim if ndim else 0
 
 
-def normalize_axes(axis: Any, ndim: int, fname: str) -> tuple[int, ...]:
+def normalize_axes(axis: Any, ndim: int, fname: str, of: Any = None) -> tuple[int, ...]:
     """`axis` (None = all, int, or tuple) as sorted distinct non-negative ints."""
     if axis is None:
         return tuple(range(ndim))
     seq = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
-    axes = tuple(normalize_axis(a, ndim, fname) for a in seq)
+    axes = tuple(normalize_axis(a, ndim, fname, of) for a in seq)
     if len(set(axes)) != len(axes):
         raise error(TracerValueError, fname, f"duplicate value in 'axis': {seq}")
     return tuple(sorted(axes))

@@ -16,7 +16,7 @@ import numpy as np
 from .. import dtypes, ops
 from ..errors import DTypeError, TracerTypeError
 from ._promotion import (as_result, asarray_like, broadcast_arrays, cast, check_out, constant,
-                         desc, dtype_of, error, is_weak, promote)
+                         desc, dtype_of, error, float_of, is_weak, promote)
 
 # Dtype kinds a ufunc accepts (NumPy kinds: b bool, i/u integers, f float, c complex).
 ALL, NUM, REAL, INT = "biufc", "iufc", "biuf", "biu"
@@ -66,6 +66,25 @@ def publish(fn: Callable[..., Any], name: str, doc: str) -> Callable[..., Any]:
     return fn
 
 
+def _widen(dt: np.dtype) -> np.dtype:
+    """NumPy computes float16 loops in float32 and rounds the result: so do we."""
+    return dtypes.float32 if dt == dtypes.float16 else dt
+
+
+def _narrow(result: Any, dt: np.dtype) -> Any:
+    if dt == dtypes.float16 and dtype_of(result) == dtypes.float32:
+        return cast(result, dt)
+    return result
+
+
+def float_loop(x1: Any, x2: Any, common: np.dtype) -> np.dtype:
+    """The float loop NumPy picks for a float-only binary ufunc: the smallest float
+    both inputs cast to safely (int8 with uint8 is float16, though int8 + uint8 is
+    int16); a weak operand counts as the common dtype."""
+    own = [common if is_weak(v) else dtype_of(v) for v in (x1, x2)]
+    return np.dtype(np.promote_types(float_of(own[0]), float_of(own[1])))
+
+
 def unary(name: str, impl: Callable[[Any], Any], kinds: str, compute: DtypeRule,
           doc: str) -> Callable[..., Any]:
     """A NumPy unary ufunc: `impl` gets `x` already in the compute dtype."""
@@ -76,7 +95,9 @@ def unary(name: str, impl: Callable[[Any], Any], kinds: str, compute: DtypeRule,
             x = cast(x, dtypes.canonicalize(dtype), fname=name)
         dt = dtype_of(x)
         check_kind(name, dt, kinds, x)
-        return as_result(impl(cast(x, compute(dt), weak=is_weak(x), fname=name)))
+        work = compute(dt)
+        x = cast(x, _widen(work), weak=is_weak(x), fname=name)
+        return as_result(_narrow(impl(x), work))
     return publish(ufunc, name, doc)
 
 
@@ -90,13 +111,17 @@ def binary(name: str, impl: Callable[[Any, Any], Any], kinds: str, compute: Dtyp
     def ufunc(x1: Any, x2: Any, /, out: None = None, *, where: bool = True,
               dtype: Any = None) -> Any:
         check_call(name, out, where)
+        x1, x2 = asarray_like(x1, name), asarray_like(x2, name)
         a, b = promote(x1, x2, fname=name, dtype=dtype)
         dt = dtype_of(a)
         check_kind(name, dt, kinds, a, b)
         weak = is_weak(a) and is_weak(b)
-        a, b = (cast(v, compute(dt), weak=weak, fname=name) for v in (a, b))
+        work = compute(dt)
+        if compute is float_of and dtype is None:
+            work = float_loop(x1, x2, dt)
+        a, b = (cast(v, _widen(work), weak=weak, fname=name) for v in (a, b))
         a, b = broadcast_arrays(a, b, fname=name, keep_scalars=not full)
-        return as_result(impl(a, b))
+        return as_result(_narrow(impl(a, b), work))
     return publish(ufunc, name, doc)
 
 

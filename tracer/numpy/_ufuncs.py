@@ -12,6 +12,7 @@ functions, `clip`, `where`, `round`, `real` / `imag` / `angle` and `sinc`.
 from __future__ import annotations
 
 import math
+import operator
 from typing import Any, Callable
 
 import numpy as np
@@ -22,10 +23,11 @@ from ..tracing import Tracer
 from . import _math
 from ._binary import *  # noqa: F401,F403
 from ._binary import __all__ as _binary_all
-from ._promotion import (as_result, asarray_like, broadcast_shapes, broadcast_to_shape, cast,
-                         check_out, constant, desc, dtype_of, error, float_of, is_weak,
-                         promote, tracing)
-from ._ufunc_core import (ALL, INT, NOVALUE, NUM, REAL, binary, bool_to_int8, check_call,
+from ._binary import add, bitwise_and, floor_divide, multiply, subtract
+from ._promotion import (as_result, asarray_like, broadcast_arrays, broadcast_shapes,
+                         broadcast_to_shape, cast, check_out, constant, dtype_of, error,
+                         float_of, is_weak, promote, tracing)
+from ._ufunc_core import (ALL, INT, NOVALUE, NUM, REAL, bool_to_int8, check_call,
                           false_like, is_complex, publish, same, select, signbit_of, true_like,
                           truth, unary)
 
@@ -228,3 +230,254 @@ invert = unary("invert", ops.bitwise_not, INT, same,
                 f"~x: bitwise not (logical not on bools).\n\n{_U}; integer or bool only.\n\n"
                 "invert(np.uint8(0)) -> 255")
 bitwise_not = bitwise_invert = invert
+fix = trunc
+
+
+# ------------------------------------------------------------------ logic, comparisons
+def _logical(name: str, op: Callable[[Any, Any], Any], doc: str) -> Callable[..., Any]:
+    def ufunc(x1: Any, x2: Any, /, out: None = None, *, where: bool = True) -> Any:
+        check_call(name, out, where)
+        a, b = (truth(asarray_like(v, name)) for v in (x1, x2))
+        return as_result(op(*broadcast_arrays(a, b, fname=name, keep_scalars=True)))
+    return publish(ufunc, name, doc)
+
+
+logical_and = _logical("logical_and", ops.bitwise_and,
+                       "x1 and x2 as bool.\n\nNumPy rule: nonzero is true; broadcasting.\n\n"
+                       "logical_and([1, 0], 2.0) -> [True, False]")
+logical_or = _logical("logical_or", ops.bitwise_or,
+                      "x1 or x2 as bool.\n\nNumPy rule: nonzero is true; broadcasting.\n\n"
+                      "logical_or([1, 0], 0) -> [True, False]")
+logical_xor = _logical("logical_xor", ops.bitwise_xor,
+                       "x1 xor x2 as bool.\n\nNumPy rule: nonzero is true; broadcasting.\n\n"
+                       "logical_xor([1, 0], 1) -> [False, True]")
+
+_PY_COMPARE = {"eq": operator.eq, "ne": operator.ne, "lt": operator.lt, "le": operator.le,
+               "gt": operator.gt, "ge": operator.ge}
+
+
+def _beyond_range(a: Any, b: Any, direction: str) -> Any:
+    """NumPy 2 compares a Python int outside an integer array's range exactly: the
+    answer is the same for every element. None when that case does not apply."""
+    for arr, value, flipped in ((a, b, False), (b, a, True)):
+        if (type(value) is int and not is_weak(arr) and dtype_of(arr).kind in "iu"):
+            info = np.iinfo(dtype_of(arr))
+            if not info.min <= value <= info.max:
+                side = 1 if value > info.max else -1  # the array elements sit at 0
+                lhs, rhs = (side, 0) if flipped else (0, side)
+                return constant(_PY_COMPARE[direction](lhs, rhs), np.shape(arr), dtypes.bool_)
+    return None
+
+
+def lexicographic(direction: str, a: Any, b: Any) -> Any:
+    """Complex ordering: by real part, then by imaginary part (NumPy)."""
+    op = getattr(ops, direction)
+    strict = ops.lt if direction in ("lt", "le") else ops.gt
+    ar, br, ai, bi = ops.real(a), ops.real(b), ops.imag(a), ops.imag(b)
+    return ops.bitwise_or(strict(ar, br), ops.bitwise_and(ops.eq(ar, br), op(ai, bi)))
+
+
+def _comparison(name: str, direction: str, doc: str) -> Callable[..., Any]:
+    op = getattr(ops, direction)
+
+    def ufunc(x1: Any, x2: Any, /, out: None = None, *, where: bool = True,
+              dtype: Any = None) -> Any:
+        check_call(name, out, where)
+        a, b = asarray_like(x1, name), asarray_like(x2, name)
+        fixed = _beyond_range(a, b, direction)
+        if fixed is not None:
+            return as_result(fixed)
+        a, b = broadcast_arrays(*promote(a, b, fname=name, dtype=dtype), fname=name,
+                                keep_scalars=True)
+        if is_complex(a) and direction not in ("eq", "ne"):
+            return as_result(lexicographic(direction, a, b))
+        return as_result(op(a, b))
+    return publish(ufunc, name, doc)
+
+
+_CMP = "NumPy rule: NEP 50 promotion, broadcasting, bool result; complex orders lexicographically"
+equal = _comparison("equal", "eq", f"x1 == x2.\n\n{_CMP}.\n\nequal([1, 2], 2) -> [False, True]")
+not_equal = _comparison("not_equal", "ne",
+                        f"x1 != x2.\n\n{_CMP}.\n\nnot_equal([1, 2], 2) -> [True, False]")
+less = _comparison("less", "lt", f"x1 < x2.\n\n{_CMP}.\n\nless([1, 2], 2) -> [True, False]")
+less_equal = _comparison("less_equal", "le",
+                         f"x1 <= x2.\n\n{_CMP}.\n\nless_equal([1, 3], 2) -> [True, False]")
+greater = _comparison("greater", "gt",
+                      f"x1 > x2.\n\n{_CMP}.\n\ngreater([1, 3], 2) -> [False, True]")
+greater_equal = _comparison("greater_equal", "ge",
+                            f"x1 >= x2.\n\n{_CMP}.\n\ngreater_equal([1, 2], 2) -> [False, True]")
+
+
+# ------------------------------------------------------------------ clip, where, round
+def _bound(positional: Any, keyword: Any, which: str) -> Any:
+    if positional is not NOVALUE and keyword is not NOVALUE:
+        raise error(TracerValueError, "clip", f"passed both a_{which} and {which}; use one")
+    value = keyword if positional is NOVALUE else positional
+    return None if value is NOVALUE else value
+
+
+def _useful_bounds(a: Any, lo: Any, hi: Any) -> tuple[Any, Any]:
+    """With both bounds, a Python int below (above) an integer array's whole range is
+    no bound at all (NumPy 2's clip); anything else promotes as usual."""
+    if lo is None or hi is None or is_weak(a) or dtype_of(a).kind not in "iu":
+        return lo, hi
+    info = np.iinfo(dtype_of(a))
+    if type(lo) is int and lo < info.min:
+        lo = None
+    if type(hi) is int and hi > info.max:
+        hi = None
+    return lo, hi
+
+
+def clip(a: Any, a_min: Any = NOVALUE, a_max: Any = NOVALUE, out: None = None, *,
+         min: Any = NOVALUE, max: Any = NOVALUE) -> Any:
+    """Limit the values of `a` to [a_min, a_max] (min= / max= are NumPy 2 aliases).
+
+    NumPy rule: NEP 50 promotion of a and the bounds, broadcasting; a bound of None is
+    no bound; a_min > a_max gives a_max; NaN propagates.
+
+    clip([-1, 5, 9], 0, 6) -> [0, 5, 6]
+    """
+    check_out(out, "clip")
+    lo, hi = _useful_bounds(asarray_like(a, "clip"), _bound(a_min, min, "min"),
+                            _bound(a_max, max, "max"))
+    present = [v for v in (lo, hi) if v is not None]
+    x, *bounds = promote(a, *present, fname="clip")
+    shape = broadcast_shapes(*(np.shape(v) for v in (x, *bounds)), fname="clip")
+    x = broadcast_to_shape(x, shape, "clip")
+    bounds = [v if np.ndim(v) == 0 else broadcast_to_shape(v, shape, "clip") for v in bounds]
+    if len(bounds) == 2 and not is_complex(x):
+        return as_result(ops.clamp(bounds[0], x, bounds[1]))
+    if lo is not None:
+        x = ops.max(x, bounds[0])
+    if hi is not None:
+        x = ops.min(x, bounds[-1])
+    return as_result(x)
+
+
+def where(condition: Any, x: Any = NOVALUE, y: Any = NOVALUE, /) -> Any:
+    """Elements of x where condition is true, else of y.
+
+    NumPy rule: condition is truth-tested (nonzero); x and y promote (NEP 50); all
+    three broadcast. where(condition) alone is nonzero(condition): its shape depends
+    on the values, so it works only outside a trace.
+
+    where([True, False], [1, 2], [10, 20]) -> [1, 20]
+    """
+    if x is NOVALUE and y is NOVALUE:
+        if tracing() or isinstance(condition, Tracer):
+            raise error(TracerTypeError, "where", "where(condition) with one argument is "
+                        "nonzero(condition), whose shape depends on the values; use "
+                        "where(condition, x, y) inside a trace")
+        return tuple(np.nonzero(np.asarray(condition)))
+    if x is NOVALUE or y is NOVALUE:
+        raise error(TracerValueError, "where", "either both or neither of x and y should "
+                    "be given")
+    cond = truth(asarray_like(condition, "where"))
+    x, y = promote(x, y, fname="where")
+    return as_result(ops.select(*broadcast_arrays(cond, x, y, fname="where")))
+
+
+def _round_float(x: Any, decimals: int) -> Any:
+    if is_complex(x):
+        return ops.complex(_round_float(ops.real(x), decimals),
+                           _round_float(ops.imag(x), decimals))
+    if decimals == 0:
+        return ops.round_nearest_even(x)
+    if decimals > 0:
+        factor = 10.0 ** decimals
+        return ops.div(ops.round_nearest_even(ops.mul(x, factor)), factor)
+    factor = 10.0 ** -decimals
+    return ops.mul(ops.round_nearest_even(ops.div(x, factor)), factor)
+
+
+def _round_int(x: Any, decimals: int) -> Any:
+    """To a multiple of 10**-decimals, ties to even, exactly in the integer dtype."""
+    step = 10 ** -decimals
+    if step > np.iinfo(dtype_of(x)).max:
+        return constant(0, np.shape(x), dtype_of(x))
+    q = floor_divide(x, step)
+    r = subtract(x, multiply(q, step))
+    rest = subtract(step, r)
+    odd = not_equal(bitwise_and(q, 1), 0)
+    up = logical_or(greater(r, rest), logical_and(equal(r, rest), odd))
+    return multiply(add(q, cast(up, dtype_of(q))), step)
+
+
+def round(a: Any, decimals: int = 0, out: None = None) -> Any:
+    """Round to `decimals` decimal places, ties to even (NumPy's round / around).
+
+    NumPy rule: floats compute rint(a * 10**d) / 10**d (a / 10**-d for d < 0); integers
+    are unchanged for d >= 0 and round to multiples of 10**-d otherwise; bools give
+    float16; complex rounds both parts.
+
+    round([0.5, 1.5, 2.675], 2) -> [0.5, 1.5, 2.67]; round([15, 25], -1) -> [20, 20]
+    """
+    check_out(out, "round")
+    if isinstance(decimals, Tracer) or not isinstance(decimals, (int, np.integer)):
+        raise error(TracerTypeError, "round", f"decimals must be a static int, got "
+                    f"{decimals!r}")
+    x = asarray_like(a, "round")
+    if dtype_of(x).kind == "b":
+        x = cast(x, dtypes.float16, fname="round")
+    if dtype_of(x).kind in "iu":
+        return as_result(x if decimals >= 0 else _round_int(x, int(decimals)))
+    return as_result(_round_float(x, int(decimals)))
+
+
+around = round
+
+
+# ------------------------------------------------------------------ complex parts, sinc
+def real(val: Any) -> Any:
+    """The real part (the array itself for real dtypes).
+
+    NumPy rule: complex64 gives float32, complex128 float64.
+
+    real([1+2j, 3]) -> [1.0, 3.0]
+    """
+    x = asarray_like(val, "real")
+    return as_result(ops.real(x) if is_complex(x) else x)
+
+
+def imag(val: Any) -> Any:
+    """The imaginary part (zeros of the same dtype for real dtypes).
+
+    NumPy rule: complex64 gives float32, complex128 float64.
+
+    imag([1+2j, 3]) -> [2.0, 0.0]
+    """
+    x = asarray_like(val, "imag")
+    return as_result(ops.imag(x) if is_complex(x) else constant(0, np.shape(x), dtype_of(x)))
+
+
+def angle(z: Any, deg: bool = False) -> Any:
+    """The counterclockwise angle from the positive real axis, arctan2(imag, real).
+
+    NumPy rule: real input is arctan2(0, z) (pi for negatives); bools give float64,
+    other integers follow arctan2's float rule (int8 -> float16).
+
+    angle([1j, -1]) -> [1.5707963267948966, 3.141592653589793]
+    """
+    x = asarray_like(z, "angle")
+    if is_complex(x):
+        out = ops.atan2(ops.imag(x), ops.real(x))
+    else:
+        dt = dtype_of(x)
+        x = cast(x, dtypes.float64 if dt.kind == "b" else float_of(dt), weak=is_weak(x))
+        out = ops.atan2(constant(0, np.shape(x), dtype_of(x)), x)
+    return as_result(ops.mul(out, 180 / math.pi) if deg else out)
+
+
+def sinc(x: Any) -> Any:
+    """The normalized sinc function sin(pi x) / (pi x), 1 at 0.
+
+    NumPy rule: inexact dtypes are kept, everything else computes in float64.
+
+    sinc([0.0, 0.5]) -> [1.0, 0.6366197723675814]
+    """
+    v = asarray_like(x, "sinc")
+    dt = dtype_of(v)
+    v = cast(v, dt if dt.kind in "fc" else dtypes.float64, weak=is_weak(v), fname="sinc")
+    y = ops.mul(math.pi, select(ops.eq(v, 0), 1.0e-20, v))  # NumPy's own 0 guard
+    return as_result(ops.div(ops.sin(y), y))

@@ -1,0 +1,184 @@
+"""The compile cache: generated modules, content-addressed, in memory and on disk.
+
+A generated module is written to `<cache_dir>/cpu/tracer_<sha256>.py`, where the
+hash covers the source, the njit options in it, and the versions of tracer,
+numba, llvmlite, NumPy and of the helper library the module imports. It is then
+imported from that file, so `numba.njit(cache=True)` keeps the machine code
+next to it (`__pycache__/*.nbi|nbc`) and a new process loads it instead of
+compiling. In one process, a module is imported once and its compiled
+dispatcher reused: a new batch size costs a trace but no compile.
+
+Writes are atomic (a temporary file, then `os.link`/`os.replace`), so processes
+compiling the same kernel at once cannot corrupt it. An entry whose content
+does not match its name is rewritten; numba cache files that fail to load are
+deleted and the function is compiled again. Neither ever crashes a call.
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import os
+import sys
+import threading
+import types
+import uuid
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import llvmlite
+import numba
+import numpy as np
+
+from ..config import config
+from . import cpu_mathlib
+
+_LOCK = threading.RLock()
+
+
+@dataclass
+class CacheStats:
+    """Counters for tests and `cache_info()`: real numba compiles vs. reuses."""
+
+    compiles: int = 0      # numba compiled machine code
+    disk_hits: int = 0     # numba loaded machine code from the cache directory
+    memory_hits: int = 0   # the module was already compiled in this process
+
+
+STATS = CacheStats()
+
+
+@dataclass
+class Entry:
+    module: types.ModuleType
+    path: str
+    compiled: set[tuple]
+
+
+_MODULES: dict[str, Entry] = {}
+
+
+def _versions() -> str:
+    from .. import __version__ as tracer_version
+    with open(cpu_mathlib.__file__, "rb") as f:
+        helpers = hashlib.sha256(f.read()).hexdigest()
+    return (f"tracer {tracer_version}, numba {numba.__version__}, llvmlite "
+            f"{llvmlite.__version__}, numpy {np.__version__}, cpu_mathlib {helpers[:16]}")
+
+
+def module_key(source: str) -> str:
+    return hashlib.sha256((_versions() + "\n" + source).encode()).hexdigest()
+
+
+def cache_directory() -> str:
+    return os.path.join(os.path.expanduser(config.cache_dir), "cpu")
+
+
+def compile_module(source: str, function: str, signature: Sequence[Any]) -> tuple[Any, bool]:
+    """The compiled host `function` of `source` for `signature`, and whether numba
+    had to compile it (False: loaded from this process or from disk)."""
+    key = module_key(source)
+    with _LOCK:
+        entry = _MODULES.get(key)
+        if entry is None:
+            entry = _MODULES[key] = _load(key, source)
+        dispatcher = getattr(entry.module, function)
+        sig = tuple(signature)
+        if sig in entry.compiled:
+            STATS.memory_hits += 1
+            return dispatcher, False
+        dispatcher, fresh = _compile(entry, dispatcher, sig)
+        entry.compiled.add(sig)
+        return dispatcher, fresh
+
+
+def _load(key: str, source: str) -> Entry:
+    directory = cache_directory()
+    os.makedirs(directory, exist_ok=True)
+    name = f"tracer_{key[:40]}"
+    path = os.path.join(directory, name + ".py")
+    text = f"# tracer generated module; key: {key}\n# {_versions()}\n{source}"
+    _write(path, text)
+    return Entry(_import(name, path, text), path, set())
+
+
+def _write(path: str, text: str) -> None:
+    """Create `path` with `text` atomically; rewrite it if it holds something else."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            if f.read() == text:
+                return
+        exists = True  # corrupt or stale: replace it
+    except (FileNotFoundError, UnicodeDecodeError):
+        exists = os.path.exists(path)
+    tmp = f"{path}.{os.getpid()}.{uuid.uuid4().hex}.tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+    try:
+        if exists:
+            os.replace(tmp, path)
+            return
+        try:
+            os.link(tmp, path)  # fails if another process created it meanwhile: keep theirs
+        except FileExistsError:
+            _write_if_different(path, text, tmp)
+        except OSError:  # file systems without hard links
+            os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _write_if_different(path: str, text: str, tmp: str) -> None:
+    with open(path, encoding="utf-8", errors="replace") as f:
+        if f.read() != text:
+            os.replace(tmp, path)
+
+
+def _import(name: str, path: str, text: str) -> types.ModuleType:
+    """Execute the module from its file's text (no .pyc involved, so nothing stale)."""
+    module = types.ModuleType(name)
+    module.__file__ = path
+    sys.modules[name] = module
+    exec(compile(text, path, "exec"), module.__dict__)  # noqa: S102 - our generated code
+    return module
+
+
+def _compile(entry: Entry, dispatcher: Any, sig: tuple) -> tuple[Any, bool]:
+    try:
+        dispatcher.compile(sig)
+    except (numba.core.errors.TypingError, numba.core.errors.LoweringError):
+        raise
+    except Exception:  # noqa: BLE001 - a corrupt on-disk cache entry: drop it, compile again
+        _purge_numba_cache(entry.path)
+        dispatcher = _reload(entry, dispatcher.__name__)
+        dispatcher.compile(sig)
+    hit = dispatcher.stats.cache_hits.get(sig, 0) > 0
+    if hit:
+        STATS.disk_hits += 1
+    else:
+        STATS.compiles += 1
+    return dispatcher, not hit
+
+
+def _reload(entry: Entry, function: str) -> Any:
+    with open(entry.path, encoding="utf-8") as f:
+        text = f.read()
+    entry.module = _import(entry.module.__name__, entry.path, text)
+    return getattr(entry.module, function)
+
+
+def _purge_numba_cache(path: str) -> None:
+    directory, filename = os.path.split(path)
+    stem = os.path.splitext(filename)[0]
+    for cached in glob.glob(os.path.join(directory, "__pycache__", f"{stem}.*")):
+        try:
+            os.unlink(cached)
+        except OSError:
+            pass
+
+
+def clear_memory() -> None:
+    """Forget compiled modules (the disk cache stays)."""
+    with _LOCK:
+        _MODULES.clear()

@@ -1,0 +1,296 @@
+"""Code generation: one Python module per graph, with a host function for numba.
+
+The host function takes the graph inputs, the array constants, the buffers the
+executable allocated with NumPy (graph outputs and top-level intermediates),
+and `dims`, an int64 array holding every size and static index the code needs.
+The source never contains a concrete size, so it (and numba's machine code) is
+keyed by structure: ops, dtypes, ranks, broadcast pattern. Rank-0 values are
+scalar variables, not arrays.
+
+`GraphEmitter` writes one graph's code (the top level, or a loop / branch body
+nested in it) step by step from the fusion plan: loop nests (`cpu_loops`) and
+ops with their own emitter (`cpu_emit_ops`).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..core import Atom, Eqn, Graph, Literal, ShapedArray, Var
+from ..errors import UnsupportedOpError
+from .cpu_fusion import LoopNest, OpStep, plan_graph
+from .cpu_scalar import DTYPE_ALIASES, F16, literal, storage_dtype
+from .source import Namer, SourceWriter
+
+PARALLEL_MIN_ELEMENTS = 1 << 15  # below this, threads cost more than they save
+
+
+@dataclass(frozen=True)
+class Ref:
+    """How generated code reaches a value: an array variable, a scalar variable, or
+    (for literals) a scalar expression."""
+
+    name: str
+    aval: ShapedArray
+
+    @property
+    def scalar(self) -> bool:
+        return self.aval.ndim == 0
+
+
+@dataclass
+class Param:
+    """A host-function parameter the executable supplies."""
+
+    name: str
+    kind: str            # "input" | "const" | "buffer"
+    index: int = -1      # graph input position (inputs)
+    value: Any = None    # the array (consts) or its ShapedArray (buffers)
+
+
+@dataclass
+class Module:
+    """What code generation produced: the source and how to call its host function."""
+
+    source: str
+    params: list[Param]
+    outputs: list[tuple[str, Any]]   # ("input", k) | ("literal", array) | ("param", k)
+    dims: list[int]
+    compiles_parallel: bool
+
+
+class ModuleBuilder:
+    """Module-wide state: names, helper imports, sizes, kernels, host parameters."""
+
+    def __init__(self, graph: Graph, parallel_ok: bool):
+        self.graph = graph
+        self.parallel_ok = parallel_ok
+        self.namer = Namer(reserved=["np", "numba", "math", "dims", *DTYPE_ALIASES.values()])
+        self.helpers: set[str] = set()
+        self.sizes: list[int] = []
+        self.size_names: dict[tuple, str] = {}
+        self.kernels: list[SourceWriter] = []
+        self.params: list[Param] = []
+        self.uses_parallel = False
+
+    def use(self, helper: str) -> str:
+        self.helpers.add(helper)
+        return helper
+
+    def size(self, key: tuple, value: int, hint: str = "n") -> str:
+        """The symbol holding a static int (`dims[k]` in the host function)."""
+        if key not in self.size_names:
+            self.size_names[key] = self.namer.reserve(f"{hint}{len(self.sizes)}")
+            self.sizes.append(int(value))
+        return self.size_names[key]
+
+    def dim(self, atom: Atom, axis: int) -> str:
+        return self.size(("dim", id(atom), axis), atom.aval.shape[axis])
+
+    def param(self, hint: str, kind: str, **fields: Any) -> str:
+        name = self.namer.fresh(hint, numbered=False)
+        self.params.append(Param(name, kind, **fields))
+        return name
+
+
+class GraphEmitter:
+    """Writes the code of one graph into `w`, keeping an env from vars to `Ref`s."""
+
+    def __init__(self, mod: ModuleBuilder, w: SourceWriter, top: bool = False):
+        self.mod = mod
+        self.w = w
+        self.top = top
+        self.env: dict[int, Ref] = {}
+        self.out_params: dict[int, str] = {}
+        self.outputs: list[int] = []  # ids of the top-level graph's output vars
+        self.consts: dict[int, Ref] = {}
+
+    # ---- values
+    def ref(self, atom: Atom) -> Ref:
+        if isinstance(atom, Literal):
+            if atom.aval.ndim == 0:
+                return Ref(literal(atom.value, atom.aval.dtype), atom.aval)
+            return self._const(atom)
+        return self.env[id(atom)]
+
+    def _const(self, atom: Literal) -> Ref:
+        if id(atom) not in self.consts:
+            value = np.ascontiguousarray(atom.value)
+            name = self.mod.param("const", "const", value=value)
+            self.consts[id(atom)] = Ref(name, atom.aval)
+        return self.consts[id(atom)]
+
+    def bind(self, var: Var, ref: Ref) -> None:
+        self.env[id(var)] = ref
+
+    def dim(self, atom: Atom, axis: int) -> str:
+        return self.mod.dim(atom, axis)
+
+    def shape_tuple(self, atom: Atom) -> str:
+        names = [self.dim(atom, k) for k in range(atom.aval.ndim)]
+        return "(" + ", ".join(names) + ("," if len(names) == 1 else "") + ")"
+
+    def alloc(self, var: Var, hint: str | None = None) -> str:
+        """A fresh C-contiguous array for `var` (rank >= 1)."""
+        if self.top and id(var) in self.outputs:
+            return self.out_param(var)
+        if self.top:
+            return self.mod.param(hint or "buf", "buffer", value=var.aval)
+        name = self.mod.namer.fresh(hint or "buf")
+        dtype = storage_dtype(var.aval.dtype)
+        self.w.line(f"{name} = np.empty({self.shape_tuple(var)}, np.{dtype.name})")
+        return name
+
+    def out_param(self, var: Var) -> str:
+        if id(var) not in self.out_params:
+            k = self.outputs.index(id(var))
+            self.out_params[id(var)] = self.mod.param(f"out{k}", "buffer", value=var.aval)
+        return self.out_params[id(var)]
+
+    def fresh(self, hint: str) -> str:
+        return self.mod.namer.fresh(hint)
+
+    # ---- statements
+    def emit_graph(self, graph: Graph, in_refs: Sequence[Ref]) -> list[Ref]:
+        for v, r in zip(graph.inputs, in_refs, strict=True):
+            self.bind(v, r)
+        plan = plan_graph(graph)
+        for step in plan.steps:
+            if isinstance(step, LoopNest):
+                from .cpu_loops import emit_nest
+                emit_nest(self, plan, step)
+            else:
+                self.emit_op(step)
+        return [self.ref(a) for a in graph.outputs]
+
+    def emit_op(self, step: OpStep) -> None:
+        from .cpu_emit_ops import OP_EMITTERS
+        eqn = step.eqn
+        emitter = OP_EMITTERS.get(eqn.op.name)
+        if emitter is None:
+            raise UnsupportedOpError(f"{eqn.op.name}: the cpu backend has no emitter for this "
+                                     f"op ({', '.join(str(a.aval) for a in eqn.inputs)})")
+        self.w.comment(describe(eqn))
+        emitter(self, eqn)
+
+    def sub_emitter(self, w: SourceWriter | None = None) -> "GraphEmitter":
+        """An emitter for a nested graph (loop/branch body), writing into `w` (default:
+        here, at the current point)."""
+        return GraphEmitter(self.mod, self.w if w is None else w, top=False)
+
+
+def describe(eqn: Eqn) -> str:
+    """`dot_general f32[4,3] <- (f32[4,2], f32[2,3])  (model.py:12)`."""
+    outs = ", ".join(str(v.aval) for v in eqn.outputs)
+    ins = ", ".join(str(a.aval) for a in eqn.inputs)
+    return f"{eqn.op.name} {outs} <- ({ins}){where(eqn)}"
+
+
+def where(eqn: Eqn) -> str:
+    if eqn.source is None:
+        return ""
+    return f"  ({os.path.basename(eqn.source.file)}:{eqn.source.line})"
+
+
+# ------------------------------------------------------------------ loads and stores
+
+def load(ref: Ref, index: Sequence[str], helpers: ModuleBuilder) -> str:
+    if ref.scalar:
+        return ref.name
+    text = f"{ref.name}[{', '.join(index)}]"
+    if ref.aval.dtype == F16:
+        return f"{helpers.use('f16_to_f32')}({text})"
+    return text
+
+
+def store_value(expr: str, dtype: np.dtype, helpers: ModuleBuilder) -> str:
+    if dtype == F16:
+        return f"{helpers.use('f16_bits')}({expr})"
+    return expr
+
+
+# ------------------------------------------------------------------ the module
+
+def generate(graph: Graph, name: str, parallel_ok: bool) -> Module:
+    mod = ModuleBuilder(graph, parallel_ok)
+    body = SourceWriter()
+    top = GraphEmitter(mod, body, top=True)
+    top.outputs = [id(a) for a in graph.outputs]
+    in_refs = [_host_input(mod, body, v, k) for k, v in enumerate(graph.inputs)]
+    refs = top.emit_graph(graph, in_refs)
+    outputs = _finish_outputs(top, graph, in_refs, refs)
+    host = _host_function(mod, name, body)
+    return Module(_module_text(mod, graph, name, host), mod.params, outputs, mod.sizes,
+                  mod.uses_parallel)
+
+
+def _host_input(mod: ModuleBuilder, w: SourceWriter, var: Var, k: int) -> Ref:
+    name = mod.param(f"arg{k}", "input", index=k, value=var.aval)
+    if var.aval.ndim:
+        return Ref(name, var.aval)
+    scalar = mod.namer.fresh(f"arg{k}_value", numbered=False)
+    w.line(f"{scalar} = {load(Ref(name, ShapedArray((1,), var.aval.dtype)), ['()'], mod)}")
+    return Ref(scalar, var.aval)
+
+
+def _finish_outputs(top: GraphEmitter, graph: Graph, in_refs: list[Ref],
+                    refs: list[Ref]) -> list[tuple[str, Any]]:
+    """Copy results that are not already in their output buffer; say where each is."""
+    outputs: list[tuple[str, Any]] = []
+    input_ids = {id(v): k for k, v in enumerate(graph.inputs)}
+    for atom, ref in zip(graph.outputs, refs, strict=True):
+        if isinstance(atom, Literal):
+            outputs.append(("literal", np.array(atom.value)))
+            continue
+        if id(atom) in input_ids:
+            outputs.append(("input", input_ids[id(atom)]))
+            continue
+        out = top.out_param(atom)
+        if ref.name != out:
+            target = f"{out}[()]" if ref.scalar else f"{out}[...]"
+            top.w.line(f"{target} = {store_value(ref.name, atom.aval.dtype, top.mod)}")
+        outputs.append(("param", [p.name for p in top.mod.params].index(out)))
+    return outputs
+
+
+def _host_function(mod: ModuleBuilder, name: str, body: SourceWriter) -> SourceWriter:
+    w = SourceWriter()
+    w.line('@numba.njit(cache=True, error_model="numpy")')
+    args = ", ".join([p.name for p in mod.params] + ["dims"])
+    with w.block(f"def {name}({args})"):
+        for key, sym in mod.size_names.items():
+            w.line(f"{sym} = dims[{list(mod.size_names).index(key)}]")
+        w.embed(body)
+        w.line("return None")
+    return w
+
+
+def _module_text(mod: ModuleBuilder, graph: Graph, name: str, host: SourceWriter) -> str:
+    w = SourceWriter()
+    sig = ", ".join(map(str, graph.in_avals))
+    out = ", ".join(map(str, graph.out_avals))
+    w.line(f'"""Generated by tracer (numba cpu backend) for `{graph.name}`: ({sig}) -> ({out}).')
+    w.line("")
+    w.line("Sizes are read from `dims`, so this code serves every shape of this structure.")
+    w.line('"""')
+    w.line("import math")
+    w.line("")
+    w.line("import numba")
+    w.line("import numpy as np")
+    aliases = ", ".join(f"{np.dtype(d).name} as {a}" for d, a in DTYPE_ALIASES.items())
+    w.line(f"from numpy import {aliases.replace('bool as', 'bool_ as')}")
+    if mod.helpers:
+        w.line(f"from tracer.backend.cpu_mathlib import {', '.join(sorted(mod.helpers))}")
+    for kernel in mod.kernels:
+        w.line("")
+        w.line("")
+        w.embed(kernel)
+    w.line("")
+    w.line("")
+    w.embed(host)
+    return w.text()
+

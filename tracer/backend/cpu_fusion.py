@@ -1,0 +1,257 @@
+"""The fusion plan: which values live in memory, and which loop nest computes what.
+
+A graph becomes a list of steps in execution order:
+
+- `LoopNest`: one explicit loop nest over an iteration shape. Its *stores* are
+  values written at the nest's own index; its *reduces* fold values of that
+  shape over `reduce_dims`. Everything else it needs is computed on demand
+  inside the loop body from element-wise and index-mapping producers that have
+  no other consumer ("inlined" values), or read from memory.
+- `OpStep`: an op with its own emitter (dot_general, control flow, gather, ...).
+
+A value is *materialized* (held in an array, or a scalar variable at rank 0)
+when it is a graph output, feeds an op that is not fused, is consumed by
+several loop nests, or is an expensive value that a broadcast would recompute
+for every element. Pure index maps (broadcast_in_dim, transpose, slice, ...)
+are never materialized for their consumers' sake: each consumer nest recomputes
+them, which is just different index arithmetic.
+
+Finally adjacent nests over the same shape merge when the later one reads the
+earlier one's stores only at the same index (a row softmax is three nests:
+max; exp with its sum; divide). The plan knows nothing about numba, so the
+CUDA backend reuses it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Iterable, Union
+
+from ..core import Eqn, Graph, Literal, Var
+
+ELEMENTWISE_FAMILIES = frozenset({"unary", "binary", "compare", "ternary"})
+# Index-mapping ops: out[i] = operand[f(i)] (or a function of i alone, for iota).
+INDEX_OPS = frozenset({"broadcast_in_dim", "transpose", "rev", "slice", "iota",
+                       "dynamic_slice", "reshape"})
+# Cheap enough to recompute per element when a broadcast repeats them.
+CHEAP_OPS = frozenset({"add", "sub", "mul", "neg", "abs", "max", "min", "select", "clamp",
+                       "compare", "convert_element_type", "bitwise_and", "bitwise_or",
+                       "bitwise_xor", "bitwise_not", "real", "imag", "sign", "floor",
+                       "ceil"}) | INDEX_OPS
+
+
+def is_unit_reshape(eqn: Eqn) -> bool:
+    """A reshape that only adds or drops size-1 dims (an index map without division)."""
+    src, dst = eqn.inputs[0].aval.shape, eqn.outputs[0].aval.shape
+    return [d for d in src if d != 1] == [d for d in dst if d != 1]
+
+
+def is_loop_op(eqn: Eqn) -> bool:
+    """Computed per element inside a loop nest (single result, element-wise or index map)."""
+    if eqn.op.multiple_results:
+        return False
+    if eqn.op.name == "reshape":
+        return is_unit_reshape(eqn)
+    return eqn.op.family in ELEMENTWISE_FAMILIES or eqn.op.name in INDEX_OPS
+
+
+def is_reduce(eqn: Eqn) -> bool:
+    return eqn.op.name == "reduce"
+
+
+@dataclass(eq=False)
+class LoopNest:
+    shape: tuple[int, ...]
+    stores: list[Var] = field(default_factory=list)
+    reduces: list[Eqn] = field(default_factory=list)
+    reduce_dims: tuple[int, ...] = ()
+    eqns: list[Eqn] = field(default_factory=list)  # every eqn computed in the body
+
+    @property
+    def roots(self) -> list[Eqn | Var]:
+        return [*self.stores, *self.reduces]
+
+
+@dataclass(eq=False)
+class OpStep:
+    eqn: Eqn
+
+
+Step = Union[LoopNest, OpStep]
+
+
+@dataclass
+class Plan:
+    steps: list[Step]
+    materialized: set[int]            # ids of vars held in memory / scalar variables
+    producers: dict[int, Eqn]         # id(var) -> the eqn that defines it
+
+    def nests(self) -> list[LoopNest]:
+        return [s for s in self.steps if isinstance(s, LoopNest)]
+
+
+def plan_graph(graph: Graph) -> Plan:
+    producers = {id(v): e for e in graph.eqns for v in e.outputs}
+    users: dict[int, list[Eqn]] = {}
+    for eqn in graph.eqns:
+        for a in eqn.inputs:
+            if isinstance(a, Var):
+                users.setdefault(id(a), []).append(eqn)
+    outputs = {id(a) for a in graph.outputs if isinstance(a, Var)}
+    nest_of: dict[int, set[int]] = {}    # id(eqn) -> ids of the nests computing it
+    nests: dict[int, LoopNest] = {}
+    materialized: set[int] = {id(v) for v in graph.inputs}
+    for eqn in reversed(graph.eqns):
+        _assign(eqn, users, outputs, nest_of, nests, materialized)
+    steps = _schedule(graph, nest_of, nests)
+    plan = Plan(steps, materialized, producers)
+    plan.steps = _merge(plan)
+    return plan
+
+
+def _assign(eqn: Eqn, users: dict[int, list[Eqn]], outputs: set[int],
+            nest_of: dict[int, set[int]], nests: dict[int, LoopNest],
+            materialized: set[int]) -> None:
+    """Decide (in reverse order) whether `eqn` is inlined into its consumers' nest."""
+    if is_reduce(eqn):
+        dims = tuple(eqn.params["dimensions"])
+        _new_nest(eqn, LoopNest(eqn.inputs[0].aval.shape, reduces=[eqn], reduce_dims=dims),
+                  nest_of, nests, materialized)
+        return
+    if not is_loop_op(eqn):
+        materialized.update(id(v) for v in eqn.outputs)
+        return
+    out = eqn.outputs[0]
+    targets, opaque = _consumer_nests(users.get(id(out), []), nest_of)
+    stored = id(out) in outputs or opaque or out.aval.ndim == 0
+    if not stored and eqn.op.name in INDEX_OPS:
+        nest_of[id(eqn)] = targets  # recomputed inside every consumer nest
+        return
+    if not stored and len(targets) == 1:
+        target = nests[next(iter(targets))]
+        if eqn.op.name in CHEAP_OPS or out.aval.size >= math.prod(target.shape):
+            nest_of[id(eqn)] = targets
+            return
+    _new_nest(eqn, LoopNest(out.aval.shape, stores=[out]), nest_of, nests, materialized)
+
+
+def _new_nest(eqn: Eqn, nest: LoopNest, nest_of: dict[int, set[int]],
+              nests: dict[int, LoopNest], materialized: set[int]) -> None:
+    nests[id(nest)] = nest
+    nest_of[id(eqn)] = {id(nest)}
+    materialized.update(id(v) for v in eqn.outputs)
+
+
+def _consumer_nests(consumers: list[Eqn], nest_of: dict[int, set[int]]) -> tuple[set[int], bool]:
+    """The nests that read a value, and whether some non-fused op reads it."""
+    targets: set[int] = set()
+    opaque = False
+    for user in consumers:
+        if id(user) in nest_of:
+            targets |= nest_of[id(user)]
+        else:
+            opaque = True
+    return targets, opaque
+
+
+def _schedule(graph: Graph, nest_of: dict[int, set[int]],
+              nests: dict[int, LoopNest]) -> list[Step]:
+    """Steps in graph order; a nest runs where its root (last) eqn was."""
+    steps: list[Step] = []
+    for eqn in graph.eqns:
+        ids = nest_of.get(id(eqn))
+        if ids is None:
+            steps.append(OpStep(eqn))
+            continue
+        for nid in ids:
+            nests[nid].eqns.append(eqn)
+        nest = nests[next(iter(ids))] if len(ids) == 1 else None
+        if nest is not None and (eqn in nest.reduces or _stores_of(eqn, nest)):
+            steps.append(nest)
+    return steps
+
+
+def _stores_of(eqn: Eqn, nest: LoopNest) -> bool:
+    return any(v is s for v in eqn.outputs for s in nest.stores)
+
+
+# ------------------------------------------------------------------ merging
+
+def _merge(plan: Plan) -> list[Step]:
+    merged: list[Step] = []
+    for step in plan.steps:
+        target = _merge_target(plan, merged, step) if isinstance(step, LoopNest) else None
+        if target is None:
+            merged.append(step)
+        else:
+            target.stores += step.stores
+            target.reduces += step.reduces
+            target.reduce_dims = target.reduce_dims or step.reduce_dims
+            target.eqns += [e for e in step.eqns if e not in target.eqns]
+    return merged
+
+
+def _merge_target(plan: Plan, merged: list[Step], nest: LoopNest) -> LoopNest | None:
+    """The earliest-placed nest `nest` can join: same shape, compatible reduces, and
+    reading from it (and everything scheduled after it) only what it may."""
+    reads = nest_reads(plan, nest)
+    for earlier in reversed(merged):
+        produced = _produced(earlier)
+        if isinstance(earlier, LoopNest) and _compatible(earlier, nest):
+            if all(reads.get(v, {True}) == {True} for v in _store_ids(earlier)) and \
+                    not any(v in reads for v in _reduce_out_ids(earlier)):
+                return earlier
+        if produced & set(reads):
+            return None  # `nest` depends on this step: it cannot move above it
+    return None
+
+
+def _compatible(a: LoopNest, b: LoopNest) -> bool:
+    if a.shape != b.shape or not a.shape:
+        return False
+    return not (a.reduces and b.reduces and a.reduce_dims != b.reduce_dims)
+
+
+def _store_ids(step: LoopNest) -> set[int]:
+    return {id(v) for v in step.stores}
+
+
+def _reduce_out_ids(step: LoopNest) -> set[int]:
+    return {id(v) for e in step.reduces for v in e.outputs}
+
+
+def _produced(step: Step) -> set[int]:
+    if isinstance(step, OpStep):
+        return {id(v) for v in step.eqn.outputs}
+    return _store_ids(step) | _reduce_out_ids(step)
+
+
+def nest_reads(plan: Plan, nest: LoopNest) -> dict[int, set[bool]]:
+    """Materialized values the nest's body reads: id -> {read at the nest's own index?}."""
+    reads: dict[int, set[bool]] = {}
+    stack: list[tuple[Var | Literal, bool]] = []
+    for store in nest.stores:
+        stack += _operands(plan.producers[id(store)], True)
+    for eqn in nest.reduces:
+        n = len(eqn.outputs)
+        stack += [(a, True) for a in eqn.inputs[:n]] + [(a, False) for a in eqn.inputs[n:]]
+    seen: set[tuple[int, bool]] = set()
+    while stack:
+        atom, same_index = stack.pop()
+        if isinstance(atom, Literal) or (id(atom), same_index) in seen:
+            continue
+        seen.add((id(atom), same_index))
+        if id(atom) in plan.materialized:
+            reads.setdefault(id(atom), set()).add(same_index)
+        else:
+            stack += _operands(plan.producers[id(atom)], same_index)
+    return reads
+
+
+def _operands(eqn: Eqn, same_index: bool) -> Iterable[tuple[Var | Literal, bool]]:
+    """An eqn's operands, with whether each is read at the eqn's own output index."""
+    out = eqn.outputs[0].aval.shape
+    elementwise = eqn.op.family in ELEMENTWISE_FAMILIES
+    for a in eqn.inputs:
+        yield a, same_index and elementwise and a.aval.shape == out

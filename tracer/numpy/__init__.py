@@ -1,0 +1,108 @@
+"""`tracer.numpy`: NumPy 2 semantics (NEP 50 promotion, broadcasting, NumPy's
+dtypes and results) on top of the strict `tracer.ops`.
+
+    import tracer.numpy as tnp
+    tnp.sum(tnp.sin(x) * 2.0, axis=-1)
+
+Every function works eagerly (NumPy arrays in, `numpy.ndarray` out, 0-d for
+scalars) and under tracing (traced arrays in and out), because it only ever
+calls `tracer.ops`. Importing this package also gives traced arrays their
+ndarray operators and methods (`x + 1`, `x.sum(0)`, `x[1:]`, `x.at[i].set(v)`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from .. import dtypes as _dtypes
+from ..errors import TracerTypeError
+from ..tracing import Tracer as _Tracer
+from . import _creation, _indexing, _linalg, _methods, _pad, _rearrange, _reductions, _shape
+from . import _ufuncs
+from ._creation import *  # noqa: F401,F403
+from ._indexing import *  # noqa: F401,F403
+from ._linalg import *  # noqa: F401,F403
+from ._pad import *  # noqa: F401,F403
+from ._promotion import PromotionOverflowError, error
+from ._rearrange import *  # noqa: F401,F403
+from ._reductions import *  # noqa: F401,F403
+from ._reductions import WeightsSumToZeroError
+from ._shape import *  # noqa: F401,F403
+from ._ufuncs import *  # noqa: F401,F403
+
+# dtypes: NumPy's scalar types, usable wherever a dtype is expected (`dtype=tnp.int8`,
+# `x.dtype == tnp.float32`).
+bool_ = bool = np.bool_
+int8, int16, int32, int64 = np.int8, np.int16, np.int32, np.int64
+uint8, uint16, uint32, uint64 = np.uint8, np.uint16, np.uint32, np.uint64
+float16, float32, float64 = np.float16, np.float32, np.float64
+complex64, complex128 = np.complex64, np.complex128
+int_, intp, uint, half, single, double = np.int_, np.intp, np.uint, np.half, np.single, np.double
+csingle, cdouble = np.csingle, np.cdouble
+generic, number, integer, signedinteger, unsignedinteger = (
+    np.generic, np.number, np.integer, np.signedinteger, np.unsignedinteger)
+inexact, floating, complexfloating = np.inexact, np.floating, np.complexfloating
+
+dtype = np.dtype
+issubdtype = np.issubdtype
+promote_types = np.promote_types
+ndarray = np.ndarray
+newaxis = None
+pi, e, inf, nan, euler_gamma = math.pi, math.e, math.inf, math.nan, float(np.euler_gamma)
+
+
+def _dtype_item(x: Any) -> Any:
+    """An argument of result_type as `tracer.dtypes.result_type` wants it."""
+    if isinstance(x, _Tracer) or _dtypes.is_python_scalar(x):
+        return x
+    if isinstance(x, (np.ndarray, np.generic)):
+        return x.dtype
+    if isinstance(x, (list, tuple)):
+        return np.asarray(x).dtype
+    return np.dtype(x)
+
+
+def result_type(*arrays_and_dtypes: Any) -> np.dtype:
+    """The dtype NumPy 2 promotion gives the arguments (arrays, traced arrays, dtypes,
+    Python scalars).
+
+    NumPy rule: NEP 50: Python scalars are weak and take the other operands' dtype;
+    traced values from Python scalars are weak too.
+
+    result_type(np.int8, 1) -> int8; result_type(np.int64, np.float32) -> float64
+    """
+    if not arrays_and_dtypes:
+        raise error(TracerTypeError, "result_type", "at least one array or dtype is required")
+    return _dtypes.result_type(*(_dtype_item(x) for x in arrays_and_dtypes))[0]
+
+
+def _dtype_of(x: Any) -> Any:
+    return x.dtype if isinstance(x, (_Tracer, np.ndarray, np.generic)) else x
+
+
+def finfo(x: Any) -> np.finfo:
+    """Machine limits of a float dtype (of an array's or traced array's dtype)."""
+    return np.finfo(_dtype_of(x))
+
+
+def iinfo(x: Any) -> np.iinfo:
+    """Machine limits of an integer dtype (of an array's or traced array's dtype)."""
+    return np.iinfo(_dtype_of(x))
+
+
+_methods.install()
+
+__all__ = [
+    *_creation.__all__, *_ufuncs.__all__, *_reductions.__all__, *_shape.__all__,
+    *_rearrange.__all__, *_pad.__all__, *_linalg.__all__, *_indexing.__all__,
+    "PromotionOverflowError", "WeightsSumToZeroError",
+    "bool_", "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+    "float16", "float32", "float64", "complex64", "complex128", "int_", "intp", "uint",
+    "half", "single", "double", "csingle", "cdouble", "generic", "number", "integer",
+    "signedinteger", "unsignedinteger", "inexact", "floating", "complexfloating",
+    "dtype", "issubdtype", "promote_types", "ndarray", "newaxis", "pi", "e", "inf", "nan",
+    "euler_gamma", "result_type", "finfo", "iinfo",
+]

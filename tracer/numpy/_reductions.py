@@ -1,0 +1,495 @@
+"""NumPy reductions (sum, mean, max, argmax, all, cumsum, ...) on `ops.reduce`.
+
+Every reduction is one `ops.reduce` whose computation is a single op (`add`,
+`mul`, `max`, `min`, `bitwise_and`, `bitwise_or`) with its identity as the init
+value, so the interpreter's ufunc fast path and the compiled backends recognise
+it. `initial=` is applied after the reduction, and `where=` masks elements to the
+identity first. argmax / argmin reduce (value, index) pairs with a comparator
+that prefers the larger (smaller) value, then NaN, then the lower index, so the
+first occurrence wins whatever order the reduction runs in.
+
+cumsum / cumprod are an inclusive prefix scan in log2(n) steps (Hillis-Steele:
+x = x op shift(x, 1), x op shift(x, 2), ...), each shift being one `ops.pad` with a
+negative high edge: O(n log n) work until a dedicated scan op exists.
+
+Dtypes follow NumPy: sum / prod / cumsum of bools and small integers give int64
+(uint64 for unsigned), mean / var / std of integers give float64 (float16 is
+accumulated in float32), var of complex is real.
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .. import dtypes, ops
+from ..errors import ShapeError, TracerTypeError, TracerValueError
+from ..tracing import Tracer
+from . import _ufuncs as uf
+from ._promotion import (as_result, asarray_like, broadcast_to_shape, cast, check_out, dtype_of,
+                         error, normalize_axes, normalize_axis, promote, tracing)
+from ._shape import ravel, reshape
+from ._ufunc_core import NOVALUE
+
+__all__ = ["sum", "prod", "mean", "var", "std", "max", "min", "amax", "amin", "argmax",
+           "argmin", "all", "any", "ptp", "cumsum", "cumprod", "count_nonzero", "average"]
+
+class WeightsSumToZeroError(TracerValueError, ZeroDivisionError):
+    """average(): the weights along an axis sum to zero (NumPy: ZeroDivisionError)."""
+
+
+# ------------------------------------------------------------------ helpers
+def _operand(a: Any, fname: str, dtype: Any = None) -> Any:
+    """`a` as a strong array operand (a Python scalar becomes a 0-d array)."""
+    x = asarray_like(a, fname)
+    dt = dtype_of(x) if dtype is None else dtypes.canonicalize(dtype)
+    return cast(x, dt, weak=False, fname=fname)
+
+
+def _sum_dtype(dt: np.dtype) -> np.dtype:
+    """NumPy's accumulator for sum / prod: bools and small ints widen to 64 bits."""
+    if dt.kind == "b" or (dt.kind == "i" and dt.itemsize < 8):
+        return dtypes.int64
+    if dt.kind == "u" and dt.itemsize < 8:
+        return dtypes.uint64
+    return dt
+
+
+def _mean_dtype(dt: np.dtype) -> np.dtype:
+    """mean / var accumulate integers in float64 and float16 in float32."""
+    if dt.kind in "biu":
+        return dtypes.float64
+    return dtypes.float32 if dt == dtypes.float16 else dt
+
+
+def _result_dtype(in_dt: np.dtype, dtype: Any) -> np.dtype:
+    """mean / var result: dtype= if given, float16 kept, else the accumulator dtype."""
+    if dtype is not None:
+        return dtypes.canonicalize(dtype)
+    return in_dt if in_dt == dtypes.float16 else _mean_dtype(in_dt)
+
+
+def _lowest(dt: np.dtype) -> Any:
+    if dt.kind == "b":
+        return False
+    if dt.kind in "iu":
+        return int(np.iinfo(dt).min)
+    return complex(-math.inf, -math.inf) if dt.kind == "c" else -math.inf
+
+
+def _highest(dt: np.dtype) -> Any:
+    if dt.kind == "b":
+        return True
+    if dt.kind in "iu":
+        return int(np.iinfo(dt).max)
+    return complex(math.inf, math.inf) if dt.kind == "c" else math.inf
+
+
+def _reduce(x: Any, axes: tuple[int, ...], op: Callable[..., Any], init: Any) -> Any:
+    if not axes:
+        return x
+    return ops.reduce(x, np.asarray(init, dtype_of(x)), op, axes)
+
+
+def _keep(result: Any, shape: Sequence[int], axes: tuple[int, ...], keepdims: bool) -> Any:
+    """Put back the reduced axes as size-1 dimensions when `keepdims`."""
+    if not keepdims:
+        return result
+    return reshape(result, tuple(1 if i in axes else d for i, d in enumerate(shape)))
+
+
+def _masked(x: Any, where: Any, fill: Any, fname: str) -> Any:
+    """`x` with the elements where `where` is false replaced by `fill`."""
+    if where is True:
+        return x
+    mask = broadcast_to_shape(uf.truth(asarray_like(where, fname)), np.shape(x), fname)
+    fill = ops.broadcast_in_dim(np.asarray(fill, dtype_of(x)), np.shape(x), ())
+    return ops.select(mask, x, fill)
+
+
+def _monoid(fname: str, op: Callable[..., Any], bool_op: Callable[..., Any], identity: int,
+            combine: Callable[[Any, Any], Any]) -> Callable[..., Any]:
+    def reduction(a: Any, axis: Any = None, dtype: Any = None, out: None = None,
+                  keepdims: bool = False, initial: Any = NOVALUE, where: Any = True) -> Any:
+        check_out(out, fname)
+        x = asarray_like(a, fname)
+        x = _operand(x, fname, _sum_dtype(dtype_of(x)) if dtype is None else dtype)
+        axes = normalize_axes(axis, np.ndim(x), fname, of=x)
+        is_bool = dtype_of(x).kind == "b"
+        x = _masked(x, where, bool(identity) if is_bool else identity, fname)
+        r = _reduce(x, axes, bool_op if is_bool else op, bool(identity) if is_bool else identity)
+        if initial is not NOVALUE:
+            r = combine(r, promote(initial, dtype=dtype_of(x), fname=fname)[0])
+        return as_result(_keep(r, np.shape(x), axes, keepdims))
+    reduction.__name__ = reduction.__qualname__ = fname
+    reduction.__module__ = "tracer.numpy"
+    return reduction
+
+
+# ------------------------------------------------------------------ sum, prod, all, any
+sum = _monoid("sum", ops.add, ops.bitwise_or, 0, uf.add)
+sum.__doc__ = """Sum of elements over `axis` (None: all; an int or a tuple; negative ok).
+
+NumPy rule: bools and integers narrower than 64 bits sum in int64 (uint64 if
+unsigned) unless dtype= says otherwise; `initial` is added; `where` masks.
+
+sum([[1, 2], [3, 4]], axis=0) -> [4, 6]
+"""
+prod = _monoid("prod", ops.mul, ops.bitwise_and, 1, uf.multiply)
+prod.__doc__ = """Product of elements over `axis`.
+
+NumPy rule: dtypes as sum; `initial` multiplies in; `where` masks.
+
+prod([[1, 2], [3, 4]], axis=1) -> [2, 12]
+"""
+
+
+def _logical(fname: str, op: Callable[..., Any], identity: bool) -> Callable[..., Any]:
+    def reduction(a: Any, axis: Any = None, out: None = None, keepdims: bool = False, *,
+                  where: Any = True) -> Any:
+        check_out(out, fname)
+        x = uf.truth(_operand(a, fname))
+        axes = normalize_axes(axis, np.ndim(x), fname, of=x)
+        x = _masked(x, where, identity, fname)
+        return as_result(_keep(_reduce(x, axes, op, identity), np.shape(x), axes, keepdims))
+    reduction.__name__ = reduction.__qualname__ = fname
+    reduction.__module__ = "tracer.numpy"
+    return reduction
+
+
+all = _logical("all", ops.bitwise_and, True)
+all.__doc__ = """True if every element along `axis` is nonzero.
+
+NumPy rule: bool result; an empty reduction is True; `where` masks.
+
+all([[1, 0], [1, 1]], axis=1) -> [False, True]
+"""
+any = _logical("any", ops.bitwise_or, False)
+any.__doc__ = """True if some element along `axis` is nonzero.
+
+NumPy rule: bool result; an empty reduction is False; `where` masks.
+
+any([[0, 0], [1, 0]], axis=1) -> [False, True]
+"""
+
+
+# ------------------------------------------------------------------ max, min, ptp
+def _extremum(fname: str, ufunc_name: str, op: Callable[..., Any],
+              identity: Callable[[np.dtype], Any], combine: Callable[..., Any]) -> Callable:
+    def reduction(a: Any, axis: Any = None, out: None = None, keepdims: bool = False,
+                  initial: Any = NOVALUE, where: Any = True) -> Any:
+        check_out(out, fname)
+        x = _operand(a, fname)
+        shape = np.shape(x)
+        axes = normalize_axes(axis, len(shape), fname, of=x)
+        if initial is NOVALUE and where is not True:
+            raise error(TracerValueError, fname, f"reduction operation '{ufunc_name}' does "
+                        "not have an identity, so to use a where mask one has to specify "
+                        "'initial'")
+        if initial is NOVALUE and any_zero(shape, axes):
+            raise error(TracerValueError, fname, f"zero-size array to reduction operation "
+                        f"{ufunc_name} which has no identity (shape {shape}, axis {axis})")
+        x = _masked(x, where, identity(dtype_of(x)), fname)
+        r = _reduce(x, axes, op, identity(dtype_of(x)))
+        if initial is not NOVALUE:
+            r = combine(r, promote(initial, dtype=dtype_of(x), fname=fname)[0])
+        return as_result(_keep(r, shape, axes, keepdims))
+    reduction.__name__ = reduction.__qualname__ = fname
+    reduction.__module__ = "tracer.numpy"
+    return reduction
+
+
+def any_zero(shape: Sequence[int], axes: tuple[int, ...]) -> bool:
+    return builtins.any(shape[i] == 0 for i in axes)
+
+
+max = _extremum("max", "maximum", ops.max, _lowest, uf.maximum)
+max.__doc__ = """Largest element along `axis`; NaN propagates.
+
+NumPy rule: same dtype; an empty reduction needs `initial` (ValueError otherwise);
+`where` needs `initial`.
+
+max([[1, 5], [3, 2]], axis=0) -> [3, 5]
+"""
+min = _extremum("min", "minimum", ops.min, _highest, uf.minimum)
+min.__doc__ = """Smallest element along `axis`; NaN propagates.
+
+NumPy rule: as max.
+
+min([[1, 5], [3, 2]], axis=1) -> [1, 2]
+"""
+amax, amin = max, min
+
+
+def ptp(a: Any, axis: Any = None, out: None = None, keepdims: bool = False) -> Any:
+    """Range (max - min) of values along `axis`.
+
+    NumPy rule: same dtype (integers wrap); bools are rejected like subtract.
+
+    ptp([[1, 5], [3, 2]], axis=0) -> [2, 3]
+    """
+    check_out(out, "ptp")
+    return uf.subtract(max(a, axis, keepdims=keepdims), min(a, axis, keepdims=keepdims))
+
+
+# ------------------------------------------------------------------ argmax, argmin
+def _arg_computation(prefer: Callable[..., Any], dt: np.dtype) -> Callable[..., Any]:
+    """(value, index) accumulator update: the preferred value, then NaN, then the lower
+    index; ties broken by index make the result independent of the fold order."""
+    def pick(acc_v: Any, acc_i: Any, x_v: Any, x_i: Any) -> tuple[Any, Any]:
+        if dt.kind == "c":
+            better = uf.lexicographic(prefer.__name__, x_v, acc_v)
+        else:
+            better = prefer(x_v, acc_v)
+        tie = ops.eq(x_v, acc_v)
+        if dt.kind in "fc":
+            x_nan, acc_nan = ops.ne(x_v, x_v), ops.ne(acc_v, acc_v)
+            better = ops.bitwise_or(better, ops.bitwise_and(x_nan, ops.bitwise_not(acc_nan)))
+            tie = ops.bitwise_or(tie, ops.bitwise_and(x_nan, acc_nan))
+        take = ops.bitwise_or(better, ops.bitwise_and(tie, ops.lt(x_i, acc_i)))
+        return ops.select(take, x_v, acc_v), ops.select(take, x_i, acc_i)
+    return pick
+
+
+def _arg_reduction(fname: str, prefer: Callable[..., Any],
+                   start: Callable[[np.dtype], Any]) -> Callable[..., Any]:
+    def reduction(a: Any, axis: Any = None, out: None = None, *, keepdims: bool = False) -> Any:
+        check_out(out, fname)
+        x = _operand(a, fname)
+        shape = np.shape(x)
+        if axis is None:
+            x, ax = ravel(x), 0
+        else:
+            ax = normalize_axis(axis, len(shape), fname, of=x)
+        if np.shape(x)[ax] == 0:
+            raise error(TracerValueError, fname, f"attempt to get {fname} of an empty "
+                        f"sequence (shape {shape})")
+        dt = dtype_of(x)
+        index = ops.iota(dtypes.int64, np.shape(x), ax)
+        inits = (np.asarray(start(dt), dt), np.asarray(np.iinfo(np.int64).max, np.int64))
+        _, r = ops.reduce((x, index), inits, _arg_computation(prefer, dt), (ax,))
+        if keepdims:
+            r = reshape(r, tuple(1 if axis is None or i == ax else d for i, d in enumerate(shape)))
+        return as_result(r)
+    reduction.__name__ = reduction.__qualname__ = fname
+    reduction.__module__ = "tracer.numpy"
+    return reduction
+
+
+argmax = _arg_reduction("argmax", ops.gt, _lowest)
+argmax.__doc__ = """Index of the largest element along `axis` (of the flattened array if None).
+
+NumPy rule: int64 result; the first occurrence wins; NaN counts as the largest
+(the first NaN wins); an empty sequence raises ValueError.
+
+argmax([[1, 5], [7, 2]], axis=1) -> [1, 0]
+"""
+argmin = _arg_reduction("argmin", ops.lt, _highest)
+argmin.__doc__ = """Index of the smallest element along `axis` (of the flattened array if None).
+
+NumPy rule: as argmax (NaN counts as the smallest).
+
+argmin([3, 1, 1]) -> 1
+"""
+
+
+# ------------------------------------------------------------------ mean, var, std
+def _count(x: Any, axes: tuple[int, ...], where: Any, dt: np.dtype, fname: str) -> Any:
+    """How many elements each output averages: static, or the sum of the mask."""
+    if where is True:
+        n = 1
+        for i in axes:
+            n *= np.shape(x)[i]
+        return float(n)
+    mask = broadcast_to_shape(uf.truth(asarray_like(where, fname)), np.shape(x), fname)
+    return _reduce(ops.convert_element_type(mask, dtypes.real_dtype(dt)), axes, ops.add, 0)
+
+
+def _mean(x: Any, axes: tuple[int, ...], where: Any, fname: str) -> Any:
+    """Mean over `axes` with the reduced axes kept (x already in the accumulator dtype)."""
+    total = _reduce(_masked(x, where, 0, fname), axes, ops.add, 0)
+    count = _count(x, axes, where, dtype_of(x), fname)
+    return ops.div(total, count if isinstance(count, float) else cast(count, dtype_of(x)))
+
+
+def mean(a: Any, axis: Any = None, dtype: Any = None, out: None = None,
+         keepdims: bool = False, *, where: Any = True) -> Any:
+    """Arithmetic mean along `axis`.
+
+    NumPy rule: integers and bools average in float64, float16 accumulates in float32
+    and returns float16; dtype= sets the accumulator and result; an empty mean is NaN.
+
+    mean([[1, 2], [3, 5]], axis=0) -> [2.0, 3.5]
+    """
+    check_out(out, "mean")
+    x = asarray_like(a, "mean")
+    result_dt = _result_dtype(dtype_of(x), dtype)
+    x = _operand(x, "mean", _mean_dtype(result_dt))
+    axes = normalize_axes(axis, np.ndim(x), "mean", of=x)
+    r = cast(_mean(x, axes, where, "mean"), result_dt)
+    return as_result(_keep(r, np.shape(x), axes, keepdims))
+
+
+def _ddof(ddof: Any, correction: Any, fname: str) -> Any:
+    if correction is NOVALUE:
+        return ddof
+    if ddof != 0:
+        raise error(TracerValueError, fname, "ddof and correction can't be provided "
+                    "simultaneously")
+    return correction
+
+
+def var(a: Any, axis: Any = None, dtype: Any = None, out: None = None, ddof: Any = 0,
+        keepdims: bool = False, *, where: Any = True, mean: Any = NOVALUE,
+        correction: Any = NOVALUE) -> Any:
+    """Variance: mean(|x - x.mean()|**2) * n / (n - ddof) along `axis`.
+
+    NumPy rule: dtypes as mean, complex gives its real dtype; `correction` is an alias
+    of ddof; `mean=` passes a precomputed mean (keepdims shape); n - ddof <= 0 gives
+    inf or NaN.
+
+    var([1, 2, 3, 4]) -> 1.25; var([1, 2, 3, 4], ddof=1) -> 1.6666666666666667
+    """
+    check_out(out, "var")
+    ddof = _ddof(ddof, correction, "var")
+    x = asarray_like(a, "var")
+    result_dt = _result_dtype(dtype_of(x), dtype)
+    acc_dt = _mean_dtype(result_dt)
+    x = _operand(x, "var", acc_dt)
+    axes = normalize_axes(axis, np.ndim(x), "var", of=x)
+    m = _keep(_mean(x, axes, where, "var"), np.shape(x), axes, True) if mean is NOVALUE \
+        else _operand(mean, "var", acc_dt)
+    d = uf.subtract(x, m)
+    sq = ops.add(ops.mul(ops.real(d), ops.real(d)), ops.mul(ops.imag(d), ops.imag(d))) \
+        if acc_dt.kind == "c" else ops.mul(d, d)
+    total = _reduce(_masked(sq, where, 0, "var"), axes, ops.add, 0)
+    count = _count(x, axes, where, acc_dt, "var")
+    denominator = builtins.max(count - ddof, 0) if isinstance(count, float) else \
+        ops.max(ops.sub(cast(count, dtype_of(total)), ddof), 0)
+    r = ops.div(total, denominator)
+    r = cast(r, dtypes.real_dtype(result_dt))
+    return as_result(_keep(r, np.shape(x), axes, keepdims))
+
+
+def std(a: Any, axis: Any = None, dtype: Any = None, out: None = None, ddof: Any = 0,
+        keepdims: bool = False, *, where: Any = True, mean: Any = NOVALUE,
+        correction: Any = NOVALUE) -> Any:
+    """Standard deviation: sqrt(var(...)).
+
+    NumPy rule: as var.
+
+    std([1, 2, 3, 4]) -> 1.118033988749895
+    """
+    check_out(out, "std")
+    return uf.sqrt(var(a, axis, dtype, None, ddof, keepdims, where=where, mean=mean,
+                       correction=correction))
+
+
+# ------------------------------------------------------------------ cumsum, cumprod
+def _scan(x: Any, axis: int, op: Callable[..., Any], identity: Any) -> Any:
+    """Inclusive prefix scan along `axis` in ceil(log2 n) shift-and-combine steps."""
+    n = np.shape(x)[axis]
+    fill = np.asarray(identity, dtype_of(x))
+    shift = 1
+    while shift < n:
+        config = tuple((shift, -shift, 0) if i == axis else (0, 0, 0)
+                       for i in range(np.ndim(x)))
+        x = op(x, ops.pad(x, fill, config))
+        shift *= 2
+    return x
+
+
+def _cumulative(fname: str, op: Callable[..., Any], bool_op: Callable[..., Any],
+                identity: int) -> Callable[..., Any]:
+    def scan(a: Any, axis: Any = None, dtype: Any = None, out: None = None) -> Any:
+        check_out(out, fname)
+        x = asarray_like(a, fname)
+        x = _operand(x, fname, _sum_dtype(dtype_of(x)) if dtype is None else dtype)
+        if axis is None:
+            x, ax = ravel(x), 0
+        else:
+            ax = normalize_axis(axis, np.ndim(x), fname, of=x)
+        is_bool = dtype_of(x).kind == "b"
+        return as_result(_scan(x, ax, bool_op if is_bool else op,
+                               bool(identity) if is_bool else identity))
+    scan.__name__ = scan.__qualname__ = fname
+    scan.__module__ = "tracer.numpy"
+    return scan
+
+
+cumsum = _cumulative("cumsum", ops.add, ops.bitwise_or, 0)
+cumsum.__doc__ = """Cumulative sum along `axis` (of the flattened array if None).
+
+NumPy rule: dtypes as sum (bools and small ints accumulate in int64). Computed as a
+log-step prefix scan (O(n log n) adds).
+
+cumsum([[1, 2], [3, 4]], axis=1) -> [[1, 3], [3, 7]]
+"""
+cumprod = _cumulative("cumprod", ops.mul, ops.bitwise_and, 1)
+cumprod.__doc__ = """Cumulative product along `axis` (of the flattened array if None).
+
+NumPy rule: dtypes as prod.
+
+cumprod([1, 2, 3, 4]) -> [1, 2, 6, 24]
+"""
+
+
+# ------------------------------------------------------------------ counting, average
+def count_nonzero(a: Any, axis: Any = None, *, keepdims: bool = False) -> Any:
+    """Number of nonzero elements along `axis`.
+
+    NumPy rule: int64 result (0-d for axis=None).
+
+    count_nonzero([[0, 1], [2, 3]], axis=0) -> [1, 2]
+    """
+    x = uf.truth(_operand(a, "count_nonzero"))
+    return sum(ops.convert_element_type(x, dtypes.int64), axis, keepdims=keepdims)
+
+
+def _align_weights(w: Any, shape: tuple[int, ...], axis: Any) -> Any:
+    """1-D weights for one axis, placed along that axis (NumPy's average)."""
+    if np.shape(w) == shape:
+        return w
+    if axis is None:
+        raise error(TracerTypeError, "average", "Axis must be specified when shapes of a "
+                    f"{shape} and weights {np.shape(w)} differ.")
+    if np.ndim(w) != 1 or isinstance(axis, (tuple, list)):
+        raise error(TracerTypeError, "average", "1D weights expected when shapes of a "
+                    f"{shape} and weights {np.shape(w)} differ.")
+    ax = normalize_axis(axis, len(shape), "average")
+    if np.shape(w)[0] != shape[ax]:
+        raise error(ShapeError, "average", f"Length of weights {np.shape(w)} not compatible "
+                    f"with specified axis {axis} of a {shape}.")
+    return ops.broadcast_in_dim(w, shape, (ax,))
+
+
+def average(a: Any, axis: Any = None, weights: Any = None, returned: bool = False, *,
+            keepdims: bool = False) -> Any:
+    """Weighted average along `axis`: sum(a * w) / sum(w).
+
+    NumPy rule: without weights it is mean; integer/bool a computes in at least
+    float64; 1-D weights need an int axis; weights summing to zero raise
+    ZeroDivisionError (checked outside a trace only). `returned` also gives sum(w).
+
+    average([1, 2, 4], weights=[1, 1, 2]) -> 2.75
+    """
+    x = _operand(a, "average")
+    if weights is None:
+        avg = mean(x, axis, keepdims=keepdims)
+        scale = math.prod(np.shape(x)) / builtins.max(math.prod(np.shape(avg)), 1)
+        scl = ops.broadcast_in_dim(np.asarray(scale, dtype_of(avg)), np.shape(avg), ())
+        return (avg, as_result(scl)) if returned else avg
+    w = _operand(weights, "average")
+    extra = (dtypes.float64,) if dtype_of(x).kind in "biu" else ()
+    rdt = dtypes.canonicalize(np.result_type(dtype_of(x), dtype_of(w), *extra))
+    w = _align_weights(cast(w, rdt), np.shape(x), axis)
+    scl = sum(w, axis, keepdims=keepdims)
+    if not tracing() and not isinstance(scl, Tracer) and np.any(scl == 0):
+        raise error(WeightsSumToZeroError, "average", "Weights sum to zero, can't be "
+                    "normalized")
+    avg = uf.divide(sum(uf.multiply(cast(x, rdt), w), axis, keepdims=keepdims), scl)
+    return (avg, as_result(broadcast_to_shape(scl, np.shape(avg), "average"))) \
+        if returned else avg
