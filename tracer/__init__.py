@@ -17,7 +17,7 @@ from .errors import (ConcretizationError, DTypeError, EscapedTracerError, ParamE
 from .hlo import HloModule
 from .stages import Compiled, Lowered
 
-__version__ = "0.1.0"
+from ._version import __version__
 
 __all__ = [
     "ConcretizationError", "Compiled", "DTypeError", "EscapedTracerError", "HloModule",

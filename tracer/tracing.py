@@ -32,19 +32,19 @@ class Tracer:
     `tracer.numpy` (see `install_methods`), so this module stays below the ops.
     """
 
-    __slots__ = ("builder", "var")
+    __slots__ = ("builder", "_var")  # not `var`: that is the ndarray method
     __array_priority__ = 1000  # make `ndarray + tracer` defer to Tracer.__radd__
 
     def __init__(self, builder: "GraphBuilder", var: Var):
         self.builder = builder
-        self.var = var
+        self._var = var
 
-    aval = property(lambda self: self.var.aval)
-    shape = property(lambda self: self.var.aval.shape)
-    dtype = property(lambda self: self.var.aval.dtype)
-    ndim = property(lambda self: self.var.aval.ndim)
-    size = property(lambda self: self.var.aval.size)
-    weak_type = property(lambda self: self.var.aval.weak_type)
+    aval = property(lambda self: self._var.aval)
+    shape = property(lambda self: self._var.aval.shape)
+    dtype = property(lambda self: self._var.aval.dtype)
+    ndim = property(lambda self: self._var.aval.ndim)
+    size = property(lambda self: self._var.aval.size)
+    weak_type = property(lambda self: self._var.aval.weak_type)
 
     def __repr__(self) -> str:
         return f"Traced<{self.aval}>"
@@ -149,7 +149,7 @@ class GraphBuilder:
 
     def _lift(self, t: Tracer) -> Var:
         if t.builder is self:
-            return t.var
+            return t._var
         hit = self.captured.get(id(t))
         if hit is not None:
             return hit[1]

@@ -187,8 +187,8 @@ def _apply_update(ge: GraphEmitter, eqn: Eqn, results: list[Ref], updates: list[
     scatter_vars, window_vars = iter(g), iter(w)
     source = [next(window_vars) if d in window else next(scatter_vars)
               for d in range(updates[0].aval.ndim)]
-    currents = [Ref(load(r, target, ge.mod), r.aval) for r in results]
-    news = [Ref(load(u, source, ge.mod), u.aval) for u in updates]
+    currents = [Ref(load(r, target, ge.mod), r.aval.update(shape=())) for r in results]
+    news = [Ref(load(u, source, ge.mod), u.aval.update(shape=())) for u in updates]
     graph = p["to_apply"]
     n = len(results)
     replace = not graph.eqns and [id(a) for a in graph.outputs] == \

@@ -96,10 +96,10 @@ def _scan(ge: GraphEmitter, eqn: Eqn) -> None:
         slices = [_slice_of(ge, x, i, eqn.params["body"].in_avals[nconsts + ncarry + k])
                   for k, x in enumerate(xs)]
         outs = ge.sub_emitter().emit_graph(p["body"], consts + carry + slices)
+        for y, out in zip(ys, outs[ncarry:], strict=True):  # before the carry moves on
+            ge.w.line(f"{y.name}[{i}] = {store_value(out.name, y.aval.dtype, ge.mod)}")
         if carry:
             ge.w.line(f"{_names(carry)} = {_names(outs[:ncarry])}")
-        for y, out in zip(ys, outs[ncarry:], strict=True):
-            ge.w.line(f"{y.name}[{i}] = {store_value(out.name, y.aval.dtype, ge.mod)}")
     _bind_all(ge, eqn, carry + ys)
 
 

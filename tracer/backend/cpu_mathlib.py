@@ -257,6 +257,22 @@ def complex_minimum(a, b):  # noqa: ANN001, ANN201
 
 
 @_jit
+def complex_divide(a, b):  # noqa: ANN001, ANN201
+    """NumPy's complex division (Smith's method); x / 0 gives inf/nan, never raises."""
+    ar, ai, br, bi = a.real, a.imag, b.real, b.imag
+    abs_br, abs_bi = abs(br), abs(bi)
+    if abs_br >= abs_bi:
+        if abs_br == 0 and abs_bi == 0:
+            return complex(ar / abs_br, ai / abs_br)
+        rat = bi / br
+        scale = 1.0 / (br + bi * rat)
+        return complex((ar + ai * rat) * scale, (ai - ar * rat) * scale)
+    rat = br / bi
+    scale = 1.0 / (bi + br * rat)
+    return complex((ar * rat + ai) * scale, (ai * rat - ar) * scale)
+
+
+@_jit
 def round_half_away(x):  # noqa: ANN001, ANN201
     """Round to nearest, ties away from zero, keeping -0.0 (as a float64)."""
     whole = np.trunc(np.float64(x))
@@ -278,7 +294,7 @@ def complex_sign(z):  # noqa: ANN001, ANN201
     """z / |z|, 0 for 0 (as a complex128)."""
     if z == 0:
         return complex(0.0, 0.0)
-    return complex(z) / abs(complex(z))
+    return complex_divide(complex(z), complex(abs(complex(z)), 0.0))
 
 
 @_jit

@@ -111,6 +111,12 @@ def _int_helper(signed: str, unsigned: str, float_expr: str | None) -> Emitter:
     return emit
 
 
+def _divide(ctx: ScalarContext, eqn: Eqn, a: list[str]) -> str:
+    if _in(eqn).kind == "c":  # numba's own complex division raises on zero
+        return cast(ctx, f"{ctx.use('complex_divide')}({a[0]}, {a[1]})", _out(eqn))
+    return _int_helper("div_s64", "div_u64", "{0} / {1}")(ctx, eqn, a)
+
+
 def _extremum(real: str, complex_: str) -> Emitter:
     def emit(ctx: ScalarContext, eqn: Eqn, a: list[str]) -> str:
         helper = complex_ if _in(eqn).kind == "c" else real
@@ -207,13 +213,16 @@ def _logistic(ctx: ScalarContext, eqn: Eqn, a: list[str]) -> str:
     dt = _in(eqn)
     if dt.kind == "c":
         one = literal(1, dt)
-        return cast(ctx, f"{one} / ({one} + np.exp(-{a[0]}))", dt)
+        return cast(ctx, f"{ctx.use('complex_divide')}({one}, {one} + np.exp(-{a[0]}))", dt)
     helper = "logistic_f64" if dt == np.float64 else "logistic_f32"
     return cast(ctx, f"{ctx.use(helper)}({a[0]})", dt)
 
 
 def _rsqrt(ctx: ScalarContext, eqn: Eqn, a: list[str]) -> str:
-    return cast(ctx, f"{literal(1, _register(_in(eqn)))} / np.sqrt({a[0]})", _out(eqn))
+    one = literal(1, _register(_in(eqn)))
+    if _in(eqn).kind == "c":
+        return cast(ctx, f"{ctx.use('complex_divide')}({one}, np.sqrt({a[0]}))", _out(eqn))
+    return cast(ctx, f"{one} / np.sqrt({a[0]})", _out(eqn))
 
 
 def _register(dt: np.dtype) -> np.dtype:
@@ -274,7 +283,7 @@ def _convert(ctx: ScalarContext, eqn: Eqn, a: list[str]) -> str:
 
 SCALAR_EMITTERS: dict[str, Emitter] = {
     "add": _arith("+"), "sub": _arith("-"), "mul": _arith("*"),
-    "div": _int_helper("div_s64", "div_u64", "{0} / {1}"),
+    "div": _divide,
     "rem": _int_helper("rem_s64", "rem_u64", "np.fmod({0}, {1})"),
     "pow": _int_helper("pow_s64", "pow_u64", "{0} ** {1}"),
     "max": _extremum("maximum", "complex_maximum"),

@@ -181,7 +181,8 @@ def _entries(item: Any, axis: int, shape: tuple[int, ...], n_ellipsis: int,
         i = _check_array(np.asarray(item), axis, shape[axis], what, xd)
         return [_Adv(axis, i) if has_arrays else _Int(axis, int(i))]
     if isinstance(item, Tracer):
-        return [_Adv(axis, _wrap(_to_index(item), shape[axis]))]
+        i = _to_index(item)
+        return [_Adv(axis, _wrap(i, shape[axis]) if dtypes.is_signed(item.dtype) else i)]
     if item.dtype.kind == "b":
         return _mask_entries(item, axis, shape, what, xd)
     return [_Adv(axis, _check_array(item, axis, shape[axis], what, xd))]
@@ -420,6 +421,9 @@ def index_update(x: Any, idx: Any, values: Any, method: str) -> Any:
     take x's dtype. Example: `index_update(np.zeros(3), [0, 0], 1.0, "add")` → `[2, 0, 0]`.
     """
     what = f"at[...].{method}"
+    if method != "set" and method not in _COMBINE:
+        raise error(ParamError, "index_update", f"unknown method {method!r}; use 'set', "
+                    f"{', '.join(map(repr, _COMBINE))}")
     x = as_operand(x, what)
     plan = _parse(tuple(x.shape), idx, what, desc(x))
     vals = _prepare_values(values, x.dtype, plan.result_shape(), what, desc(x))

@@ -125,7 +125,8 @@ def dot(a: Any, b: Any) -> Any:
     """NumPy `dot`: sum over the last axis of `a` and the second-to-last of `b`.
 
     0-d operands multiply (a Python scalar stays weak: `dot(2, x_f32)` is f32);
-    1-D · 1-D is the inner product; N-D · 1-D contracts the last axes. Example: `dot(ones((2,3)), ones((4,3,5))).shape == (2,4,5)`.
+    1-D · 1-D is the inner product; N-D · 1-D contracts the last axes.
+    Example: `dot(ones((2,3)), ones((4,3,5))).shape == (2,4,5)`.
     """
     if np.ndim(a) == 0 or np.ndim(b) == 0:
         return multiply(a, b)

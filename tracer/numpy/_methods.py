@@ -9,7 +9,6 @@ function, so `x + 1`, `x.sum(0)` and `x[1:, idx]` mean exactly what `tnp.add`,
 
 from __future__ import annotations
 
-from types import MemberDescriptorType
 from typing import Any, Callable
 
 import numpy as np
@@ -109,7 +108,8 @@ def _astype(self: Tracer, dtype: Any, copy: bool = True) -> Any:
 
 def _mT(self: Tracer) -> Any:
     if self.ndim < 2:
-        raise error(ShapeError, "mT", f"matrix transpose needs at least 2 dimensions, got {self.aval}")
+        raise error(ShapeError, "mT", f"matrix transpose needs at least 2 dimensions, got "
+                    f"{self.aval}")
     return _shape.swapaxes(self, -1, -2)
 
 
@@ -196,10 +196,5 @@ def _methods() -> dict[str, Any]:
 
 
 def install() -> None:
-    """Give `Tracer` its ndarray operators, properties and methods (idempotent).
-
-    Names that are `Tracer` slots are left alone: the slot `Tracer.var` holds the
-    tracer's graph variable, so `x.var()` appears once core renames that slot.
-    """
-    install_methods({name: fn for name, fn in _methods().items()
-                     if not isinstance(Tracer.__dict__.get(name), MemberDescriptorType)})
+    """Give `Tracer` its ndarray operators, properties and methods (idempotent)."""
+    install_methods(_methods())
