@@ -31,7 +31,7 @@ import numba
 import numpy as np
 
 from ..config import config
-from . import cpu_mathlib
+from . import cpu_fastmath, cpu_mathlib
 
 _LOCK = threading.RLock()
 
@@ -59,11 +59,14 @@ _MODULES: dict[str, Entry] = {}
 
 
 def _versions() -> str:
-    from .. import __version__ as tracer_version
-    with open(cpu_mathlib.__file__, "rb") as f:
-        helpers = hashlib.sha256(f.read()).hexdigest()
+    from .._version import __version__ as tracer_version
+    helpers = hashlib.sha256()
+    for module in (cpu_mathlib, cpu_fastmath):  # generated modules import these
+        with open(module.__file__, "rb") as f:
+            helpers.update(f.read())
     return (f"tracer {tracer_version}, numba {numba.__version__}, llvmlite "
-            f"{llvmlite.__version__}, numpy {np.__version__}, cpu_mathlib {helpers[:16]}")
+            f"{llvmlite.__version__}, numpy {np.__version__}, helpers "
+            f"{helpers.hexdigest()[:16]}")
 
 
 def module_key(source: str) -> str:

@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Iterable, Union
+from typing import Union
 
-from ..core import Eqn, Graph, Literal, Var
+from ..core import Atom, Eqn, Graph, Literal, Var
 
 ELEMENTWISE_FAMILIES = frozenset({"unary", "binary", "compare", "ternary"})
 # Index-mapping ops: out[i] = operand[f(i)] (or a function of i alone, for iota).
@@ -60,6 +60,23 @@ def is_reduce(eqn: Eqn) -> bool:
     return eqn.op.name == "reduce"
 
 
+MONOIDS = frozenset({"add", "mul", "max", "min", "bitwise_and", "bitwise_or", "bitwise_xor"})
+
+
+def monoid(eqn: Eqn) -> str | None:
+    """The op of a reduce whose computation is just `op(acc, x)` (either order), if any."""
+    graph = eqn.params["to_apply"]
+    if len(graph.eqns) != 1 or len(graph.inputs) != 2 or len(graph.outputs) != 1:
+        return None
+    inner = graph.eqns[0]
+    wired = sorted(map(id, inner.inputs)) == sorted(map(id, graph.inputs)) and \
+        inner.inputs[0] is not inner.inputs[1]
+    plain = not any(v for v in inner.params.values())
+    if inner.op.name in MONOIDS and wired and plain and graph.outputs[0] is inner.outputs[0]:
+        return inner.op.name
+    return None
+
+
 @dataclass(eq=False)
 class LoopNest:
     shape: tuple[int, ...]
@@ -78,7 +95,7 @@ class OpStep:
     eqn: Eqn
 
 
-Step = Union[LoopNest, OpStep]
+Step = Union[LoopNest, OpStep, "RowGroup"]
 
 
 @dataclass
@@ -91,7 +108,8 @@ class Plan:
         return [s for s in self.steps if isinstance(s, LoopNest)]
 
 
-def plan_graph(graph: Graph) -> Plan:
+def plan_graph(graph: Graph, fuse: bool = True) -> Plan:
+    """The steps for `graph`; `fuse=False` gives one step per op (for testing fusion)."""
     producers = {id(v): e for e in graph.eqns for v in e.outputs}
     users: dict[int, list[Eqn]] = {}
     for eqn in graph.eqns:
@@ -103,10 +121,12 @@ def plan_graph(graph: Graph) -> Plan:
     nests: dict[int, LoopNest] = {}
     materialized: set[int] = {id(v) for v in graph.inputs}
     for eqn in reversed(graph.eqns):
-        _assign(eqn, users, outputs, nest_of, nests, materialized)
+        _assign(eqn, users, outputs if fuse else set(producers), nest_of, nests, materialized)
     steps = _schedule(graph, nest_of, nests)
     plan = Plan(steps, materialized, producers)
-    plan.steps = _merge(plan)
+    if fuse:
+        plan.steps = _merge(plan)
+        plan.steps = _group_rows(plan)
     return plan
 
 
@@ -178,6 +198,11 @@ def _stores_of(eqn: Eqn, nest: LoopNest) -> bool:
 
 # ------------------------------------------------------------------ merging
 
+# How a nest reads a value: for each dim of the value, the nest dim whose loop index
+# it is read at, or None (a constant, or index arithmetic).
+IndexMap = tuple[Union[int, None], ...]
+
+
 def _merge(plan: Plan) -> list[Step]:
     merged: list[Step] = []
     for step in plan.steps:
@@ -193,13 +218,16 @@ def _merge(plan: Plan) -> list[Step]:
 
 
 def _merge_target(plan: Plan, merged: list[Step], nest: LoopNest) -> LoopNest | None:
-    """The earliest-placed nest `nest` can join: same shape, compatible reduces, and
-    reading from it (and everything scheduled after it) only what it may."""
+    """The nest `nest` can join: one it reads at its own index (which also proves, by
+    the shape rules, that the two iterate over the same shape), that nothing scheduled
+    since then feeds `nest`."""
     reads = nest_reads(plan, nest)
+    identity = tuple(range(len(nest.shape)))
     for earlier in reversed(merged):
         produced = _produced(earlier)
         if isinstance(earlier, LoopNest) and _compatible(earlier, nest):
-            if all(reads.get(v, {True}) == {True} for v in _store_ids(earlier)) and \
+            maps = [reads[v] for v in _store_ids(earlier) if v in reads]
+            if maps and all(m == {identity} for m in maps) and \
                     not any(v in reads for v in _reduce_out_ids(earlier)):
                 return earlier
         if produced & set(reads):
@@ -224,34 +252,114 @@ def _reduce_out_ids(step: LoopNest) -> set[int]:
 def _produced(step: Step) -> set[int]:
     if isinstance(step, OpStep):
         return {id(v) for v in step.eqn.outputs}
+    if isinstance(step, RowGroup):
+        return set().union(*(_produced(n) for n in step.nests))
     return _store_ids(step) | _reduce_out_ids(step)
 
 
-def nest_reads(plan: Plan, nest: LoopNest) -> dict[int, set[bool]]:
-    """Materialized values the nest's body reads: id -> {read at the nest's own index?}."""
-    reads: dict[int, set[bool]] = {}
-    stack: list[tuple[Var | Literal, bool]] = []
+def nest_reads(plan: Plan, nest: LoopNest) -> dict[int, set[IndexMap]]:
+    """The materialized values a nest's body reads, with the index maps it reads them at."""
+    reads: dict[int, set[IndexMap]] = {}
+    identity = tuple(range(len(nest.shape)))
+    stack: list[tuple[Atom, IndexMap]] = []
     for store in nest.stores:
-        stack += _operands(plan.producers[id(store)], True)
+        stack += _operand_maps(plan.producers[id(store)], identity)
     for eqn in nest.reduces:
         n = len(eqn.outputs)
-        stack += [(a, True) for a in eqn.inputs[:n]] + [(a, False) for a in eqn.inputs[n:]]
-    seen: set[tuple[int, bool]] = set()
+        stack += [(a, identity) for a in eqn.inputs[:n]] + [(a, ()) for a in eqn.inputs[n:]]
+    seen: set[tuple[int, IndexMap]] = set()
     while stack:
-        atom, same_index = stack.pop()
-        if isinstance(atom, Literal) or (id(atom), same_index) in seen:
+        atom, index = stack.pop()
+        if isinstance(atom, Literal) or (id(atom), index) in seen:
             continue
-        seen.add((id(atom), same_index))
+        seen.add((id(atom), index))
         if id(atom) in plan.materialized:
-            reads.setdefault(id(atom), set()).add(same_index)
+            reads.setdefault(id(atom), set()).add(index)
         else:
-            stack += _operands(plan.producers[id(atom)], same_index)
+            stack += _operand_maps(plan.producers[id(atom)], index)
     return reads
 
 
-def _operands(eqn: Eqn, same_index: bool) -> Iterable[tuple[Var | Literal, bool]]:
-    """An eqn's operands, with whether each is read at the eqn's own output index."""
-    out = eqn.outputs[0].aval.shape
-    elementwise = eqn.op.family in ELEMENTWISE_FAMILIES
+def _operand_maps(eqn: Eqn, out: IndexMap) -> list[tuple[Atom, IndexMap]]:
+    """Each operand of a fused eqn with the index map it is read at."""
+    name = eqn.op.name
+    result = eqn.outputs[0].aval.shape
+    maps = []
     for a in eqn.inputs:
-        yield a, same_index and elementwise and a.aval.shape == out
+        shape = a.aval.shape
+        if eqn.op.family in ELEMENTWISE_FAMILIES or name == "broadcast_in_dim":
+            dims = eqn.params.get("broadcast_dimensions") if len(shape) < len(result) else None
+            dims = dims or tuple(range(len(shape)))
+            index = tuple(None if shape[j] == 1 and result[d] != 1 else out[d]
+                          for j, d in enumerate(dims))
+        elif name == "transpose":
+            perm = eqn.params["permutation"]
+            index = tuple(out[perm.index(d)] for d in range(len(perm)))
+        elif name == "rev":
+            index = tuple(None if d in eqn.params["dimensions"] else out[d]
+                          for d in range(len(shape)))
+        elif name == "reshape":
+            big = iter(i for i, n in zip(out, result, strict=True) if n != 1)
+            index = tuple(None if n == 1 else next(big) for n in shape)
+        else:  # slice, dynamic_slice: offsets; their start operands are scalars
+            index = (None,) * len(shape)
+        maps.append((a, index))
+    return maps
+
+
+# ------------------------------------------------------------------ row groups
+
+@dataclass(eq=False)
+class RowGroup:
+    """Consecutive nests sharing their outer `depth` loops: each nest only reads what the
+    earlier ones produced at the same outer indices (a row softmax: max, then sum of exp,
+    then divide, all for one row while it is in cache)."""
+
+    depth: int
+    nests: list[LoopNest]
+
+
+def _leading_kept(nest: LoopNest) -> int:
+    """How many outer dims a nest can share: leading dims it does not reduce, when its
+    reduced dims come last (accumulation in registers)."""
+    if not nest.shape:
+        return 0
+    kept = [d for d in range(len(nest.shape)) if d not in nest.reduce_dims]
+    if nest.reduces and not all(k < r for k in kept for r in nest.reduce_dims):
+        return 0
+    return next((d for d in range(len(nest.shape)) if d in nest.reduce_dims), len(nest.shape))
+
+
+def _group_rows(plan: Plan) -> list[Step]:
+    steps: list[Step] = []
+    for step in plan.steps:
+        last = steps[-1] if steps else None
+        if isinstance(step, LoopNest) and isinstance(last, (LoopNest, RowGroup)):
+            group = last if isinstance(last, RowGroup) else RowGroup(_leading_kept(last), [last])
+            depth = _row_depth(plan, group, step)
+            if depth:
+                group.depth = depth
+                group.nests.append(step)
+                steps[-1] = group
+                continue
+        steps.append(step)
+    return steps
+
+
+def _row_depth(plan: Plan, group: RowGroup, nest: LoopNest) -> int:
+    """The outer depth `nest` can share with `group` (0: it cannot join)."""
+    depth = min(group.depth, _leading_kept(nest))
+    reads = nest_reads(plan, nest)
+    linked = False
+    for produced in group.nests:
+        for v in _produced(produced):
+            for index in reads.get(v, ()):
+                if tuple(index[:depth]) != tuple(range(depth)):
+                    depth = min(depth, _prefix(index))
+                linked = True
+    return depth if linked else 0
+
+
+def _prefix(index: IndexMap) -> int:
+    """How many leading dims `index` reads at the loop's own indices."""
+    return next((k for k, d in enumerate(index) if d != k), len(index))

@@ -241,6 +241,30 @@ def minimum(a, b):  # noqa: ANN001, ANN201
     return a if (a < b or a != a) else b
 
 
+# Reduction updates LLVM may vectorize: reassociation for sums and products; for
+# max/min, no-NaN and no-signed-zero (the caller tracks NaNs itself). The flags
+# live on these instructions only, even after inlining.
+
+@njit(cache=True, error_model="numpy", fastmath={"reassoc"})
+def add_reassoc(a, b):  # noqa: ANN001, ANN201
+    return a + b
+
+
+@njit(cache=True, error_model="numpy", fastmath={"reassoc"})
+def mul_reassoc(a, b):  # noqa: ANN001, ANN201
+    return a * b
+
+
+@njit(cache=True, error_model="numpy", fastmath={"nnan", "nsz"})
+def max_nonan(a, b):  # noqa: ANN001, ANN201
+    return a if a > b else b
+
+
+@njit(cache=True, error_model="numpy", fastmath={"nnan", "nsz"})
+def min_nonan(a, b):  # noqa: ANN001, ANN201
+    return a if a < b else b
+
+
 @_jit
 def complex_maximum(a, b):  # noqa: ANN001, ANN201
     """Lexicographic maximum; any NaN part gives nan+nanj (NumPy)."""
@@ -295,20 +319,6 @@ def complex_sign(z):  # noqa: ANN001, ANN201
     if z == 0:
         return complex(0.0, 0.0)
     return complex_divide(complex(z), complex(abs(complex(z)), 0.0))
-
-
-@_jit
-def logistic_f64(x):  # noqa: ANN001, ANN201
-    """1 / (1 + e**-x) without overflow: exp of -|x| only."""
-    e = np.exp(-abs(x))
-    return 1.0 / (1.0 + e) if x >= 0 else e / (1.0 + e)
-
-
-@_jit
-def logistic_f32(x):  # noqa: ANN001, ANN201
-    one = np.float32(1.0)
-    e = np.exp(-abs(x))
-    return one / (one + e) if x >= 0 else e / (one + e)
 
 
 @_jit

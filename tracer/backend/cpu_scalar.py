@@ -175,6 +175,17 @@ def _call(fn: str) -> Emitter:
     return emit
 
 
+def _fast(name: str, libm: str) -> Emitter:
+    """A vectorizable `cpu_fastmath` helper for real floats, NumPy's ufunc for complex."""
+    def emit(ctx: ScalarContext, eqn: Eqn, a: list[str]) -> str:
+        dt = _in(eqn)
+        if dt.kind == "c":
+            return cast(ctx, f"{libm}({a[0]})", dt)
+        helper = ctx.use(f"{name}_f64" if dt == np.float64 else f"{name}_f32")
+        return cast(ctx, f"{helper}({a[0]})", dt)
+    return emit
+
+
 def _helper(name: str) -> Emitter:
     def emit(ctx: ScalarContext, eqn: Eqn, a: list[str]) -> str:
         return cast(ctx, f"{ctx.use(name)}({a[0]})", _out(eqn))
@@ -214,7 +225,7 @@ def _logistic(ctx: ScalarContext, eqn: Eqn, a: list[str]) -> str:
     if dt.kind == "c":
         one = literal(1, dt)
         return cast(ctx, f"{ctx.use('complex_divide')}({one}, {one} + np.exp(-{a[0]}))", dt)
-    helper = "logistic_f64" if dt == np.float64 else "logistic_f32"
+    helper = "logistic_fast_f64" if dt == np.float64 else "logistic_fast_f32"
     return cast(ctx, f"{ctx.use(helper)}({a[0]})", dt)
 
 
@@ -297,9 +308,9 @@ SCALAR_EMITTERS: dict[str, Emitter] = {
     "abs": _abs, "neg": _neg, "bitwise_not": _not, "sign": _sign,
     "ceil": _call("np.ceil"), "floor": _call("np.floor"),
     "round": _helper("round_half_away"), "round_nearest_even": _call("np.rint"),
-    "exp": _call("np.exp"), "expm1": _call("np.expm1"), "log": _call("np.log"),
+    "exp": _fast("exp", "np.exp"), "expm1": _call("np.expm1"), "log": _fast("log", "np.log"),
     "log1p": _call("np.log1p"), "sin": _call("np.sin"), "cos": _call("np.cos"),
-    "tan": _call("np.tan"), "tanh": _call("np.tanh"), "sqrt": _call("np.sqrt"),
+    "tan": _call("np.tan"), "tanh": _fast("tanh", "np.tanh"), "sqrt": _call("np.sqrt"),
     "cbrt": _call("np.cbrt"), "logistic": _logistic, "rsqrt": _rsqrt, "erf": _erf,
     "is_finite": lambda ctx, eqn, a: f"np.isfinite({a[0]})",
     "real": _real, "imag": _imag,

@@ -89,8 +89,11 @@ class NumbaCpuBackend:
 
     name = "cpu"
 
+    def __init__(self, fuse: bool = True):
+        self.fuse = fuse  # False: one loop nest per op (to test fusion against)
+
     def compile(self, graph: Graph) -> NumbaExecutable:
-        module = generate(graph, _HOST, parallel_ok=not _uses_blas(graph))
+        module = generate(graph, _HOST, parallel_ok=not _uses_blas(graph), fuse=self.fuse)
         if config.dump_dir:
             _dump(config.dump_dir, graph.name, module.source)
         signature = [_param_type(p) for p in module.params]
@@ -113,3 +116,11 @@ def _dump(directory: str, name: str, source: str) -> None:
 def compile_count() -> int:
     """How many times numba really compiled (not loaded from memory or disk) a module."""
     return cpu_cache.STATS.compiles
+
+
+def supported_ops() -> frozenset[str]:
+    """Op names the cpu backend can compile (element-wise and index maps are fused)."""
+    from .cpu_emit_ops import OP_EMITTERS
+    from .cpu_fusion import INDEX_OPS
+    from .cpu_scalar import SCALAR_EMITTERS
+    return frozenset(SCALAR_EMITTERS) | INDEX_OPS | {"reduce"} | frozenset(OP_EMITTERS)

@@ -57,7 +57,8 @@ def _int_divmod(a: Any, b: Any) -> tuple[Any, Any]:
 
 def _copysign_zero(v: Any) -> Any:
     """0.0 with the sign of v."""
-    return select(signbit_of(v), -0.0, 0.0)
+    dt = dtype_of(v)
+    return select(signbit_of(v), np.asarray(-0.0, dt), np.asarray(0.0, dt))
 
 
 def _float_divmod(a: Any, b: Any) -> tuple[Any, Any]:

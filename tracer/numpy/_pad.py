@@ -48,7 +48,7 @@ def _widths(pad_width: Any, ndim: int) -> list[tuple[int, int]]:
     if isinstance(pad_width, Tracer):
         raise error(TracerTypeError, "pad", "pad_width must be static ints, got a traced value")
     arr = np.asarray(pad_width)
-    if arr.dtype.kind not in "iu" and arr.size:
+    if arr.dtype.kind not in "iu":
         raise error(TracerTypeError, "pad", f"`pad_width` must be of integral type, got "
                     f"{pad_width!r}")
     pairs = _pairs(arr.astype(np.int64), ndim, "pad_width")

@@ -130,8 +130,10 @@ def dtype_of(x: Any) -> np.dtype:
 def cast(x: Any, dtype: np.dtype, weak: bool = False, fname: str = "astype") -> Any:
     """`x` as `dtype`; a Python scalar stays a (weak) Python scalar when `weak`."""
     if dtypes.is_python_scalar(x):
-        if weak:
-            return _PY_KIND[dtype.kind](x)
+        py_type = _PY_KIND[dtype.kind]
+        # Stay weak only where a Python scalar of that kind means `dtype` on its own.
+        if weak and dtypes.weak_dtype(py_type(0)) == dtype:
+            return py_type(x)
         return _scalar_array(x, dtype, fname)
     if np.dtype(x.dtype) == dtype and not (isinstance(x, Tracer) and x.weak_type and not weak):
         return x
@@ -157,9 +159,13 @@ def _scalar_array(x: Any, dtype: np.dtype, fname: str) -> np.ndarray:
                     f"not fit {dtype} ({e})") from None
 
 
-def result_dtype(*xs: Any) -> tuple[np.dtype, bool]:
+def result_dtype(*xs: Any, fname: str = "result_type") -> tuple[np.dtype, bool]:
     """NEP 50 result of operands (Tracers, arrays, Python scalars) → (dtype, weak)."""
-    return dtypes.result_type(*xs)
+    try:
+        return dtypes.result_type(*xs)
+    except (TypeError, TracerError) as e:
+        raise error(DTypeError, fname, f"cannot promote {', '.join(map(desc, xs))} "
+                    f"({e})") from None
 
 
 def promote(*xs: Any, fname: str = "promote", dtype: Any = None) -> list[Any]:
@@ -173,11 +179,7 @@ def promote(*xs: Any, fname: str = "promote", dtype: Any = None) -> list[Any]:
     if dtype is not None:
         target, weak = dtypes.canonicalize(dtype), False
     else:
-        try:
-            target, weak = result_dtype(*xs)
-        except (TypeError, TracerError) as e:
-            raise error(DTypeError, fname, f"cannot promote {', '.join(map(desc, xs))} "
-                        f"({e})") from None
+        target, weak = result_dtype(*xs, fname=fname)
     return [cast(x, target, weak, fname) for x in xs]
 
 

@@ -26,11 +26,11 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .. import dtypes, ops
-from ..errors import ShapeError, TracerTypeError, TracerValueError
+from ..errors import DTypeError, ShapeError, TracerTypeError, TracerValueError
 from ..tracing import Tracer
 from . import _ufuncs as uf
-from ._promotion import (as_result, asarray_like, broadcast_to_shape, cast, check_out, dtype_of,
-                         error, normalize_axes, normalize_axis, promote, tracing)
+from ._promotion import (as_result, asarray_like, broadcast_to_shape, cast, check_out, desc,
+                         dtype_of, error, normalize_axes, normalize_axis, promote, tracing)
 from ._shape import ravel, reshape
 from ._ufunc_core import NOVALUE
 
@@ -101,11 +101,19 @@ def _keep(result: Any, shape: Sequence[int], axes: tuple[int, ...], keepdims: bo
     return reshape(result, tuple(1 if i in axes else d for i, d in enumerate(shape)))
 
 
+def _mask(where: Any, x: Any, fname: str) -> Any:
+    """The where= mask broadcast to x's shape; like NumPy it must be boolean."""
+    mask = asarray_like(where, fname)
+    if dtype_of(mask).kind != "b":
+        raise error(DTypeError, fname, f"where= must be a bool array, got {desc(mask)}")
+    return broadcast_to_shape(mask, np.shape(x), fname)
+
+
 def _masked(x: Any, where: Any, fill: Any, fname: str) -> Any:
     """`x` with the elements where `where` is false replaced by `fill`."""
     if where is True:
         return x
-    mask = broadcast_to_shape(uf.truth(asarray_like(where, fname)), np.shape(x), fname)
+    mask = _mask(where, x, fname)
     fill = ops.broadcast_in_dim(np.asarray(fill, dtype_of(x)), np.shape(x), ())
     return ops.select(mask, x, fill)
 
@@ -189,7 +197,7 @@ def _extremum(fname: str, ufunc_name: str, op: Callable[..., Any],
             raise error(TracerValueError, fname, f"reduction operation '{ufunc_name}' does "
                         "not have an identity, so to use a where mask one has to specify "
                         "'initial'")
-        if initial is NOVALUE and any_zero(shape, axes):
+        if initial is NOVALUE and builtins.any(shape[i] == 0 for i in axes):
             raise error(TracerValueError, fname, f"zero-size array to reduction operation "
                         f"{ufunc_name} which has no identity (shape {shape}, axis {axis})")
         x = _masked(x, where, identity(dtype_of(x)), fname)
@@ -200,10 +208,6 @@ def _extremum(fname: str, ufunc_name: str, op: Callable[..., Any],
     reduction.__name__ = reduction.__qualname__ = fname
     reduction.__module__ = "tracer.numpy"
     return reduction
-
-
-def any_zero(shape: Sequence[int], axes: tuple[int, ...]) -> bool:
-    return builtins.any(shape[i] == 0 for i in axes)
 
 
 max = _extremum("max", "maximum", ops.max, _lowest, uf.maximum)
@@ -304,7 +308,7 @@ def _count(x: Any, axes: tuple[int, ...], where: Any, dt: np.dtype, fname: str) 
         for i in axes:
             n *= np.shape(x)[i]
         return float(n)
-    mask = broadcast_to_shape(uf.truth(asarray_like(where, fname)), np.shape(x), fname)
+    mask = _mask(where, x, fname)
     return _reduce(ops.convert_element_type(mask, dtypes.real_dtype(dt)), axes, ops.add, 0)
 
 

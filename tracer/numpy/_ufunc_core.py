@@ -16,7 +16,8 @@ import numpy as np
 from .. import dtypes, ops
 from ..errors import DTypeError, TracerTypeError
 from ._promotion import (as_result, asarray_like, broadcast_arrays, cast, check_out, constant,
-                         desc, dtype_of, error, float_of, is_weak, promote)
+                         desc, dtype_of, error, float_of, is_weak, promote,
+                         result_dtype)
 
 # Dtype kinds a ufunc accepts (NumPy kinds: b bool, i/u integers, f float, c complex).
 ALL, NUM, REAL, INT = "biufc", "iufc", "biuf", "biu"
@@ -111,14 +112,13 @@ def binary(name: str, impl: Callable[[Any, Any], Any], kinds: str, compute: Dtyp
     def ufunc(x1: Any, x2: Any, /, out: None = None, *, where: bool = True,
               dtype: Any = None) -> Any:
         check_call(name, out, where)
-        x1, x2 = asarray_like(x1, name), asarray_like(x2, name)
-        a, b = promote(x1, x2, fname=name, dtype=dtype)
-        dt = dtype_of(a)
+        a, b = promote(x1, x2, fname=name, dtype=dtype) if dtype is not None else \
+            (asarray_like(x1, name), asarray_like(x2, name))
+        dt, weak = result_dtype(a, b, fname=name)
         check_kind(name, dt, kinds, a, b)
-        weak = is_weak(a) and is_weak(b)
-        work = compute(dt)
-        if compute is float_of and dtype is None:
-            work = float_loop(x1, x2, dt)
+        # Float-only loops take each input as it is (a Python int meets the float loop
+        # directly, so uint8 with -1 is fine); the others compute in the promoted dtype.
+        work = float_loop(a, b, dt) if compute is float_of else compute(dt)
         a, b = (cast(v, _widen(work), weak=weak, fname=name) for v in (a, b))
         a, b = broadcast_arrays(a, b, fname=name, keep_scalars=not full)
         return as_result(_narrow(impl(a, b), work))

@@ -18,14 +18,14 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import dtypes, ops
-from ..errors import TracerTypeError, TracerValueError
+from ..errors import DTypeError, TracerTypeError, TracerValueError
 from ..tracing import Tracer
 from . import _math
 from ._binary import *  # noqa: F401,F403
 from ._binary import __all__ as _binary_all
 from ._binary import add, bitwise_and, floor_divide, multiply, subtract
 from ._promotion import (as_result, asarray_like, broadcast_arrays, broadcast_shapes,
-                         broadcast_to_shape, cast, check_out, constant, dtype_of, error,
+                         broadcast_to_shape, cast, check_out, constant, desc, dtype_of, error,
                          float_of, is_weak, promote, tracing)
 from ._ufunc_core import (ALL, INT, NOVALUE, NUM, REAL, bool_to_int8, check_call,
                           false_like, is_complex, publish, same, select, signbit_of, true_like,
@@ -114,7 +114,13 @@ def _scale(factor: float) -> Callable[[Any], Any]:
 
 
 def _log_base(base_log: float) -> Callable[[Any], Any]:
-    return lambda x: ops.div(ops.log(x), base_log)
+    def impl(x: Any) -> Any:
+        out = ops.log(x)
+        if not is_complex(out):
+            return ops.div(out, base_log)
+        # Part by part: a complex division would turn log(0) = -inf+0j into -inf+nanj.
+        return ops.complex(ops.div(ops.real(out), base_log), ops.div(ops.imag(out), base_log))
+    return impl
 
 
 _U = "NumPy rule: same shape"
@@ -419,6 +425,8 @@ def round(a: Any, decimals: int = 0, out: None = None) -> Any:
                     f"{decimals!r}")
     x = asarray_like(a, "round")
     if dtype_of(x).kind == "b":
+        if decimals:  # NumPy has no bool loop for the multiply / divide it would need
+            raise error(DTypeError, "round", f"cannot round {desc(x)} to {decimals} decimals")
         x = cast(x, dtypes.float16, fname="round")
     if dtype_of(x).kind in "iu":
         return as_result(x if decimals >= 0 else _round_int(x, int(decimals)))
@@ -472,12 +480,16 @@ def angle(z: Any, deg: bool = False) -> Any:
 def sinc(x: Any) -> Any:
     """The normalized sinc function sin(pi x) / (pi x), 1 at 0.
 
-    NumPy rule: inexact dtypes are kept, everything else computes in float64.
+    NumPy rule: inexact dtypes are kept, everything else computes in float64; pi x = 0
+    is replaced by eps (1e-20 for complex), as NumPy does.
 
     sinc([0.0, 0.5]) -> [1.0, 0.6366197723675814]
     """
     v = asarray_like(x, "sinc")
     dt = dtype_of(v)
-    v = cast(v, dt if dt.kind in "fc" else dtypes.float64, weak=is_weak(v), fname="sinc")
-    y = ops.mul(math.pi, select(ops.eq(v, 0), 1.0e-20, v))  # NumPy's own 0 guard
-    return as_result(ops.div(ops.sin(y), y))
+    dt = dt if dt.kind in "fc" else dtypes.float64
+    tiny = float(np.finfo(dt).eps) if dt.kind == "f" else 1.0e-20
+    work = dtypes.float32 if dt == dtypes.float16 else dt  # NumPy's float16 loops use f32
+    y = ops.mul(math.pi, cast(v, work, weak=is_weak(v), fname="sinc"))
+    y = select(ops.ne(y, 0), y, tiny)
+    return as_result(cast(ops.div(ops.sin(y), y), dt))

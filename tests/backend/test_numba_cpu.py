@@ -1,0 +1,329 @@
+"""The numba `cpu` backend against the interpreter (the oracle).
+
+Every op-table case runs compiled; to keep numba compiles few, cases are traced
+together into batched graphs (one compile per batch), and a failing batch is
+re-run case by case to name the culprit. Then: fusion counts, fused vs unfused
+results, shape-generic kernels (a new batch size compiles nothing), the
+persistent cache across processes (and a corrupted entry), out-of-bounds
+indices, special float values, and the dump directory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import tracer as tr
+import tracer.numpy as tnp
+from tests.op_db import all_cases
+from tracer import ops
+from tracer.backend import backend_names, register_backend
+from tracer.backend.cpu_cache import STATS
+from tracer.backend.cpu_fusion import LoopNest, plan_graph
+from tracer.backend.numba_cpu import NumbaCpuBackend, supported_ops
+from tracer.core import aval_of
+from tracer.interpret import run_graph
+from tracer.ops import OPS
+from tracer.tracing import trace_flat
+from tracer.tree_util import tree_flatten
+
+if "cpu" not in backend_names():
+    register_backend("cpu", NumbaCpuBackend)
+
+CPU = NumbaCpuBackend()
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+RTOL = {2: 2e-3, 4: 4e-6, 8: 1e-12, 16: 1e-12}  # by itemsize (complex: of each part)
+
+
+def _leaves(x):
+    return tree_flatten(x)[0]
+
+
+def _trace(fn, args, name="main"):
+    graph, captured = trace_flat(lambda *xs: _leaves(fn(*xs)), [aval_of(a) for a in args],
+                                 name)
+    assert not captured
+    return graph
+
+
+def _inputs(args):
+    return [np.asarray(a, dtype=aval_of(a).dtype) for a in args]
+
+
+def _check(got, want, rtol=0.0, atol=0.0, what=""):
+    want = np.asarray(want)
+    assert got.dtype == want.dtype and got.shape == want.shape, \
+        (what, got.dtype, want.dtype, got.shape, want.shape)
+    if want.dtype.kind in "biu":
+        np.testing.assert_array_equal(got, want, err_msg=what)
+    else:
+        size = want.dtype.itemsize // (2 if want.dtype.kind == "c" else 1)
+        np.testing.assert_allclose(got, want, rtol=max(rtol, RTOL[size]), atol=atol,
+                                   err_msg=what)
+
+
+def _compare(fn, args, backend=CPU, rtol=0.0, atol=0.0):
+    graph = _trace(fn, args)
+    ins = _inputs(args)
+    with np.errstate(all="ignore"):
+        want = run_graph(graph, ins)
+    got = backend.compile(graph)(*ins)
+    assert len(got) == len(want)
+    for g, w in zip(got, want, strict=True):
+        _check(g, w, rtol, atol, getattr(fn, "__name__", ""))
+    return got
+
+
+# ------------------------------------------------------------------ the op table
+
+CASES = all_cases()
+BATCH = 24
+BATCHES = [CASES[i:i + BATCH] for i in range(0, len(CASES), BATCH)]
+
+
+def _batched(cases):
+    spans, args = [], []
+    for case in cases:
+        spans.append((case, len(args), len(case.args)))
+        args.extend(case.args)
+
+    def fn(*xs):
+        return [out for case, start, n in spans for out in _leaves(case.fn(*xs[start:start + n]))]
+    return fn, args
+
+
+@pytest.mark.parametrize("cases", BATCHES, ids=[f"{b[0].name}..{b[-1].name}" for b in BATCHES])
+def test_op_table_cases_match_the_interpreter(cases):
+    fn, args = _batched(cases)
+    try:
+        _compare(fn, args, rtol=max(c.rtol for c in cases), atol=max(c.atol for c in cases))
+    except Exception:  # name the failing case(s)
+        for case in cases:
+            _compare(case.fn, case.args, rtol=case.rtol, atol=case.atol)
+        raise
+
+
+def test_every_op_has_an_emitter():
+    missing = sorted(set(OPS) - supported_ops())
+    assert not missing, f"ops the cpu backend cannot compile: {missing}"
+
+
+def test_jit_end_to_end():
+    f = tr.jit(lambda x, y: {"s": tnp.tanh(x @ y + 1.0), "m": tnp.max(x, axis=0)},
+               backend="cpu")
+    x, y = np.random.rand(5, 3).astype(np.float32), np.random.rand(3, 4).astype(np.float32)
+    out = f(x, y)
+    np.testing.assert_allclose(out["s"], np.tanh(x @ y + 1.0), rtol=1e-5)
+    np.testing.assert_array_equal(out["m"], x.max(0))
+    assert "def main(" in f.lower(x, y).compile().source
+
+
+# ------------------------------------------------------------------ fusion
+
+def _softmax(x):
+    e = tnp.exp(x - tnp.max(x, axis=1, keepdims=True))
+    return e / tnp.sum(e, axis=1, keepdims=True)
+
+
+def _chain(x, y):
+    z = x
+    for k in range(10):
+        z = tnp.tanh(z * y + float(k)) if k % 2 else tnp.maximum(z - y, 0.5) * 1.5
+    return z
+
+
+def _nests(fn, *args):
+    plan = plan_graph(_trace(fn, args))
+    return [s for s in plan.steps if isinstance(s, LoopNest) and s.shape]
+
+
+def test_softmax_is_at_most_three_loop_nests():
+    x = np.random.rand(6, 5).astype(np.float32)
+    assert len(_nests(_softmax, x)) <= 3
+    _compare(_softmax, [x])
+
+
+def test_a_twenty_op_elementwise_chain_is_one_loop_nest():
+    x, y = np.random.rand(4, 7).astype(np.float32), np.random.rand(7).astype(np.float32)
+    graph = _trace(_chain, [x, y])
+    assert len(graph.eqns) >= 20
+    assert len(_nests(_chain, x, y)) == 1
+    _compare(_chain, [x, y])
+
+
+def _mixed(x, w, i):
+    h = tnp.maximum(x @ w, 0.0)
+    centered = h - tnp.mean(h, axis=0)
+    top = tnp.argmax(centered, axis=1)
+    return tnp.tanh(centered.T)[::-1] * 2.0, top, ops.dynamic_slice(h, [i, i], [2, 2])
+
+
+def test_fused_and_unfused_agree():
+    args = [np.random.rand(6, 4).astype(np.float32), np.random.rand(4, 5).astype(np.float32),
+            np.int32(3)]
+    fused = _compare(_mixed, args)
+    unfused = _compare(_mixed, args, backend=NumbaCpuBackend(fuse=False))
+    for a, b in zip(fused, unfused, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+
+
+# ------------------------------------------------------------------ shape-generic kernels
+
+def test_a_new_batch_size_reuses_the_compiled_kernel():
+    graphs = [_trace(_softmax, [np.zeros((n, 33), np.float32)]) for n in (8, 21)]
+    first = CPU.compile(graphs[0])
+    before = STATS.compiles
+    second = CPU.compile(graphs[1])
+    assert STATS.compiles == before and not second.fresh_compile
+    assert first.source == second.source
+    for n in (8, 21):
+        x = np.random.rand(n, 33).astype(np.float32)
+        exe = first if n == 8 else second
+        np.testing.assert_allclose(exe(x)[0], run_graph(graphs[n != 8], [x])[0], rtol=1e-5)
+
+
+def test_generated_source_holds_no_sizes():
+    x = np.zeros((1234, 567), np.float32)
+    source = CPU.compile(_trace(_softmax, [x])).source
+    assert "1234" not in source and "567" not in source
+
+
+# ------------------------------------------------------------------ persistent cache
+
+_CHILD = textwrap.dedent("""
+    import json, sys, time
+    import numpy as np
+    sys.path.insert(0, {repo!r})
+    import tracer.numpy as tnp
+    from tracer.backend.cpu_cache import STATS
+    from tracer.backend.numba_cpu import NumbaCpuBackend
+    from tracer.core import ShapedArray
+    from tracer.tracing import trace_flat
+    graph, _ = trace_flat(lambda x: [tnp.tanh(x * 2.0) + tnp.sum(x, axis=1, keepdims=True)],
+                          [ShapedArray((3, 4), np.float64)])
+    t0 = time.perf_counter()
+    exe = NumbaCpuBackend().compile(graph)
+    x = np.arange(12.0).reshape(3, 4)
+    ok = bool(np.allclose(exe(x)[0], np.tanh(x * 2) + x.sum(1, keepdims=True)))
+    print(json.dumps(dict(compiles=STATS.compiles, disk_hits=STATS.disk_hits, ok=ok,
+                          fresh=exe.fresh_compile, seconds=time.perf_counter() - t0)))
+""")
+
+
+def _child(cache_dir):
+    env = dict(os.environ, TRACER_CACHE_DIR=str(cache_dir))
+    proc = subprocess.run([sys.executable, "-c", _CHILD.format(repo=REPO)], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_a_new_process_loads_machine_code_from_the_disk_cache(tmp_path):
+    first = _child(tmp_path)
+    assert first["ok"] and first["compiles"] == 1 and first["fresh"]
+    second = _child(tmp_path)
+    assert second["ok"] and second["compiles"] == 0 and second["disk_hits"] == 1
+    assert not second["fresh"]
+    assert any(name.endswith(".nbi") for name in os.listdir(tmp_path / "cpu" / "__pycache__"))
+
+
+def test_a_corrupted_cache_entry_is_recompiled_not_a_crash(tmp_path):
+    _child(tmp_path)
+    directory = tmp_path / "cpu"
+    for name in os.listdir(directory):
+        if name.endswith(".py"):
+            (directory / name).write_text("this is not python (")
+    for name in os.listdir(directory / "__pycache__"):
+        (directory / "__pycache__" / name).write_bytes(b"\x00garbage")
+    again = _child(tmp_path)
+    assert again["ok"] and again["compiles"] == 1
+    assert _child(tmp_path)["compiles"] == 0  # and the rewritten entry is good again
+
+
+# ------------------------------------------------------------------ out-of-bounds indices
+
+EXTREMES = {np.int64: [np.iinfo(np.int64).min, -7, -1, 0, 3, 9, np.iinfo(np.int64).max],
+            np.uint64: [0, 2, 5, 2 ** 63, 2 ** 64 - 1],
+            np.int8: [-128, -3, 0, 4, 127]}
+
+
+@pytest.mark.parametrize("dtype", list(EXTREMES), ids=lambda d: np.dtype(d).name)
+def test_out_of_bounds_indices_follow_the_reference(dtype):
+    x = np.arange(35.0).reshape(5, 7)
+    dn = ops.GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(0,),
+                                    start_index_map=(0,), index_vector_dim=1)
+    sdn = ops.ScatterDimensionNumbers(update_window_dims=(1,), inserted_window_dims=(0,),
+                                      scatter_dims_to_operand_dims=(0,), index_vector_dim=1)
+    idx = np.array(EXTREMES[dtype], dtype)
+
+    def fn(x, idx):
+        outs = [ops.gather(x, idx[:, None], dn, (1, 3)),
+                ops.scatter(x, idx[:, None], np.ones((len(idx), 7)), ops.add, sdn)]
+        for i in idx:
+            outs.append(ops.dynamic_slice(x, [i, i], [2, 3]))
+            outs.append(ops.dynamic_update_slice(x, -np.ones((2, 2)), [i, i]))
+        return outs
+    _compare(fn, [x, idx])
+
+
+# ------------------------------------------------------------------ numerics
+
+SPECIAL = [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45, -2.5, 0.5, 1.5, 88.7, -103.9, 3e38,
+           1e-310, 710.0]
+UNARY = ["abs", "ceil", "floor", "round", "round_nearest_even", "exp", "expm1", "log",
+         "log1p", "logistic", "neg", "sign", "sin", "cos", "tan", "tanh", "sqrt", "rsqrt",
+         "cbrt", "erf", "is_finite"]
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64], ids=str)
+def test_special_float_values(dtype):
+    with np.errstate(over="ignore"):  # 3e38 and 710 overflow float16: inf is the point
+        x, y = np.array(SPECIAL, dtype), np.array(SPECIAL[::-1], dtype)
+
+    def fn(x, y):
+        outs = [getattr(ops, name)(x) for name in UNARY]
+        for name in ("add", "sub", "mul", "div", "rem", "max", "min", "pow", "atan2"):
+            outs.append(getattr(ops, name)(x, y))
+        return outs + [ops.convert_element_type(x, t) for t in (np.int8, np.uint32, np.int64)]
+    _compare(fn, [x, y], rtol=1e-6)
+
+
+def test_integer_wraparound_and_division_rules():
+    a = np.array([-128, -7, -1, 0, 1, 7, 127], np.int8)
+    b = np.array([-1, 2, 0, 3, -1, -2, 0], np.int8)
+    u = np.array([0, 1, 200, 255, 7, 3, 9], np.uint8)
+
+    def fn(a, b, u):
+        return [ops.add(a, a), ops.mul(a, b), ops.div(a, b), ops.rem(a, b), ops.neg(a),
+                ops.abs(a), ops.pow(a, b), ops.shift_left(a, b), ops.div(u, u),
+                ops.shift_right_arithmetic(a, b), ops.shift_right_logical(u, u),
+                ops.sub(u, ops.add(u, u)), ops.clz(a), ops.population_count(u)]
+    _compare(fn, [a, b, u])
+
+
+@settings(max_examples=25)
+@given(st.sampled_from([((3, 4), (3, 4)), ((3, 1), (1, 4)), ((0, 4), (1, 4)), ((1,), (5,)),
+                        ((), (2, 3)), ((2, 0, 3), (2, 1, 3))]),
+       st.sampled_from(["add", "max", "div", "atan2", "eq"]),
+       st.sampled_from([np.float32, np.int32, np.float64]))
+def test_broadcasting_binary_ops(shapes, name, dtype):
+    if name == "atan2" and dtype == np.int32:
+        return
+    rng = np.random.default_rng(0)
+    x, y = (rng.normal(size=s).astype(dtype) * 4 for s in shapes)
+    _compare(lambda x, y: [getattr(ops, name)(x, y)], [x, y])
+
+
+def test_dump_dir_gets_the_generated_source(tmp_path):
+    x = np.ones(3, np.float32)
+    with tr.config.override(dump_dir=str(tmp_path)):
+        source = CPU.compile(_trace(lambda x: [tnp.exp(x)], [x])).source
+    assert (tmp_path / "main.cpu.py").read_text() == source

@@ -1,0 +1,267 @@
+"""Loop nests: the loops around the `cpu_loops` bodies, for each `LoopNest` (or
+`RowGroup` of nests sharing their outer loops) of the fusion plan.
+
+Reductions: when the reduced dims come after every kept dim, kept dims loop
+outside and reduced dims inside, with scalar accumulators. A float add/mul/max/
+min reduction updates its accumulator through a helper compiled with just enough
+fast-math (reassociation; no-NaN for the compare, with NaNs tracked separately)
+for LLVM to vectorize the loop; everything else keeps strict IEEE semantics.
+Otherwise the loop keeps the array's own order and accumulates in the output.
+
+The outermost loop becomes a `numba.prange`, in a separate `parallel=True`
+kernel, when the nest is large and the graph calls no BLAS.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from ..core import Atom, Eqn, Var
+from .cpu_codegen import PARALLEL_MIN_ELEMENTS, GraphEmitter, Ref, load, store_value
+from .cpu_fusion import LoopNest, Plan, RowGroup, monoid
+from .cpu_loops import Index, LoopBody
+from .cpu_scalar import alias, literal
+from .source import SourceWriter
+
+_VECTOR_MONOIDS = {"add": "add_reassoc", "mul": "mul_reassoc", "max": "max_nonan",
+                   "min": "min_nonan"}
+_VECTOR_DTYPES = frozenset({np.dtype(np.float32), np.dtype(np.float64)})
+
+
+@dataclass
+class Accumulator:
+    """The running value(s) of one reduce inside a nest."""
+
+    eqn: Eqn
+    names: list[str]
+    helper: str | None = None  # vectorizable update for a float add/mul/max/min
+    nan: str | None = None     # "a NaN was seen" flag of a vectorized max/min
+
+
+def emit_loops(ge: GraphEmitter, plan: Plan, step: LoopNest | RowGroup) -> None:
+    nests = step.nests if isinstance(step, RowGroup) else [step]
+    depth = step.depth if isinstance(step, RowGroup) else 0
+    for nest in nests:
+        names = ", ".join(dict.fromkeys(e.op.hlo_name for e in nest.eqns))
+        ge.w.comment(f"loop nest over {_shape_text(nest)}: {names}")
+    if not nests[0].shape:
+        _emit_scalars(ge, plan, nests[0])
+        return
+    outs = [_allocate(ge, nest) for nest in nests]
+    parallel = _parallel(ge, nests[0])
+    w = SourceWriter() if parallel else ge.w
+    free: dict[str, None] = dict.fromkeys(name for o in outs for name in o.values())
+    bodies = [LoopBody(ge, plan, w, {id(v) for v in n.stores}, free) for n in nests]
+    if depth:
+        def each() -> None:
+            for body, nest, out in zip(bodies, nests, outs, strict=True):
+                _nest(body, nest, out, depth, False)
+        _loops(bodies[0], _shape_atom(nests[0]), list(range(depth)), parallel, each)
+    else:
+        _nest(bodies[0], nests[0], outs[0], 0, parallel)
+    if parallel:
+        _as_kernel(ge, free, w)
+
+
+def _shape_text(nest: LoopNest) -> str:
+    reduced = f", reducing dims {list(nest.reduce_dims)}" if nest.reduces else ""
+    return f"[{','.join('?' * len(nest.shape))}]{reduced}"
+
+
+def _shape_atom(nest: LoopNest) -> Atom:
+    return nest.stores[0] if nest.stores else nest.reduces[0].inputs[0]
+
+
+def _emit_scalars(ge: GraphEmitter, plan: Plan, nest: LoopNest) -> None:
+    body = LoopBody(ge, plan, ge.w, {id(v) for v in nest.stores}, {})
+    for store in nest.stores:
+        ge.bind(store, Ref(_named(body, store, ()), store.aval))
+    for eqn in nest.reduces:  # reducing no dims of a scalar: one application
+        n = len(eqn.outputs)
+        inits = [ge.ref(a) for a in eqn.inputs[n:]]
+        xs = [Ref(body.value(a, ()), eqn.outputs[j].aval) for j, a in enumerate(eqn.inputs[:n])]
+        for v, r in zip(eqn.outputs, ge.sub_emitter().emit_graph(eqn.params["to_apply"],
+                                                                 inits + xs), strict=True):
+            ge.bind(v, r)
+
+
+def _named(body: LoopBody, atom: Atom, index: Index) -> str:
+    """The value as a variable (not a literal expression), so it can be bound."""
+    value = body.value(atom, index)
+    if value.isidentifier():
+        return value
+    name = body.ge.fresh("value")
+    body.w.line(f"{name} = {value}")
+    return name
+
+
+def _allocate(ge: GraphEmitter, nest: LoopNest) -> dict[int, str]:
+    """Arrays for the nest's stored values and its non-scalar reduce results."""
+    outs = {}
+    for v in nest.stores + [v for e in nest.reduces for v in e.outputs if v.aval.ndim]:
+        outs[id(v)] = ge.alloc(v)
+        ge.bind(v, Ref(outs[id(v)], v.aval))
+    return outs
+
+
+def _parallel(ge: GraphEmitter, nest: LoopNest) -> bool:
+    if not ge.mod.parallel_ok or math.prod(nest.shape) < PARALLEL_MIN_ELEMENTS:
+        return False
+    return 0 not in nest.reduce_dims  # the outer loop must not be a reduced dim
+
+
+def _nest(body: LoopBody, nest: LoopNest, outs: dict[int, str], start: int,
+          parallel: bool) -> None:
+    """The loops of one nest below its first `start` dims (opened by a row group)."""
+    rank = len(nest.shape)
+    atom = _shape_atom(nest)
+    index = tuple(f"i{d}" for d in range(rank))
+    kept = [d for d in range(rank) if d not in nest.reduce_dims]
+    if not nest.reduces:
+        _loops(body, atom, list(range(start, rank)), parallel,
+               lambda: _emit_body(body, nest, outs, index, kept, None))
+    elif all(k < r for k in kept for r in nest.reduce_dims):
+        def per_output() -> None:  # scalar accumulators around the reduced loops
+            accs = _init_accumulators(body, nest)
+            _loops(body, atom, list(nest.reduce_dims), False,
+                   lambda: _emit_body(body, nest, outs, index, kept, accs))
+            _finish_accumulators(body, nest, outs, tuple(index[d] for d in kept), accs)
+        _loops(body, atom, [d for d in kept if d >= start], parallel, per_output)
+    else:  # reduced dims before kept ones: keep memory order, accumulate in the outputs
+        _init_in_memory(body, nest, outs, kept, atom, parallel)
+        _loops(body, atom, list(range(rank)), parallel,
+               lambda: _emit_body(body, nest, outs, index, kept, None))
+
+
+def _loops(body: LoopBody, shape_atom: Atom, dims: list[int], parallel: bool,
+           inside: Callable[[], None]) -> None:
+    """`for i<d> in range(n)` for each of `dims`, outermost first, around `inside()`."""
+    if not dims:
+        inside()
+        return
+    loop = "numba.prange" if parallel else "range"
+    with body.w.block(f"for i{dims[0]} in {loop}({body.dim(shape_atom, dims[0])})"):
+        _loops(body, shape_atom, dims[1:], False, inside)
+
+
+def _emit_body(body: LoopBody, nest: LoopNest, outs: dict[int, str], index: Index,
+               kept: list[int], accs: list[Accumulator] | None) -> None:
+    reduces = iter(range(len(nest.reduces)))
+    for root in _ordered_roots(nest):
+        if isinstance(root, Var):
+            value = body.value(root, index)
+            body.w.line(f"{outs[id(root)]}[{', '.join(index)}] = "
+                        f"{store_value(value, root.aval.dtype, body.ge.mod)}")
+        elif accs is not None:
+            _update(body, accs[next(reduces)], index)
+        else:
+            _update_in_memory(body, root, outs, index, tuple(index[d] for d in kept))
+
+
+def _scalars(eqn: Eqn) -> list:
+    return [v.aval.update(shape=()) for v in eqn.outputs]
+
+
+def _update(body: LoopBody, acc: Accumulator, index: Index) -> None:
+    eqn = acc.eqn
+    n = len(eqn.outputs)
+    xs = [body.value(a, index) for a in eqn.inputs[:n]]
+    if acc.helper is not None:
+        dtype = eqn.outputs[0].aval.dtype
+        body.w.line(f"{acc.names[0]} = {alias(dtype)}({acc.helper}({acc.names[0]}, {xs[0]}))")
+        if acc.nan is not None:
+            body.w.line(f"{acc.nan} = {acc.nan} | ({xs[0]} != {xs[0]})")
+        return
+    scalars = _scalars(eqn)
+    current = [Ref(a, s) for a, s in zip(acc.names, scalars, strict=True)]
+    new = body.ge.sub_emitter(body.w).emit_graph(
+        eqn.params["to_apply"], current + [Ref(x, s) for x, s in zip(xs, scalars, strict=True)])
+    body.w.line(f"{', '.join(acc.names)} = {', '.join(r.name for r in new)}")
+
+
+def _update_in_memory(body: LoopBody, eqn: Eqn, outs: dict[int, str], index: Index,
+                      kept_index: Index) -> None:
+    n = len(eqn.outputs)
+    scalars = _scalars(eqn)
+    xs = [Ref(body.value(a, index), s) for a, s in zip(eqn.inputs[:n], scalars, strict=True)]
+    current = []
+    for v, s in zip(eqn.outputs, scalars, strict=True):
+        name = body.ge.fresh("acc")
+        body.w.line(f"{name} = {load(Ref(outs[id(v)], v.aval), kept_index, body.ge.mod)}")
+        current.append(Ref(name, s))
+    new = body.ge.sub_emitter(body.w).emit_graph(eqn.params["to_apply"], current + xs)
+    for v, r in zip(eqn.outputs, new, strict=True):
+        body.w.line(f"{outs[id(v)]}[{', '.join(kept_index)}] = "
+                    f"{store_value(r.name, v.aval.dtype, body.ge.mod)}")
+
+
+def _ordered_roots(nest: LoopNest) -> list[Var | Eqn]:
+    position = {id(e): i for i, e in enumerate(nest.eqns)}
+    roots: list[tuple[int, Var | Eqn]] = []
+    for v in nest.stores:
+        producer = next(e for e in nest.eqns if any(o is v for o in e.outputs))
+        roots.append((position[id(producer)], v))
+    roots += [(position[id(e)], e) for e in nest.reduces]
+    return [r for _, r in sorted(roots, key=lambda p: p[0])]
+
+
+def _init_accumulators(body: LoopBody, nest: LoopNest) -> list[Accumulator]:
+    accs = []
+    for eqn in nest.reduces:
+        n = len(eqn.outputs)
+        acc = Accumulator(eqn, [body.ge.fresh("acc") for _ in range(n)])
+        for name, init in zip(acc.names, eqn.inputs[n:], strict=True):
+            body.w.line(f"{name} = {body.value(init, ())}")
+        op = monoid(eqn)
+        if op in _VECTOR_MONOIDS and eqn.outputs[0].aval.dtype in _VECTOR_DTYPES:
+            acc.helper = body.ge.mod.use(_VECTOR_MONOIDS[op])
+            if op in ("max", "min"):
+                acc.nan = body.ge.fresh("nan_seen")
+                body.w.line(f"{acc.nan} = False")
+        accs.append(acc)
+    return accs
+
+
+def _finish_accumulators(body: LoopBody, nest: LoopNest, outs: dict[int, str],
+                         kept_index: Index, accs: list[Accumulator]) -> None:
+    for acc in accs:
+        if acc.nan is not None:
+            nan = literal(np.nan, acc.eqn.outputs[0].aval.dtype)
+            body.w.line(f"{acc.names[0]} = {nan} if {acc.nan} else {acc.names[0]}")
+        for v, name in zip(acc.eqn.outputs, acc.names, strict=True):
+            if v.aval.ndim:
+                body.w.line(f"{outs[id(v)]}[{', '.join(kept_index)}] = "
+                            f"{store_value(name, v.aval.dtype, body.ge.mod)}")
+            else:
+                body.ge.bind(v, Ref(name, v.aval))
+
+
+def _init_in_memory(body: LoopBody, nest: LoopNest, outs: dict[int, str], kept: list[int],
+                    shape_atom: Atom, parallel: bool) -> None:
+    """Fill the reduce outputs with their init values (accumulation happens in memory)."""
+    index = ", ".join(f"i{d}" for d in kept)
+
+    def fill() -> None:
+        for eqn in nest.reduces:
+            n = len(eqn.outputs)
+            for v, init in zip(eqn.outputs, eqn.inputs[n:], strict=True):
+                value = store_value(body.value(init, ()), v.aval.dtype, body.ge.mod)
+                body.w.line(f"{outs[id(v)]}[{index}] = {value}")
+    _loops(body, shape_atom, kept, parallel, fill)
+
+
+def _as_kernel(ge: GraphEmitter, free: dict[str, None], w: SourceWriter) -> None:
+    """Move a parallel loop nest into its own `parallel=True` function and call it."""
+    name = ge.mod.namer.fresh("parallel_nest")
+    params = ", ".join(free)
+    kernel = SourceWriter()
+    kernel.line('@numba.njit(cache=True, error_model="numpy", parallel=True)')
+    with kernel.block(f"def {name}({params})"):
+        kernel.embed(w)
+    ge.mod.kernels.append(kernel)
+    ge.mod.uses_parallel = True
+    ge.w.line(f"{name}({params})")

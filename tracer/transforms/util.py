@@ -1,0 +1,91 @@
+"""Small helpers the transformations share: reading atoms, building graphs and eqns."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+from .. import dtypes
+from ..core import Atom, Eqn, Graph, Literal, ShapedArray, Var
+from ..passes.dce import dce
+from ..tracing import trace_flat
+
+
+def literal_value(lit: Literal) -> Any:
+    """A Literal's value to re-bind: a weak scalar comes back as a Python scalar so it
+    stays weak (NEP 50) when an op meets it again."""
+    if lit.aval.weak_type and lit.aval.shape == ():
+        return lit.value.item()
+    return lit.value
+
+
+def read(env: dict[int, Any], atom: Atom) -> Any:
+    return literal_value(atom) if isinstance(atom, Literal) else env[id(atom)]
+
+
+def differentiable(aval: ShapedArray) -> bool:
+    """Floats and complex numbers have tangents; integers and bools do not."""
+    return dtypes.is_inexact(aval.dtype)
+
+
+def tangent_aval(aval: ShapedArray) -> ShapedArray:
+    """Tangents and cotangents are strongly typed, with the primal's shape and dtype."""
+    return ShapedArray(aval.shape, aval.dtype)
+
+
+def trace_closed(fun: Callable[..., Sequence[Any]], avals: Sequence[ShapedArray],
+                 name: str) -> Graph:
+    """Trace `fun` into a closed graph: it must use only its own arguments, which
+    holds for every rewrite here (they walk closed graphs), so a capture is a bug."""
+    graph, captured = trace_flat(fun, avals, name)
+    if captured:
+        raise AssertionError(f"{name}: a transformation captured {len(captured)} "
+                             f"outer traced values")
+    return graph
+
+
+def select_outputs(graph: Graph, keep: Sequence[bool]) -> Graph:
+    """`graph` returning only the outputs flagged in `keep`, dead eqns dropped."""
+    outs = tuple(a for a, k in zip(graph.outputs, keep, strict=True) if k)
+    return dce(Graph(graph.inputs, graph.eqns, outs, graph.name))
+
+
+def used_inputs(graph: Graph) -> list[bool]:
+    """Which inputs the (dead-code-free) graph reads."""
+    graph = dce(graph)
+    used = {id(a) for e in graph.eqns for a in e.inputs if isinstance(a, Var)}
+    used |= {id(a) for a in graph.outputs if isinstance(a, Var)}
+    return [id(v) in used for v in graph.inputs]
+
+
+def drop_inputs(graph: Graph, keep: Sequence[bool]) -> Graph:
+    """`graph` without the inputs not flagged in `keep` (they must be unused)."""
+    inputs = tuple(v for v, k in zip(graph.inputs, keep, strict=True) if k)
+    return Graph(inputs, graph.eqns, graph.outputs, graph.name)
+
+
+def new_eqn(op: Any, inputs: Sequence[Atom], params: dict[str, Any],
+            outputs: Sequence[Var | None] | None = None, source: Any = None) -> Eqn:
+    """An eqn of `op`; `outputs[i]` reuses a Var (None: a fresh one of the right aval)."""
+    avals = op.abstract_eval(*(a.aval for a in inputs), **params)
+    outputs = [None] * len(avals) if outputs is None else list(outputs)
+    outs = tuple(Var(a) if v is None else v for v, a in zip(outputs, avals, strict=True))
+    return Eqn(op, tuple(inputs), params, outs, source)
+
+
+def split(items: Sequence[Any], *sizes: int) -> list[list[Any]]:
+    """`items` cut into consecutive pieces of `sizes`, plus the rest."""
+    parts, start = [], 0
+    for n in sizes:
+        parts.append(list(items[start:start + n]))
+        start += n
+    return parts + [list(items[start:])]
+
+
+def pick(items: Sequence[Any], mask: Sequence[bool], want: bool = True) -> list[Any]:
+    return [x for x, m in zip(items, mask, strict=True) if m == want]
+
+
+def merge(mask: Sequence[bool], when_true: Sequence[Any], when_false: Sequence[Any]) -> list[Any]:
+    """Interleave two lists back in `mask` order (inverse of two `pick`s)."""
+    t, f = iter(when_true), iter(when_false)
+    return [next(t) if m else next(f) for m in mask]
