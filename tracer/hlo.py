@@ -25,7 +25,7 @@ from .core import Eqn, Graph, Literal, ShapedArray
 
 
 # Params whose value the result type already shows, and XLA's names for ours.
-_IMPLIED = frozenset({"shape", "new_sizes", "new_dtype"})
+_IMPLIED = frozenset({"shape", "new_sizes", "new_dtype", "weak_type"})
 _ATTR_NAMES = {"broadcast_dimensions": "dimensions"}
 
 

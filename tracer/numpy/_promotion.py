@@ -138,7 +138,7 @@ def cast(x: Any, dtype: np.dtype, weak: bool = False, fname: str = "astype") -> 
     if np.dtype(x.dtype) == dtype and not (isinstance(x, Tracer) and x.weak_type and not weak):
         return x
     if isinstance(x, Tracer):
-        return ops.convert_element_type(x, dtype)
+        return ops.convert_element_type(x, dtype, weak_type=weak and x.weak_type)
     return ops.convert_element_type(np.asarray(x), dtype)
 
 

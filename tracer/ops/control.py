@@ -90,7 +90,7 @@ def _promote_weak(leaves: list[Any], avals: Sequence[ShapedArray],
 
 def _convert(x: Any, dtype: np.dtype) -> Any:
     if isinstance(x, Tracer):
-        return OPS["convert_element_type"].bind(x, new_dtype=np.dtype(dtype))
+        return OPS["convert_element_type"].bind(x, new_dtype=np.dtype(dtype), weak_type=False)
     return np.asarray(x, dtype=dtype)
 
 

@@ -471,8 +471,8 @@ clamp_p = define_op("clamp", shape=_clamp_shape, impl=quiet(_clamp_impl), hlo_na
                     family="ternary", doc=inspect.cleandoc(clamp.__doc__ or ""))
 
 
-def _convert_shape(x: ShapedArray, *, new_dtype: np.dtype) -> ShapedArray:
-    return ShapedArray(x.shape, dtypes.canonicalize(new_dtype))
+def _convert_shape(x: ShapedArray, *, new_dtype: np.dtype, weak_type: bool = False) -> ShapedArray:
+    return ShapedArray(x.shape, dtypes.canonicalize(new_dtype), weak_type)
 
 
 def _float_to_int(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
@@ -484,7 +484,7 @@ def _float_to_int(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
     return np.where(above, info.max, np.where(below, info.min, inside)).astype(dtype)
 
 
-def _convert_impl(x: np.ndarray, *, new_dtype: np.dtype) -> np.ndarray:
+def _convert_impl(x: np.ndarray, *, new_dtype: np.dtype, weak_type: bool = False) -> np.ndarray:
     if new_dtype == dtypes.bool_:
         return x != 0
     if x.dtype.kind == "c" and new_dtype.kind != "c":
@@ -494,13 +494,14 @@ def _convert_impl(x: np.ndarray, *, new_dtype: np.dtype) -> np.ndarray:
     return x.astype(new_dtype)
 
 
-def convert_element_type(operand: Any, new_dtype: Any) -> Any:
+def convert_element_type(operand: Any, new_dtype: Any, weak_type: bool = False) -> Any:
     """Element-wise conversion to new_dtype, like C++ static_cast.
 
     Seed rule: shape kept; int -> float rounds to nearest even. Unspecified by the
     seeds, chosen here: float -> int truncates toward zero and saturates, NaN -> 0;
     int -> int wraps; complex -> real takes the real part; -> bool is x != 0. The
-    result is never weakly typed.
+    result is weakly typed only when `weak_type=True` (tracer.numpy uses that when
+    a Python-scalar value changes kind, as JAX does).
 
     convert_element_type(np.array([0, 1, 2], np.int32), np.float32) -> [0.0, 1.0, 2.0]
     """
@@ -509,7 +510,7 @@ def convert_element_type(operand: Any, new_dtype: Any) -> Any:
     except TypeError:
         raise DTypeError(f"convert_element_type: new_dtype {new_dtype!r} is not a dtype") \
             from None
-    return convert_element_type_p.bind(operand, new_dtype=dtype)
+    return convert_element_type_p.bind(operand, new_dtype=dtype, weak_type=bool(weak_type))
 
 
 convert_element_type_p = define_op(

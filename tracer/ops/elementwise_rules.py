@@ -206,9 +206,9 @@ _CLAMP_JVPS: tuple[Rule, Rule, Rule] = (
 
 
 def _convert_jvp(primals: Sequence[Any], tangents: Sequence[Any], *,
-                 new_dtype: np.dtype) -> tuple[Any, Any]:
+                 new_dtype: np.dtype, weak_type: bool = False) -> tuple[Any, Any]:
     (x,), (t,) = primals, tangents
-    out = ew.convert_element_type_p.bind(x, new_dtype=new_dtype)
+    out = ew.convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=weak_type)
     aval = aval_of_value(out)
     if isinstance(t, Zero) or not (_inexact(aval) and _inexact(aval_of_value(x))):
         return out, Zero(aval)
@@ -261,7 +261,8 @@ def _imag_transpose(ct: Any, x: UndefinedPrimal) -> list[Any]:
     return [ew.complex(0.0, ew.neg(ct)) if x.aval.dtype.kind == "c" else Zero(x.aval)]
 
 
-def _convert_transpose(ct: Any, x: UndefinedPrimal, *, new_dtype: np.dtype) -> list[Any]:
+def _convert_transpose(ct: Any, x: UndefinedPrimal, *, new_dtype: np.dtype,
+                       weak_type: bool = False) -> list[Any]:
     if not (_inexact(x.aval) and _inexact(aval_of_value(ct))):
         return [Zero(x.aval)]
     return [ew.convert_element_type(ct, x.aval.dtype)]

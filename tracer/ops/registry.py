@@ -101,7 +101,8 @@ _PY_TYPE = {"b": bool, "i": int, "u": int, "f": float, "c": complex}
 
 def _as_weak(x: Any, dtype: np.dtype) -> Any:
     if isinstance(x, Tracer):
-        return x if x.dtype == dtype else OPS["convert_element_type"].bind(x, new_dtype=dtype)
+        return x if x.dtype == dtype else OPS["convert_element_type"].bind(
+            x, new_dtype=dtype, weak_type=True)
     return _PY_TYPE[dtype.kind](x)  # a Python scalar of the target kind stays weak
 
 
@@ -109,7 +110,7 @@ def _as_dtype(x: Any, dtype: np.dtype) -> Any:
     if isinstance(x, Tracer):
         if x.dtype == dtype:
             return x  # already right: no convert eqn (it stays weak, which only mixes to strong)
-        return OPS["convert_element_type"].bind(x, new_dtype=dtype)
+        return OPS["convert_element_type"].bind(x, new_dtype=dtype, weak_type=False)
     if dtypes.is_complex(np.asarray(x).dtype) and not dtypes.is_complex(dtype):
         raise DTypeError(f"cannot use complex scalar {x!r} with {dtype} operands")
     try:
