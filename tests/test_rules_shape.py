@@ -181,7 +181,7 @@ def test_broadcast_in_dim(case: Any, data: Any) -> None:
                     data)
 
 
-# --------------------------------------------------------------------------- reshape, transpose, rev
+# ------------------------------------------------------------------------- reshape, transpose, rev
 @EXAMPLES
 @given(st.lists(st.sampled_from([1, 2, 3]), max_size=4), st.data())
 def test_reshape(factors: list[int], data: Any) -> None:
@@ -209,7 +209,7 @@ def test_rev(shape: tuple[int, ...], data: Any) -> None:
     check_linear_op("rev", lambda x: ops.rev(x, dims), [x], data)
 
 
-# --------------------------------------------------------------------------- slice, concatenate, pad
+# ------------------------------------------------------------------------- slice, concatenate, pad
 @EXAMPLES
 @given(st.lists(st.integers(0, 5), min_size=1, max_size=3), st.data())
 def test_slice(shape: list[int], data: Any) -> None:
@@ -252,7 +252,7 @@ def test_pad(case: Any, linear: set[int], data: Any) -> None:
     check_linear_op("pad", lambda x, v: ops.pad(x, v, config), [x, value], data, linear)
 
 
-# --------------------------------------------------------------------------- iota, get_dimension_size
+# ------------------------------------------------------------------------ iota, get_dimension_size
 def test_iota_rules() -> None:
     op, params = eqn_for("iota", lambda: ops.iota(np.float64, (2, 3), 1))
     out, t = op.jvp([], [], **params)

@@ -34,14 +34,21 @@ PARALLEL_MIN_ELEMENTS = 1 << 15  # below this, threads cost more than they save
 @dataclass(frozen=True)
 class Ref:
     """How generated code reaches a value: an array variable, a scalar variable, or
-    (for literals) a scalar expression."""
+    (for literals) a scalar expression. A row buffer of a row group holds only the
+    trailing dims: its index drops the first `drop` entries and starts with `lead`."""
 
     name: str
     aval: ShapedArray
+    lead: tuple[str, ...] = ()
+    drop: int = 0
 
     @property
     def scalar(self) -> bool:
         return self.aval.ndim == 0
+
+    def at(self, index: Sequence[str]) -> str:
+        """`name[...]` at the value's full `index`."""
+        return f"{self.name}[{', '.join([*self.lead, *index[self.drop:]])}]"
 
 
 @dataclass
@@ -157,6 +164,11 @@ class GraphEmitter:
     def fresh(self, hint: str) -> str:
         return self.mod.namer.fresh(hint)
 
+    @staticmethod
+    def hint(var: Var) -> str:
+        """A name hint for a value: the op that made it is not known here, so its dtype."""
+        return dtypes.hlo_name(var.aval.dtype)
+
     # ---- statements
     def emit_graph(self, graph: Graph, in_refs: Sequence[Ref]) -> list[Ref]:
         for v, r in zip(graph.inputs, in_refs, strict=True):
@@ -209,7 +221,7 @@ def where(eqn: Eqn) -> str:
 def load(ref: Ref, index: Sequence[str], helpers: ModuleBuilder) -> str:
     if ref.scalar:
         return ref.name
-    text = f"{ref.name}[{', '.join(index)}]"
+    text = ref.at(index)
     if ref.aval.dtype == F16:
         return f"{helpers.use('f16_to_f32')}({text})"
     return text

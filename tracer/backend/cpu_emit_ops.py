@@ -17,7 +17,8 @@ import numpy as np
 from ..core import Eqn
 from .cpu_codegen import GraphEmitter, Ref, load, store_value
 from .cpu_emit_index import INDEX_EMITTERS
-from .cpu_scalar import alias, cast
+from ..errors import TracerValueError
+from .cpu_scalar import alias, cast, literal
 
 OpEmitter = Callable[[GraphEmitter, Eqn], None]
 
@@ -291,9 +292,36 @@ def _pad(ge: GraphEmitter, eqn: Eqn) -> None:
     ge.bind(out, Ref(target, out.aval))
 
 
+# ------------------------------------------------------------------ collectives
+
+def _collective(ge: GraphEmitter, eqn: Eqn) -> None:
+    """A compiled graph runs one replica (inside vmap, collectives were batched away):
+    all_reduce, all_gather, reduce_scatter, all_to_all are the identity, replica_id is
+    0, collective_permute copies if (0, 0) is a pair and gives zeros otherwise."""
+    p, out = eqn.params, eqn.outputs[0]
+    if p.get("axis_size", 1) != 1:
+        raise TracerValueError(f"{eqn.op.name}: a collective over axis {p['axis_name']!r} of "
+                               f"size {p['axis_size']} ran outside vmap(..., axis_name="
+                               f"{p['axis_name']!r})")
+    if eqn.op.name == "replica_id":
+        ge.bind(out, Ref(literal(0, out.aval.dtype), out.aval))
+    elif eqn.op.name == "collective_permute" and (0, 0) not in p["source_target_pairs"]:
+        zero = literal(0, out.aval.dtype)
+        if out.aval.ndim:
+            target = ge.alloc(out)
+            ge.w.line(f"{target}[...] = {store_value(zero, out.aval.dtype, ge.mod)}")
+            ge.bind(out, Ref(target, out.aval))
+        else:
+            ge.bind(out, Ref(zero, out.aval))
+    else:
+        ge.bind(out, ge.ref(eqn.inputs[0]))
+
+
 OP_EMITTERS: dict[str, OpEmitter] = {
     "while": _while, "conditional": _conditional, "scan": _scan, "call": _call,
     "dot_general": _dot_general, "reshape": _reshape,
     "get_dimension_size": _get_dimension_size, "concatenate": _concatenate, "pad": _pad,
     **INDEX_EMITTERS,
+    **{name: _collective for name in ("all_reduce", "all_gather", "reduce_scatter",
+                                      "all_to_all", "collective_permute", "replica_id")},
 }

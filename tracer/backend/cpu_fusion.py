@@ -103,9 +103,8 @@ class Plan:
     steps: list[Step]
     materialized: set[int]            # ids of vars held in memory / scalar variables
     producers: dict[int, Eqn]         # id(var) -> the eqn that defines it
-
-    def nests(self) -> list[LoopNest]:
-        return [s for s in self.steps if isinstance(s, LoopNest)]
+    users: dict[int, list[Eqn]] = field(default_factory=dict)  # id(var) -> its consumers
+    outputs: set[int] = field(default_factory=set)             # ids of the graph outputs
 
 
 def plan_graph(graph: Graph, fuse: bool = True) -> Plan:
@@ -123,7 +122,7 @@ def plan_graph(graph: Graph, fuse: bool = True) -> Plan:
     for eqn in reversed(graph.eqns):
         _assign(eqn, users, outputs if fuse else set(producers), nest_of, nests, materialized)
     steps = _schedule(graph, nest_of, nests)
-    plan = Plan(steps, materialized, producers)
+    plan = Plan(steps, materialized, producers, users, outputs)
     if fuse:
         plan.steps = _merge(plan)
         plan.steps = _group_rows(plan)
@@ -317,6 +316,9 @@ class RowGroup:
 
     depth: int
     nests: list[LoopNest]
+    # Values only this group reads, one row at a time: held per outer iteration (a
+    # scalar, or a row buffer of the trailing dims) instead of in a full array.
+    scratch: set[int] = field(default_factory=set)
 
 
 def _leading_kept(nest: LoopNest) -> int:
@@ -343,7 +345,19 @@ def _group_rows(plan: Plan) -> list[Step]:
                 steps[-1] = group
                 continue
         steps.append(step)
+    for group in steps:
+        if isinstance(group, RowGroup):
+            group.scratch = _scratch(plan, group)
     return steps
+
+
+def _scratch(plan: Plan, group: RowGroup) -> set[int]:
+    """Values stored by the group that nothing outside it reads."""
+    inside = {id(e) for n in group.nests for e in n.eqns}
+    stored = [v for n in group.nests for v in n.stores] + \
+        [v for n in group.nests for e in n.reduces for v in e.outputs]
+    return {id(v) for v in stored if id(v) not in plan.outputs and
+            all(id(u) in inside for u in plan.users.get(id(v), []))}
 
 
 def _row_depth(plan: Plan, group: RowGroup, nest: LoopNest) -> int:

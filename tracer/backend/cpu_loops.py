@@ -25,19 +25,26 @@ class LoopBody:
     """Scalar code for the values a loop nest needs, emitted into `w` on demand."""
 
     def __init__(self, ge: GraphEmitter, plan: Plan, w: SourceWriter, own: set[int],
-                 free: dict[str, None]):
+                 free: dict[str, None], local: set[str]):
         self.ge = ge
         self.plan = plan
         self.w = w
         self.cache: dict[tuple[int, Index], str] = {}
-        self.free = free  # outer names the body reads (parameters, if it becomes a kernel)
-        self.own = own    # values this nest stores: computed here, never loaded
+        self.free = free    # outer names the body reads (parameters, if it becomes a kernel)
+        self.local = local  # names defined by the loops themselves (shared by a row group)
+        self.own = own      # values this nest stores: computed here, never loaded
 
     def use(self, helper: str) -> str:
         return self.ge.mod.use(helper)
 
     def outer(self, name: str) -> str:
-        self.free[name] = None
+        if name not in self.local:
+            self.free[name] = None
+        return name
+
+    def define(self, name: str) -> str:
+        """A name the nest's own code defines (never a parameter of its kernel)."""
+        self.local.add(name)
         return name
 
     def dim(self, atom: Atom, axis: int) -> str:

@@ -241,7 +241,7 @@ def minimum(a, b):  # noqa: ANN001, ANN201
     return a if (a < b or a != a) else b
 
 
-# Reduction updates LLVM may vectorize: reassociation for sums and products; for
+# Reduction updates LLVM can vectorize: reassociation for sums and products; for
 # max/min, no-NaN and no-signed-zero (the caller tracks NaNs itself). The flags
 # live on these instructions only, even after inlining.
 
@@ -255,14 +255,23 @@ def mul_reassoc(a, b):  # noqa: ANN001, ANN201
     return a * b
 
 
-@njit(cache=True, error_model="numpy", fastmath={"nnan", "nsz"})
-def max_nonan(a, b):  # noqa: ANN001, ANN201
-    return a if a > b else b
+def _min_max(name: str):  # noqa: ANN202
+    """LLVM's maxnum/minnum flagged no-NaN, no-signed-zero: the form LLVM vectorizes as
+    a reduction. A NaN operand gives an unspecified value (callers track NaNs)."""
+    def impl(typingctx, a, b):  # noqa: ANN001, ANN202 - numba intrinsic protocol
+        if not isinstance(a, types.Float) or a != b:
+            return None
+
+        def codegen(context, builder, signature, args):  # noqa: ANN001, ANN202
+            ty = args[0].type
+            fn = builder.module.declare_intrinsic(name, [ty], ir.FunctionType(ty, [ty, ty]))
+            return builder.call(fn, args, fastmath=("nnan", "nsz"))
+        return a(a, b), codegen
+    return intrinsic(impl)
 
 
-@njit(cache=True, error_model="numpy", fastmath={"nnan", "nsz"})
-def min_nonan(a, b):  # noqa: ANN001, ANN201
-    return a if a < b else b
+max_nonan = _min_max("llvm.maxnum")
+min_nonan = _min_max("llvm.minnum")
 
 
 @_jit

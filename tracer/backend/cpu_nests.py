@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Union
 
 import numpy as np
 
@@ -24,7 +24,7 @@ from ..core import Atom, Eqn, Var
 from .cpu_codegen import PARALLEL_MIN_ELEMENTS, GraphEmitter, Ref, load, store_value
 from .cpu_fusion import LoopNest, Plan, RowGroup, monoid
 from .cpu_loops import Index, LoopBody
-from .cpu_scalar import alias, literal
+from .cpu_scalar import alias, literal, storage_dtype
 from .source import SourceWriter
 
 _VECTOR_MONOIDS = {"add": "add_reassoc", "mul": "mul_reassoc", "max": "max_nonan",
@@ -43,26 +43,30 @@ class Accumulator:
 
 
 def emit_loops(ge: GraphEmitter, plan: Plan, step: LoopNest | RowGroup) -> None:
-    nests = step.nests if isinstance(step, RowGroup) else [step]
-    depth = step.depth if isinstance(step, RowGroup) else 0
-    for nest in nests:
+    group = step if isinstance(step, RowGroup) else RowGroup(0, [step])
+    for nest in group.nests:
         names = ", ".join(dict.fromkeys(e.op.hlo_name for e in nest.eqns))
         ge.w.comment(f"loop nest over {_shape_text(nest)}: {names}")
-    if not nests[0].shape:
-        _emit_scalars(ge, plan, nests[0])
+    if not group.nests[0].shape:
+        _emit_scalars(ge, plan, group.nests[0])
         return
-    outs = [_allocate(ge, nest) for nest in nests]
-    parallel = _parallel(ge, nests[0])
+    parallel = _parallel(ge, group.nests[0])
     w = SourceWriter() if parallel else ge.w
-    free: dict[str, None] = dict.fromkeys(name for o in outs for name in o.values())
-    bodies = [LoopBody(ge, plan, w, {id(v) for v in n.stores}, free) for n in nests]
-    if depth:
+    free: dict[str, None] = {}
+    local: set[str] = set()
+    bodies = [LoopBody(ge, plan, w, {id(v) for v in n.stores}, free, local)
+              for n in group.nests]
+    row = "tid" if parallel else "0"  # which row of a scratch buffer this thread uses
+    outs = [_allocate(b, n, group, row) for b, n in zip(bodies, group.nests, strict=True)]
+    if group.depth:
         def each() -> None:
-            for body, nest, out in zip(bodies, nests, outs, strict=True):
-                _nest(body, nest, out, depth, False)
-        _loops(bodies[0], _shape_atom(nests[0]), list(range(depth)), parallel, each)
+            if parallel and any(r is not None and r.lead for o in outs for r in o.values()):
+                w.line("tid = numba.get_thread_id()")
+            for body, nest, out in zip(bodies, group.nests, outs, strict=True):
+                _nest(body, nest, out, group.depth, False)
+        _loops(bodies[0], _shape_atom(group.nests[0]), list(range(group.depth)), parallel, each)
     else:
-        _nest(bodies[0], nests[0], outs[0], 0, parallel)
+        _nest(bodies[0], group.nests[0], outs[0], 0, parallel)
     if parallel:
         _as_kernel(ge, free, w)
 
@@ -77,7 +81,7 @@ def _shape_atom(nest: LoopNest) -> Atom:
 
 
 def _emit_scalars(ge: GraphEmitter, plan: Plan, nest: LoopNest) -> None:
-    body = LoopBody(ge, plan, ge.w, {id(v) for v in nest.stores}, {})
+    body = LoopBody(ge, plan, ge.w, {id(v) for v in nest.stores}, {}, set())
     for store in nest.stores:
         ge.bind(store, Ref(_named(body, store, ()), store.aval))
     for eqn in nest.reduces:  # reducing no dims of a scalar: one application
@@ -99,12 +103,28 @@ def _named(body: LoopBody, atom: Atom, index: Index) -> str:
     return name
 
 
-def _allocate(ge: GraphEmitter, nest: LoopNest) -> dict[int, str]:
-    """Arrays for the nest's stored values and its non-scalar reduce results."""
-    outs = {}
+Outs = dict[int, Union[Ref, None]]  # id(var) -> where the nest writes it (None: a scalar)
+
+
+def _allocate(body: LoopBody, nest: LoopNest, group: RowGroup, row: str) -> Outs:
+    """Where the nest's stored values and non-scalar reduce results go: arrays from
+    the graph emitter, or (for a row group's own values) a scalar per outer iteration
+    or a row buffer per thread, allocated in front of the loops."""
+    ge, outs = body.ge, {}
     for v in nest.stores + [v for e in nest.reduces for v in e.outputs if v.aval.ndim]:
-        outs[id(v)] = ge.alloc(v)
-        ge.bind(v, Ref(outs[id(v)], v.aval))
+        if id(v) not in group.scratch:
+            outs[id(v)] = Ref(body.outer(ge.alloc(v)), v.aval)
+            ge.bind(v, outs[id(v)])
+        elif v.aval.ndim == group.depth:
+            outs[id(v)] = None
+        else:
+            name = body.define(ge.fresh(f"{ge.hint(v)}_rows"))
+            threads = "numba.get_num_threads()" if row == "tid" else "1"
+            sizes = [body.dim(v, d) for d in range(group.depth, v.aval.ndim)]
+            body.w.line(f"{name} = np.empty(({threads}, {', '.join(sizes)}), "
+                        f"np.{storage_dtype(v.aval.dtype).name})")
+            outs[id(v)] = Ref(name, v.aval, (row,), group.depth)
+            ge.bind(v, outs[id(v)])
     return outs
 
 
@@ -114,7 +134,7 @@ def _parallel(ge: GraphEmitter, nest: LoopNest) -> bool:
     return 0 not in nest.reduce_dims  # the outer loop must not be a reduced dim
 
 
-def _nest(body: LoopBody, nest: LoopNest, outs: dict[int, str], start: int,
+def _nest(body: LoopBody, nest: LoopNest, outs: Outs, start: int,
           parallel: bool) -> None:
     """The loops of one nest below its first `start` dims (opened by a row group)."""
     rank = len(nest.shape)
@@ -148,18 +168,24 @@ def _loops(body: LoopBody, shape_atom: Atom, dims: list[int], parallel: bool,
         _loops(body, shape_atom, dims[1:], False, inside)
 
 
-def _emit_body(body: LoopBody, nest: LoopNest, outs: dict[int, str], index: Index,
+def _emit_body(body: LoopBody, nest: LoopNest, outs: Outs, index: Index,
                kept: list[int], accs: list[Accumulator] | None) -> None:
     reduces = iter(range(len(nest.reduces)))
     for root in _ordered_roots(nest):
         if isinstance(root, Var):
-            value = body.value(root, index)
-            body.w.line(f"{outs[id(root)]}[{', '.join(index)}] = "
-                        f"{store_value(value, root.aval.dtype, body.ge.mod)}")
+            _store(body, root, outs[id(root)], index)
         elif accs is not None:
             _update(body, accs[next(reduces)], index)
         else:
             _update_in_memory(body, root, outs, index, tuple(index[d] for d in kept))
+
+
+def _store(body: LoopBody, v: Var, ref: Ref | None, index: Index) -> None:
+    if ref is None:  # a row group's scalar: the variable is the value
+        body.ge.bind(v, Ref(body.define(_named(body, v, index)), v.aval.update(shape=())))
+        return
+    value = store_value(body.value(v, index), v.aval.dtype, body.ge.mod)
+    body.w.line(f"{ref.at(index)} = {value}")
 
 
 def _scalars(eqn: Eqn) -> list:
@@ -183,7 +209,7 @@ def _update(body: LoopBody, acc: Accumulator, index: Index) -> None:
     body.w.line(f"{', '.join(acc.names)} = {', '.join(r.name for r in new)}")
 
 
-def _update_in_memory(body: LoopBody, eqn: Eqn, outs: dict[int, str], index: Index,
+def _update_in_memory(body: LoopBody, eqn: Eqn, outs: Outs, index: Index,
                       kept_index: Index) -> None:
     n = len(eqn.outputs)
     scalars = _scalars(eqn)
@@ -191,11 +217,11 @@ def _update_in_memory(body: LoopBody, eqn: Eqn, outs: dict[int, str], index: Ind
     current = []
     for v, s in zip(eqn.outputs, scalars, strict=True):
         name = body.ge.fresh("acc")
-        body.w.line(f"{name} = {load(Ref(outs[id(v)], v.aval), kept_index, body.ge.mod)}")
+        body.w.line(f"{name} = {load(outs[id(v)], kept_index, body.ge.mod)}")
         current.append(Ref(name, s))
     new = body.ge.sub_emitter(body.w).emit_graph(eqn.params["to_apply"], current + xs)
     for v, r in zip(eqn.outputs, new, strict=True):
-        body.w.line(f"{outs[id(v)]}[{', '.join(kept_index)}] = "
+        body.w.line(f"{outs[id(v)].at(kept_index)} = "
                     f"{store_value(r.name, v.aval.dtype, body.ge.mod)}")
 
 
@@ -226,31 +252,32 @@ def _init_accumulators(body: LoopBody, nest: LoopNest) -> list[Accumulator]:
     return accs
 
 
-def _finish_accumulators(body: LoopBody, nest: LoopNest, outs: dict[int, str],
+def _finish_accumulators(body: LoopBody, nest: LoopNest, outs: Outs,
                          kept_index: Index, accs: list[Accumulator]) -> None:
     for acc in accs:
         if acc.nan is not None:
             nan = literal(np.nan, acc.eqn.outputs[0].aval.dtype)
             body.w.line(f"{acc.names[0]} = {nan} if {acc.nan} else {acc.names[0]}")
         for v, name in zip(acc.eqn.outputs, acc.names, strict=True):
-            if v.aval.ndim:
-                body.w.line(f"{outs[id(v)]}[{', '.join(kept_index)}] = "
-                            f"{store_value(name, v.aval.dtype, body.ge.mod)}")
+            ref = outs.get(id(v))
+            if ref is None:  # a scalar result, or a row group's scalar
+                body.ge.bind(v, Ref(body.define(name), v.aval.update(shape=())))
             else:
-                body.ge.bind(v, Ref(name, v.aval))
+                body.w.line(f"{ref.at(kept_index)} = "
+                            f"{store_value(name, v.aval.dtype, body.ge.mod)}")
 
 
-def _init_in_memory(body: LoopBody, nest: LoopNest, outs: dict[int, str], kept: list[int],
+def _init_in_memory(body: LoopBody, nest: LoopNest, outs: Outs, kept: list[int],
                     shape_atom: Atom, parallel: bool) -> None:
     """Fill the reduce outputs with their init values (accumulation happens in memory)."""
-    index = ", ".join(f"i{d}" for d in kept)
+    index = tuple(f"i{d}" for d in kept)
 
     def fill() -> None:
         for eqn in nest.reduces:
             n = len(eqn.outputs)
             for v, init in zip(eqn.outputs, eqn.inputs[n:], strict=True):
                 value = store_value(body.value(init, ()), v.aval.dtype, body.ge.mod)
-                body.w.line(f"{outs[id(v)]}[{index}] = {value}")
+                body.w.line(f"{outs[id(v)].at(index)} = {value}")
     _loops(body, shape_atom, kept, parallel, fill)
 
 

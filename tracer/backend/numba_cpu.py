@@ -16,7 +16,7 @@ in an int64 array, so one compiled kernel serves every batch size.
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 import numba
 import numpy as np
@@ -26,6 +26,7 @@ from ..core import Graph, subgraphs
 from . import cpu_cache
 from .cpu_codegen import Module, generate
 from .cpu_scalar import F16, storage_dtype
+from .source import SourceWriter
 
 _HOST = "main"
 
@@ -45,43 +46,69 @@ def _array_type(dtype: np.dtype, ndim: int) -> Any:
 class NumbaExecutable:
     """A compiled graph: call it with the graph's input arrays, get a list of outputs."""
 
-    def __init__(self, module: Module, host: Callable[..., Any], fresh_compile: bool):
+    def __init__(self, module: Module, host: Callable[..., Any], fresh_compile: bool,
+                 n_inputs: int):
         self.source = module.source
         self.fresh_compile = fresh_compile
         self._host = host
         self._dims = np.array(module.dims, np.int64)
-        self._params = module.params
-        self._outputs = module.outputs
+        self._call = _launcher(module, host, self._dims, n_inputs)
 
     def __call__(self, *args: np.ndarray) -> list[np.ndarray]:
-        call_args: list[Any] = []
-        filled: list[Any] = []
-        for p in self._params:
-            if p.kind == "input":
-                value = _prepare(args[p.index])
-            elif p.kind == "const":
-                value = p.value
+        return self._call(*args)
+
+
+def _launcher(module: Module, host: Callable[..., Any], dims: np.ndarray,
+              n_inputs: int) -> Callable[..., list[np.ndarray]]:
+    """A Python function specialized to this module's parameters, so a call does no
+    more than check input layouts, allocate the buffers and call the host function."""
+    env: dict[str, Any] = {"host": host, "dims": dims, "ndarray": np.ndarray, "empty": np.empty,
+                           "uint16": np.uint16, "prepare": _prepare, "asarray": np.asarray,
+                           "array": np.array, "np": np}
+    w = SourceWriter()
+    names: list[str] = []
+    with w.block(f"def launch({', '.join(f'a{k}' for k in range(n_inputs))})"):
+        for p in module.params:
+            names.append(_launch_param(w, env, p))
+        w.line(f"host({', '.join(names + ['dims'])})")
+        outs = []
+        for k, (kind, payload) in enumerate(module.outputs):
+            if kind == "param":
+                p = module.params[payload]
+                outs.append(f"{p.name}_f16" if p.value.dtype == F16 else p.name)
+            elif kind == "input":
+                outs.append(f"asarray(a{payload})")
             else:
-                value = np.empty(p.value.shape, p.value.dtype)
-            filled.append(value)
-            call_args.append(value.view(np.uint16) if value.dtype == F16 else value)
-        self._host(*call_args, self._dims)
-        return [_output(kind, payload, args, filled) for kind, payload in self._outputs]
+                env[f"literal{k}"] = payload
+                outs.append(f"array(literal{k})")
+        w.line(f"return [{', '.join(outs)}]")
+    exec(compile(w.text(), "<tracer cpu launcher>", "exec"), env)  # noqa: S102
+    return env["launch"]
+
+
+def _launch_param(w: SourceWriter, env: dict[str, Any], p: Any) -> str:
+    """Lines that produce host parameter `p`; returns the name to pass."""
+    f16 = p.value.dtype == F16
+    if p.kind == "const":
+        env[p.name] = p.value.view(np.uint16) if f16 else p.value
+        return p.name
+    if p.kind == "input":
+        a = f"a{p.index}"
+        with w.block(f"if type({a}) is not ndarray or not {a}.flags.c_contiguous"):
+            w.line(f"{a} = prepare({a})")
+        return f"{a}.view(uint16)" if f16 else a
+    shape = tuple(p.value.shape)
+    if f16:
+        w.line(f"{p.name}_f16 = empty({shape!r}, np.float16)")
+        w.line(f"{p.name} = {p.name}_f16.view(uint16)")
+    else:
+        w.line(f"{p.name} = empty({shape!r}, np.{p.value.dtype.name})")
+    return p.name
 
 
 def _prepare(x: Any) -> np.ndarray:
-    """A C-contiguous, writeable array (the layout the kernel was compiled for)."""
-    if type(x) is not np.ndarray or not (x.flags.c_contiguous and x.flags.writeable):
-        x = np.array(x, order="C")
-    return x
-
-
-def _output(kind: str, payload: Any, args: Sequence[Any], filled: list[Any]) -> np.ndarray:
-    if kind == "param":
-        return filled[payload]
-    if kind == "input":
-        return np.asarray(args[payload])
-    return np.array(payload)
+    """A C-contiguous array (read-only ones are fine: kernels never write their inputs)."""
+    return np.ascontiguousarray(x)
 
 
 class NumbaCpuBackend:
@@ -99,7 +126,7 @@ class NumbaCpuBackend:
         signature = [_param_type(p) for p in module.params]
         signature.append(numba.types.Array(numba.types.int64, 1, "C"))
         host, fresh = cpu_cache.compile_module(module.source, _HOST, signature)
-        return NumbaExecutable(module, host, fresh)
+        return NumbaExecutable(module, host, fresh, len(graph.inputs))
 
 
 def _param_type(p: Any) -> Any:

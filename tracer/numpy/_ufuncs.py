@@ -361,6 +361,17 @@ def clip(a: Any, a_min: Any = NOVALUE, a_max: Any = NOVALUE, out: None = None, *
     return as_result(x)
 
 
+def _wrapped_int(value: Any, other: Any) -> Any:
+    """np.where casts an out-of-range Python int unsafely (it wraps) instead of raising
+    like a ufunc: `where(c, uint8_array, -1)` gives 255."""
+    if type(value) is int and np.dtype(getattr(other, "dtype", object)).kind in "iu" \
+            and not getattr(other, "weak_type", False):
+        info = np.iinfo(other.dtype)
+        if not info.min <= value <= info.max:
+            return np.array(value).astype(other.dtype)
+    return value
+
+
 def where(condition: Any, x: Any = NOVALUE, y: Any = NOVALUE, /) -> Any:
     """Elements of x where condition is true, else of y.
 
@@ -380,7 +391,7 @@ def where(condition: Any, x: Any = NOVALUE, y: Any = NOVALUE, /) -> Any:
         raise error(TracerValueError, "where", "either both or neither of x and y should "
                     "be given")
     cond = truth(asarray_like(condition, "where"))
-    x, y = promote(x, y, fname="where")
+    x, y = promote(_wrapped_int(x, y), _wrapped_int(y, x), fname="where")
     return as_result(ops.select(*broadcast_arrays(cond, x, y, fname="where")))
 
 

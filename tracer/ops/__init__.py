@@ -24,3 +24,5 @@ from .shape import __all__ as _shape
 __all__ = ["OPS", "Op", *_elementwise, *_shape, *_linalg, *_reduce, *_control, *_indexing, *_scatter]
 from . import elementwise_rules  # noqa: F401,E402
 from . import control_batch_rules  # noqa: F401,E402
+from . import shape_rules  # noqa: F401,E402
+from . import indexing_rules  # noqa: F401,E402

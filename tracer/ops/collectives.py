@@ -204,13 +204,13 @@ def _divisible(x: ShapedArray, d: int, count: int, what: str) -> None:
 
 
 # ---------------------------------------------------------------------- all_reduce
-def _all_reduce_shape(x: ShapedArray, *, computation: Graph, replica_groups: Groups,
+def _all_reduce_shape(x: ShapedArray, *, to_apply: Graph, replica_groups: Groups,
                       axis_name: Hashable, axis_size: int) -> ShapedArray:
-    _check_computation(computation, x)
+    _check_computation(to_apply, x)
     return x.strip_weak()
 
 
-def _all_reduce_impl(x: np.ndarray, *, computation: Graph, replica_groups: Groups,
+def _all_reduce_impl(x: np.ndarray, *, to_apply: Graph, replica_groups: Groups,
                      axis_name: Hashable, axis_size: int) -> np.ndarray:
     _single_replica("all_reduce", axis_name, axis_size)
     return np.array(x)  # reducing over one replica
@@ -231,7 +231,7 @@ def all_reduce(x: Any, computation: Any = add, replica_groups: Any = None,
         return [all_reduce(e, computation, replica_groups, axis_name) for e in x]
     name, size = _axis("all_reduce", axis_name)
     graph = _computation("all_reduce", computation, operand_aval(x).dtype)
-    return all_reduce_p.bind(x, computation=graph, axis_name=name, axis_size=size,
+    return all_reduce_p.bind(x, to_apply=graph, axis_name=name, axis_size=size,
                              replica_groups=_groups("all_reduce", replica_groups, size))
 
 
@@ -282,17 +282,17 @@ all_gather_p = define_op(
 
 
 # ------------------------------------------------------------------ reduce_scatter
-def _reduce_scatter_shape(x: ShapedArray, *, computation: Graph, scatter_dimension: int,
+def _reduce_scatter_shape(x: ShapedArray, *, to_apply: Graph, scatter_dimension: int,
                           shard_count: int, replica_groups: Groups, axis_name: Hashable,
                           axis_size: int) -> ShapedArray:
-    _check_computation(computation, x)
+    _check_computation(to_apply, x)
     _divisible(x, scatter_dimension, shard_count, "scatter_dimension")
     shape = list(x.shape)
     shape[scatter_dimension] //= shard_count
     return ShapedArray(shape, x.dtype)
 
 
-def _reduce_scatter_impl(x: np.ndarray, *, computation: Graph, scatter_dimension: int,
+def _reduce_scatter_impl(x: np.ndarray, *, to_apply: Graph, scatter_dimension: int,
                          shard_count: int, replica_groups: Groups, axis_name: Hashable,
                          axis_size: int) -> np.ndarray:
     _single_replica("reduce_scatter", axis_name, axis_size)
@@ -314,7 +314,7 @@ def reduce_scatter(x: Any, computation: Any = add, scatter_dimension: int = 0,
     groups = _groups("reduce_scatter", replica_groups, size)
     graph = _computation("reduce_scatter", computation, operand_aval(x).dtype)
     return reduce_scatter_p.bind(
-        x, computation=graph,
+        x, to_apply=graph,
         scatter_dimension=static_int("reduce_scatter", "scatter_dimension", scatter_dimension),
         shard_count=_count("reduce_scatter", "shard_count", shard_count,
                            group_size(groups, size)),

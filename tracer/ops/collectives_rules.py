@@ -141,7 +141,7 @@ def batch_all_reduce(args: Sequence[Any], dims: Dims, **params: Any) -> tuple[An
     if size is None:
         return all_reduce_p.bind(x, **params), d
     x = move_batch_dim(x, d, 0, size)
-    comp, groups = params["computation"], params["replica_groups"]
+    comp, groups = params["to_apply"], params["replica_groups"]
     if groups is None:
         return _reduce_axis(x, comp, 0), None
     y = _grouped(x, groups)
@@ -176,7 +176,7 @@ def batch_reduce_scatter(args: Sequence[Any], dims: Dims,
     y = _grouped(move_batch_dim(x, d, 0, size), groups)
     shape = tuple(np.shape(y))
     n_groups, members, rest = shape[0], shape[1], shape[2:]
-    r = _reduce_axis(y, params["computation"], 1)
+    r = _reduce_axis(y, params["to_apply"], 1)
     r = reshape(r, (n_groups,) + rest[:dim] + (members, rest[dim] // members) + rest[dim + 1:])
     r = move_batch_dim(r, 1 + dim, 1, members)  # member j keeps block j
     return _ungrouped(r, groups), 0

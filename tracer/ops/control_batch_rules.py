@@ -115,7 +115,8 @@ def _carry_fixpoint(frame: AxisFrame, body: Graph, const_dims: Dims, carry_b: li
     for _ in range(len(carry_b) + 1):
         in_dims = const_dims + [0 if b else None for b in carry_b] + extra_dims
         graph, out_dims = frame.batch_graph(body, in_dims, carry_b + [False] * n_extra_out)
-        grown = [b or d is not None for b, d in zip(carry_b, out_dims, strict=False)]
+        grown = [b or d is not None for b, d in zip(carry_b, out_dims[:len(carry_b)],
+                                                      strict=True)]
         if grown == carry_b:
             return graph, carry_b, out_dims
         carry_b = grown

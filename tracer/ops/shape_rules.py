@@ -1,18 +1,15 @@
 """JVP, transpose and batching rules of the shape ops, `dot_general` and `reduce`.
 
-The data-movement ops are linear: their JVP applies the op to the tangents and
-their transpose moves the cotangent back (sum over broadcast dims, inverse
-permutation, pad for slice, slices for concatenate, ...). Batching rules add the
-mapped axis as one more dimension of the same op. Rules call op records and
-public `tracer.ops` functions only, so they run eagerly or inline into a trace.
+The data-movement ops are linear: JVP = the op on the tangents; transpose = move
+the cotangent back (sum over broadcast dims, inverse permutation, pad for slice,
+...). Batching rules make the mapped axis one more dimension of the same op.
 
 `reduce` is differentiated per output by what its computation does with that
-output's (accumulator, element) pair: `add` (linear: a sum of the tangents,
-transposed by a broadcast), `mul` (a product tree carrying product-rule
-tangents, exact with zeros), and `max` / `min` / `select` of the pair (the
-argmax-style reductions of `tracer.numpy`): the tangent of the chosen value,
-split evenly between ties like JAX, which assumes a selection picks by value.
-Any other computation with a nonzero tangent is a `TracerTypeError` naming its ops.
+output's (accumulator, element) pair: `add` (linear, transposed by a broadcast),
+`mul` (a product tree carrying product-rule tangents: exact with zeros), and
+`max` / `min` / `select` (argmax-style): the mean tangent of the candidates equal
+to the result (ties split evenly, as JAX; a selection is assumed to pick by
+value). Any other computation is a `TracerTypeError` naming its ops.
 """
 
 from __future__ import annotations
@@ -118,7 +115,7 @@ deflinear(broadcast_in_dim_p, _broadcast_in_dim_t)
 broadcast_in_dim_p.batch = _broadcast_in_dim_b
 
 
-# --------------------------------------------------------------------------- reshape, transpose, rev
+# ------------------------------------------------------------------------- reshape, transpose, rev
 def _reshape_b(args: Sequence[Any], dims: Sequence[int | None], *,
                new_sizes: Dims) -> tuple[Any, int]:
     x = move_axis(args[0], dims[0], 0)
@@ -242,7 +239,7 @@ deflinear(pad_p, _pad_t)
 pad_p.batch = _pad_b
 
 
-# --------------------------------------------------------------------------- iota, get_dimension_size
+# ------------------------------------------------------------------------ iota, get_dimension_size
 defjvp_zero(iota_p)
 # iota has no operands, so vmap never calls this; it is here so every op has a rule.
 iota_p.batch = lambda args, dims, **params: (iota_p.bind(**params), None)
@@ -253,12 +250,6 @@ get_dimension_size_p.batch = lambda args, dims, *, dimension: (
 
 # --------------------------------------------------------------------------- dot_general
 DotDims = tuple[Dims, Dims, Dims, Dims]  # lhs/rhs contracting, lhs/rhs batch
-
-
-def _dot_params(dn: DotDims, precision: Any) -> dict[str, Any]:
-    lc, rc, lb, rb = dn
-    return dict(lhs_contracting_dims=lc, rhs_contracting_dims=rc, lhs_batch_dims=lb,
-                rhs_batch_dims=rb, precision=precision)
 
 
 def _transpose_side(ct: Any, x_aval: ShapedArray, y: Any, dn: DotDims, precision: Any,
@@ -272,9 +263,10 @@ def _transpose_side(ct: Any, x_aval: ShapedArray, y: Any, dn: DotDims, precision
     ct_dtype = aval_of_value(ct).dtype
     if aval_of_value(y).dtype != ct_dtype:  # preferred_element_type widened the result
         y = ew.convert_element_type(y, ct_dtype)
-    out = dot_general_p.bind(ct, y, **_dot_params(
-        (tuple(range(first_y, first_y + len(y_kept))), tuple(y_kept), tuple(range(nb)), yb),
-        precision), preferred_element_type=None)
+    out = dot_general_p.bind(
+        ct, y, lhs_contracting_dims=tuple(range(first_y, first_y + len(y_kept))),
+        rhs_contracting_dims=tuple(y_kept), lhs_batch_dims=tuple(range(nb)), rhs_batch_dims=yb,
+        precision=precision, preferred_element_type=None)
     by_y = [c for _, c in sorted(zip(yc, xc, strict=True))]
     perm = tuple(int(d) for d in np.argsort(list(xb) + x_kept + by_y))
     if perm != tuple(range(len(perm))):
@@ -382,13 +374,18 @@ def _halves(x: Any, fill: Any) -> tuple[Any, Any]:
     return first, second
 
 
-def _product_tree(p: Any, t: Any) -> tuple[Any, Any]:
-    """Product over axis 0 and its product-rule tangent, by halving (exact with zeros)."""
+def _product_tree(p: Any, t: Any | None) -> tuple[Any, Any | None]:
+    """Product over axis 0 and the product-rule tangent of `t`, by halving (exact
+    with zeros, unlike dividing the product by each element)."""
     while aval_of_value(p).shape[0] > 1:
-        (p1, p2), (t1, t2) = _halves(p, 1), _halves(t, 0)
-        p, t = ew.mul(p1, p2), ew.add(ew.mul(t1, p2), ew.mul(p1, t2))
+        p1, p2 = _halves(p, 1)
+        if t is not None:
+            t1, t2 = _halves(t, 0)
+            t = ew.add(ew.mul(t1, p2), ew.mul(p1, t2))
+        p = ew.mul(p1, p2)
     rest = aval_of_value(p).shape[1:]
-    return reshape_p.bind(p, new_sizes=rest), reshape_p.bind(t, new_sizes=rest)
+    return (reshape_p.bind(p, new_sizes=rest),
+            None if t is None else reshape_p.bind(t, new_sizes=rest))
 
 
 def _prod_jvp(x: Any, init: Any, out: Any, tx: Any, ti: Any, dims: Dims) -> Any:
@@ -396,8 +393,9 @@ def _prod_jvp(x: Any, init: Any, out: Any, tx: Any, ti: Any, dims: Dims) -> Any:
     if aval_of_value(x).size == 0:  # the product is just init
         return total if isinstance(ti, Zero) else broadcast_in_dim_p.bind(
             ti, shape=total.aval.shape, broadcast_dimensions=())
-    prod, t_prod = _product_tree(_reduced_first(x, dims), _reduced_first(instantiate(tx), dims))
-    if not isinstance(tx, Zero):
+    prod, t_prod = _product_tree(_reduced_first(x, dims), None if isinstance(tx, Zero)
+                                 else _reduced_first(tx, dims))
+    if t_prod is not None:
         total = ew.mul(t_prod, init)
     if not isinstance(ti, Zero):
         total = add_tangents(total, ew.mul(ti, prod))
@@ -445,7 +443,7 @@ def _reduce_jvp(primals: Sequence[Any], tangents: Sequence[Any], *, dimensions: 
     return outs, t_outs
 
 
-# --------------------------------------------------------------------------- reduce: transpose, batch
+# ------------------------------------------------------------------------ reduce: transpose, batch
 def _reduce_t(cts: Sequence[Any], *args: Any, dimensions: Dims,
               to_apply: Graph) -> list[Any]:
     """Transpose of the sums (the linear reductions the JVP emits): broadcast ct back."""
@@ -482,18 +480,15 @@ def _reduce_b(args: Sequence[Any], dims: Sequence[int | None], *, dimensions: Di
         return reduce_p.bind(*xs, *inits, dimensions=moved, to_apply=to_apply), [0] * n
     # Per-example init values: fold each in as one more element of a flattened
     # reduced axis, starting from example 0's init (init values are identities).
-    shape = aval_of_value(xs[0]).shape
-    kept = tuple(shape[d] for d in _kept(shape, moved))  # the batch axis first
-    reduced = int(np.prod([shape[d] for d in moved], dtype=np.int64))
     joined, seeds = [], []
     for x, init, d in zip(xs, inits, init_dims, strict=True):
+        flat = _reduced_first(x, moved)  # (reduced, batch, kept...)
         init = at_front(init, d, size)
-        flat = reshape_p.bind(transpose_p.bind(x, permutation=_kept(shape, moved) + moved),
-                              new_sizes=(*kept, reduced))
-        head = broadcast_in_dim_p.bind(init, shape=(*kept, 1), broadcast_dimensions=(0,))
-        joined.append(concatenate_p.bind(head, flat, dimension=len(kept)))
+        head = broadcast_in_dim_p.bind(init, shape=(1, *aval_of_value(flat).shape[1:]),
+                                       broadcast_dimensions=(1,))
+        joined.append(concatenate_p.bind(head, flat, dimension=0))
         seeds.append(_first(init))
-    return reduce_p.bind(*joined, *seeds, dimensions=(len(kept),), to_apply=to_apply), [0] * n
+    return reduce_p.bind(*joined, *seeds, dimensions=(0,), to_apply=to_apply), [0] * n
 
 
 def _first(v: Any) -> Any:

@@ -1,0 +1,238 @@
+"""The numba `cpu` backend against NumPy, hand-written numba and JAX (when installed).
+
+    python -m bench.bench_cpu            # all workloads
+    python -m bench.bench_cpu softmax    # the workloads whose name contains "softmax"
+
+Each workload checks that the implementations agree, then prints medians and
+ratios (`bench.common.report`); the last line is the whole table as JSON.
+Cold compile and warm start are measured in fresh processes with their own
+cache directory, so they include nothing this process already compiled.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+from typing import Any, Callable
+
+import numba
+import numpy as np
+
+import tracer as tr
+import tracer.numpy as tnp
+from bench.common import report, timeit, try_import_jax
+from tracer import ops
+from tracer.backend import backend_names, register_backend
+from tracer.backend.cpu_fastmath import exp_f32, tanh_f32
+from tracer.backend.numba_cpu import NumbaCpuBackend
+
+if "cpu" not in backend_names():
+    register_backend("cpu", NumbaCpuBackend)
+
+RESULTS: dict[str, dict[str, float]] = {}
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+F32 = np.float32
+C = F32(0.7978845608028654)  # sqrt(2 / pi)
+
+
+def _run(title: str, rows: list[tuple[str, Callable[[], Any]]], baseline: str,
+         rtol: float = 1e-5) -> None:
+    """Check every implementation against the first one, time them, report."""
+    expected = np.asarray(rows[0][1]())
+    atol = rtol * float(np.max(np.abs(expected), initial=1.0))  # sums of many products
+    for name, fn in rows[1:]:
+        np.testing.assert_allclose(np.asarray(fn()), expected, rtol=rtol, atol=atol,
+                                   err_msg=f"{title}: {name}")
+    times = [(name, timeit(fn)) for name, fn in rows]
+    RESULTS[title] = dict(times)
+    report(title, times, baseline)
+
+
+def _jax_rows(jax: Any, fn: Callable[..., Any], *args: np.ndarray) -> list:
+    if jax is None:
+        return []
+    jitted = jax.jit(fn)
+    device_args = [jax.numpy.asarray(a) for a in args]
+    return [("jax", lambda: jitted(*device_args).block_until_ready())]
+
+
+# ------------------------------------------------------------------ element-wise
+
+def _gelu(x: Any, np_: Any) -> Any:
+    return 0.5 * x * (1.0 + np_.tanh(C * (x + 0.044715 * x * x * x)))
+
+
+@numba.njit(error_model="numpy", parallel=True)
+def _gelu_numba(x: np.ndarray, out: np.ndarray) -> None:  # hand-written, same math helpers
+    for i in numba.prange(x.shape[0]):
+        v = x[i]
+        out[i] = F32(0.5) * v * (F32(1.0) + tanh_f32(C * (v + F32(0.044715) * v * v * v)))
+
+
+def _fresh(kernel: Callable[..., None], x: np.ndarray) -> np.ndarray:
+    out = np.empty_like(x)  # a fresh result, as every other implementation returns
+    kernel(x, out)
+    return out
+
+
+def gelu(n: int = 1 << 24) -> None:
+    x = np.random.default_rng(0).normal(size=n).astype(F32)
+    f = tr.jit(lambda x: _gelu(x, tnp), backend="cpu")
+    jax = try_import_jax()
+    rows = [("tracer cpu", lambda: f(x)), ("numpy", lambda: _gelu(x, np)),
+            ("numba (hand-written)", lambda: _fresh(_gelu_numba, x))]
+    rows += _jax_rows(jax, lambda x: _gelu(x, jax.numpy) if jax else None, x)
+    _run(f"GELU, float32[{n}]", rows, "tracer cpu")
+
+
+# ------------------------------------------------------------------ reductions
+
+def _softmax(x: Any, np_: Any) -> Any:
+    e = np_.exp(x - np_.max(x, axis=1, keepdims=True))
+    return e / np_.sum(e, axis=1, keepdims=True)
+
+
+def _logsumexp(x: Any, np_: Any) -> Any:
+    m = np_.max(x, axis=1, keepdims=True)
+    return np_.log(np_.sum(np_.exp(x - m), axis=1)) + m[:, 0]
+
+
+@numba.njit(error_model="numpy", parallel=True)
+def _softmax_numba(x: np.ndarray, out: np.ndarray) -> None:
+    for i in numba.prange(x.shape[0]):
+        m = x[i, 0]
+        for j in range(x.shape[1]):
+            m = max(m, x[i, j])
+        s = F32(0.0)
+        for j in range(x.shape[1]):
+            out[i, j] = exp_f32(x[i, j] - m)
+            s += out[i, j]
+        for j in range(x.shape[1]):
+            out[i, j] /= s
+
+
+def softmax(rows: int = 4096, cols: int = 1024) -> None:
+    x = np.random.default_rng(1).normal(size=(rows, cols)).astype(F32)
+    jax = try_import_jax()
+    for name, fn in (("row softmax", _softmax), ("logsumexp over rows", _logsumexp)):
+        f = tr.jit(lambda x, fn=fn: fn(x, tnp), backend="cpu")
+        impls = [("tracer cpu", lambda f=f: f(x)), ("numpy", lambda fn=fn: fn(x, np))]
+        if fn is _softmax:
+            impls.append(("numba (hand-written)", lambda: _fresh(_softmax_numba, x)))
+        if jax is not None:
+            impls += _jax_rows(jax, lambda x, fn=fn: fn(x, jax.numpy), x)
+        _run(f"{name}, float32[{rows},{cols}]", impls, "tracer cpu")
+
+
+# ------------------------------------------------------------------ BLAS
+
+def matmul(n: int = 1024) -> None:
+    jax = try_import_jax()
+    for dtype in (np.float32, np.float64):
+        rng = np.random.default_rng(2)
+        a, b = (rng.normal(size=(n, n)).astype(dtype) for _ in range(2))
+        f = tr.jit(lambda a, b: a @ b, backend="cpu")
+        rows = [("tracer cpu", lambda: f(a, b)), ("numpy", lambda: a @ b)]
+        rows += _jax_rows(jax, lambda a, b: a @ b, a, b)
+        _run(f"matmul {np.dtype(dtype).name}[{n},{n}]", rows, "tracer cpu", rtol=1e-3)
+
+
+def mlp(batch: int = 256, width: int = 1024) -> None:
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(batch, width)).astype(F32)
+    w1, w2 = (rng.normal(size=(width, width)).astype(F32) / 32 for _ in range(2))
+    b1 = rng.normal(size=width).astype(F32)
+
+    def forward(x: Any, w1: Any, b1: Any, w2: Any, np_: Any) -> Any:
+        return _softmax(_gelu(x @ w1 + b1, np_) @ w2, np_)
+    f = tr.jit(lambda *a: forward(*a, tnp), backend="cpu")
+    jax = try_import_jax()
+    rows = [("tracer cpu", lambda: f(x, w1, b1, w2)),
+            ("numpy", lambda: forward(x, w1, b1, w2, np))]
+    if jax is not None:
+        rows += _jax_rows(jax, lambda *a: forward(*a, jax.numpy), x, w1, b1, w2)
+    _run(f"MLP forward, batch {batch}, width {width}", rows, "tracer cpu", rtol=1e-3)
+
+
+# ------------------------------------------------------------------ overheads
+
+def dispatch() -> None:
+    x, y, z = (np.ones(4, F32) for _ in range(3))
+    f = tr.jit(lambda a, b, c: a * b + c, backend="cpu")
+    exe = f.lower(x, y, z).compile().executable
+    jax = try_import_jax()
+    rows = [("tracer cpu (jit call)", lambda: f(x, y, z)),
+            ("tracer cpu (executable)", lambda: exe(x, y, z)[0]),
+            ("numpy", lambda: x * y + z)]
+    rows += _jax_rows(jax, lambda a, b, c: a * b + c, x, y, z)
+    _run("dispatch, 3 tiny float32[4]", rows, "numpy")
+
+
+def loop(steps: int = 1000) -> None:
+    def body(i: Any, c: Any) -> Any:
+        return c * 0.999 + tnp.sin(c)
+    f = tr.jit(lambda c: ops.fori_loop(0, steps, body, c), backend="cpu")
+    c = np.ones(16, F32)
+
+    def numpy_loop() -> np.ndarray:
+        v = c
+        for _ in range(steps):
+            v = v * F32(0.999) + np.sin(v)
+        return v
+    _run(f"fori_loop of {steps} steps, float32[16]", [("tracer cpu", lambda: f(c)),
+                                                     ("numpy", numpy_loop)], "tracer cpu")
+
+
+_CHILD = textwrap.dedent("""
+    import sys, time
+    sys.path.insert(0, {repo!r})
+    import numpy as np
+    import tracer.numpy as tnp
+    from tracer.backend.numba_cpu import NumbaCpuBackend
+    from tracer.core import ShapedArray
+    from tracer.tracing import trace_flat
+    import numba  # numba's own start-up is not ours to count
+    x = ShapedArray((1 << 10,), np.float32)
+    def chain(x):
+        for i in range(50):
+            x = tnp.sin(x) * 1.0001 if i % 2 else x + 0.5
+        return [x]
+    def gelu(x):
+        return [0.5 * x * (1.0 + tnp.tanh(0.7978845608 * (x + 0.044715 * x * x * x)))]
+    for fn in (gelu, chain):
+        graph, _ = trace_flat(fn, [x])
+        t0 = time.perf_counter()
+        NumbaCpuBackend().compile(graph)
+        print(fn.__name__, time.perf_counter() - t0)
+""")
+
+
+def compile_times() -> None:
+    with tempfile.TemporaryDirectory() as cache:
+        env = dict(os.environ, TRACER_CACHE_DIR=cache)
+        for label in ("cold compile (empty cache)", "warm start (new process, disk cache)"):
+            out = subprocess.run([sys.executable, "-c", _CHILD.format(repo=REPO)], env=env,
+                                 capture_output=True, text=True, check=True).stdout
+            times = {name: float(t) for name, t in (line.split() for line in out.splitlines())}
+            rows = [("GELU", times["gelu"]), ("100-op element-wise chain", times["chain"])]
+            RESULTS[label] = dict(rows)
+            report(label, rows, "GELU")
+
+
+WORKLOADS = {"gelu": gelu, "softmax": softmax, "matmul": matmul, "mlp": mlp,
+             "dispatch": dispatch, "loop": loop, "compile": compile_times}
+
+
+def main(selected: list[str]) -> None:
+    for name, run in WORKLOADS.items():
+        if not selected or any(s in name for s in selected):
+            run()
+    print(json.dumps(RESULTS))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

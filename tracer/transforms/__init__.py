@@ -1,0 +1,17 @@
+"""Transformations as Graph -> Graph rewrites: forward mode (`jvp_graph`), partial
+evaluation, transposition, reverse mode (`vjp_graph`), batching (`vmap_graph`), and
+the user-facing wrappers built on them."""
+
+from . import control_rules, while_rules  # noqa: F401  (attach the control-flow AD rules)
+from ..ops.ad_ops import stop_gradient
+from .api_ad import grad, hessian, jacfwd, jacrev, jvp, linearize, value_and_grad, vjp
+from .api_vmap import vmap
+from .checkpoint import checkpoint, lower_ad_ops
+from .custom import custom_jvp, custom_vjp
+from .jvp import jvp_graph
+from .transpose import transpose_graph
+from .vjp import linearize_graph, vjp_graph
+
+__all__ = ["checkpoint", "custom_jvp", "custom_vjp", "grad", "hessian", "jacfwd", "jacrev",
+           "jvp", "jvp_graph", "linearize", "linearize_graph", "lower_ad_ops", "stop_gradient",
+           "transpose_graph", "value_and_grad", "vjp", "vjp_graph", "vmap"]

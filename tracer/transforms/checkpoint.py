@@ -1,0 +1,149 @@
+"""`checkpoint` (remat): reverse mode stores a function's inputs only and recomputes
+its intermediates in the backward pass; and `lower_ad_ops`, which inlines the AD-only
+ops (`tracer.ops.ad_ops`) before a graph is compiled.
+
+Rules of the `checkpoint` op:
+- JVP: a checkpoint of the JVP sub-graph;
+- partial evaluation: the forward graph gets a checkpoint of the primal part only
+  (no residuals); the linear graph gets the whole JVP checkpoint, its primal
+  inputs as residuals;
+- transpose: a `call` of the sub-graph's transpose, whose forward half recomputes
+  the primal values from those inputs. Being a call keeps passes (CSE) from
+  merging the recomputation back into the forward pass.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, Sequence
+
+from ..core import Eqn, Graph, Var, subgraphs
+from ..ops.ad import UndefinedPrimal, aval_of_value, instantiate
+from ..ops.ad_ops import checkpoint_p
+from ..ops.control import call_p
+from ..tracing import bind, current_builder, trace_flat
+from ..tree_util import tree_flatten, tree_unflatten
+from .control_rules import _fill, _nonzero
+from .jvp import jvp_graph
+from .partial_eval import PE_RULES, partial_eval_graph
+from .transpose import transpose_graph
+from .util import merge, new_eqn, pick, read, select_outputs, trace_closed
+
+__all__ = ["checkpoint", "lower_ad_ops"]
+
+
+def checkpoint(fun: Callable[..., Any], *, static_argnums: int | Sequence[int] = ()
+               ) -> Callable[..., Any]:
+    """`fun`, but reverse-mode differentiation saves only its (array) arguments and
+    recomputes everything else it computes during the backward pass.
+
+    >>> grad(checkpoint(lambda x: ops.sin(ops.sin(x))))(1.0)  # stores x only
+    """
+    statics = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+
+    @functools.wraps(fun)
+    def remat(*args: Any) -> Any:
+        if current_builder() is None:  # concrete values: nothing to differentiate
+            return fun(*args)
+        dyn = [a for i, a in enumerate(args) if i not in statics]
+        leaves, tree = tree_flatten(tuple(dyn))
+        out_trees: list[Any] = []
+
+        def flat(*xs: Any) -> list[Any]:
+            it = iter(tree_unflatten(tree, xs))
+            full = [a if i in statics else next(it) for i, a in enumerate(args)]
+            out, out_tree = tree_flatten(fun(*full))
+            out_trees.append(out_tree)
+            return out
+
+        graph, consts = trace_flat(flat, [aval_of_value(x) for x in leaves],
+                                   f"checkpoint_{getattr(fun, '__name__', 'fun')}")
+        outs = checkpoint_p.bind(*leaves, *consts, to_apply=graph)
+        return tree_unflatten(out_trees[0], outs)
+
+    return remat
+
+
+# ----------------------------------------------------------------------------- rules
+def checkpoint_jvp(primals: Sequence[Any], tangents: Sequence[Any], *,
+                   to_apply: Graph) -> tuple[list, list]:
+    nz = _nonzero(tangents)
+    graph, out_nz = jvp_graph(to_apply, nz)
+    outs = checkpoint_p.bind(*primals, *pick(tangents, nz), to_apply=graph)
+    n = len(to_apply.outputs)
+    return outs[:n], _fill(outs[n:], out_nz, to_apply.out_avals)
+
+
+def checkpoint_partial_eval(eqn: Eqn, in_unk: list[bool]
+                            ) -> tuple[list[Eqn], list[Eqn], list[bool]]:
+    pe = partial_eval_graph(eqn.params["to_apply"], in_unk)
+    out_unk = pe.out_unknowns
+    n_known = out_unk.count(False)
+    known = []
+    if n_known:
+        primal = select_outputs(pe.known, [True] * n_known + [False] * pe.num_res)
+        known = [new_eqn(checkpoint_p, pick(eqn.inputs, in_unk, False), {"to_apply": primal},
+                         pick(eqn.outputs, out_unk, False), eqn.source)]
+    outs = tuple(v if u else Var(v.aval) for v, u in zip(eqn.outputs, out_unk, strict=True))
+    return known, [Eqn(eqn.op, eqn.inputs, eqn.params, outs, eqn.source)], out_unk
+
+
+def checkpoint_transpose(cts: list[Any], *args: Any, to_apply: Graph) -> list[Any]:
+    lin = tuple(isinstance(a, UndefinedPrimal) for a in args)
+    outs = call_p.bind(*pick(args, lin, False), *map(instantiate, cts),
+                       to_apply=transpose_graph(to_apply, lin))
+    return merge(lin, outs, [None] * lin.count(False))
+
+
+checkpoint_p.jvp, checkpoint_p.transpose = checkpoint_jvp, checkpoint_transpose
+PE_RULES[checkpoint_p] = checkpoint_partial_eval
+
+
+# -------------------------------------------------------------------------- lowering
+_INLINED = {"checkpoint": "to_apply", "custom_jvp_call": "call", "custom_vjp_call": "call"}
+
+
+def lower_ad_ops(graph: Graph) -> Graph:
+    """`graph` with `stop_gradient` dropped and checkpoint / custom_jvp / custom_vjp
+    calls replaced by the ops of their primal sub-graph (sub-graphs too): what a
+    backend compiles once no transformation is left to see them."""
+    if not _has_ad_ops(graph):
+        return graph
+    return _lower(graph)
+
+
+@functools.lru_cache(maxsize=256)
+def _lower(graph: Graph) -> Graph:
+    return trace_closed(lambda *xs: _eval_lowered(graph, xs), graph.in_avals, graph.name)
+
+
+def _has_ad_ops(graph: Graph) -> bool:
+    return any(e.op.name in _INLINED or e.op.name == "stop_gradient"
+               or any(_has_ad_ops(g) for g in subgraphs(e.params)) for e in graph.eqns)
+
+
+def _eval_lowered(graph: Graph, args: Sequence[Any]) -> list[Any]:
+    env: dict[int, Any] = {id(v): x for v, x in zip(graph.inputs, args, strict=True)}
+    for eqn in graph.eqns:
+        ins = [read(env, a) for a in eqn.inputs]
+        name = eqn.op.name
+        if name == "stop_gradient":
+            outs = ins
+        elif name in _INLINED:
+            sub = eqn.params[_INLINED[name]]
+            outs = _eval_lowered(sub, ins[:len(sub.inputs)])
+        else:
+            params = {k: _lower_param(v) for k, v in eqn.params.items()}
+            outs = bind(eqn.op, ins, params, eqn.source)
+            outs = outs if eqn.op.multiple_results else [outs]
+        for v, x in zip(eqn.outputs, outs, strict=True):
+            env[id(v)] = x
+    return [read(env, a) for a in graph.outputs]
+
+
+def _lower_param(value: Any) -> Any:
+    if isinstance(value, Graph):
+        return lower_ad_ops(value)
+    if isinstance(value, tuple) and any(isinstance(v, Graph) for v in value):
+        return tuple(lower_ad_ops(v) if isinstance(v, Graph) else v for v in value)
+    return value

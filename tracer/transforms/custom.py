@@ -1,0 +1,221 @@
+"""`custom_jvp` and `custom_vjp`: functions with user-defined derivatives (JAX's
+decorators and calling conventions).
+
+    @custom_jvp                         @custom_vjp
+    def f(x): ...                       def g(x): ...
+    @f.defjvp                           def g_fwd(x): return g(x), residuals
+    def f_jvp(primals, tangents):       def g_bwd(residuals, ct): return (ct_x,)
+        return f(x), tangent_out        g.defvjp(g_fwd, g_bwd)
+
+Under a trace, a call traces the function *and* its rules into sub-graphs at once,
+so everything they close over is captured as an operand and the eqn
+(`custom_jvp_call` / `custom_vjp_call`, see `tracer.ops.ad_ops`) is closed. Outside
+any trace the function just runs. `nondiff_argnums` arguments are passed as Python
+values: first to `jvp` and `bwd`, in place to `fwd`.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from typing import Any, Callable, Sequence
+
+from .. import dtypes
+from ..core import Graph, ShapedArray
+from ..errors import TracerTypeError
+from ..ops import convert_element_type
+from ..ops.ad import aval_of_value, zeros_like_aval
+from ..ops.ad_ops import custom_jvp_call_p, custom_vjp_call_p
+from ..tracing import Tracer, current_builder, trace_flat
+from ..tree_util import PyTreeDef, tree_flatten, tree_unflatten
+from .util import tangent_aval
+
+__all__ = ["custom_jvp", "custom_vjp"]
+
+
+class _Custom:
+    """What both decorators share: argument handling and tracing."""
+
+    def __init__(self, fun: Callable[..., Any], nondiff_argnums: Sequence[int] = ()):
+        if not callable(fun):
+            raise TracerTypeError(f"{type(self).__name__}: expected a function, got "
+                                  f"{type(fun).__name__}")
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.nondiff_argnums = tuple(sorted(nondiff_argnums))
+        self.name = getattr(fun, "__name__", "fun")
+
+    def _args(self, args: tuple, kwargs: dict) -> tuple[list[Any], list[Any]]:
+        """(nondiff args, diff args), keyword arguments resolved to positions."""
+        if kwargs:
+            try:
+                args = inspect.signature(self.fun).bind(*args, **kwargs).args
+            except TypeError as e:
+                raise TracerTypeError(f"{type(self).__name__} {self.name}: {e}") from None
+        nondiff = [a for i, a in enumerate(args) if i in self.nondiff_argnums]
+        diff = [a for i, a in enumerate(args) if i not in self.nondiff_argnums]
+        return nondiff, diff
+
+    def _full(self, nondiff: Sequence[Any], diff: Sequence[Any]) -> list[Any]:
+        nd, d = iter(nondiff), iter(diff)
+        return [next(nd) if i in self.nondiff_argnums else next(d)
+                for i in range(len(nondiff) + len(diff))]
+
+    def _trace(self, fun: Callable[..., list[Any]], avals: Sequence[ShapedArray],
+               what: str) -> tuple[Graph, list[Tracer]]:
+        return trace_flat(fun, avals, f"{self.name}_{what}")
+
+    def _error(self, msg: str) -> TracerTypeError:
+        return TracerTypeError(f"{type(self).__name__} {self.name}: {msg}")
+
+    def _conform(self, x: Any, aval: ShapedArray, what: str) -> Any:
+        """`x` as a value of `aval`: a weak scalar is cast; anything else must match."""
+        got = aval_of_value(x)
+        if got.shape != aval.shape:
+            raise self._error(f"{what} has shape {got}, expected {aval}")
+        if got.dtype != aval.dtype:
+            if not (dtypes.is_python_scalar(x) or isinstance(x, Tracer) and x.weak_type):
+                raise self._error(f"{what} has dtype {got}, expected {aval}")
+            return convert_element_type(x, aval.dtype)
+        return x
+
+    def _flat(self, tree: Any, expected: PyTreeDef, avals: Sequence[ShapedArray],
+              what: str) -> list[Any]:
+        leaves, got = tree_flatten(tree)
+        if got != expected:
+            raise self._error(f"{what} has structure {got}, expected {expected}")
+        return [self._conform(x, a, f"{what} leaf {i}")
+                for i, (x, a) in enumerate(zip(leaves, avals, strict=True))]
+
+
+class custom_jvp(_Custom):
+    """A function with a user-defined JVP: `f.defjvp(jvp)` with
+    `jvp(primals, tangents) -> (primal_out, tangent_out)` (tuples of the arguments;
+    the tangent output must be linear in the tangents)."""
+
+    def __init__(self, fun: Callable[..., Any], nondiff_argnums: Sequence[int] = ()):
+        super().__init__(fun, nondiff_argnums)
+        self.jvp: Callable[..., Any] | None = None
+
+    def defjvp(self, jvp: Callable[..., Any]) -> Callable[..., Any]:
+        self.jvp = jvp
+        return jvp
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self.jvp is None:
+            raise self._error("no JVP rule: define one with @f.defjvp")
+        nondiff, diff = self._args(args, kwargs)
+        if current_builder() is None:  # concrete values: nothing can differentiate them
+            return self.fun(*self._full(nondiff, diff))
+        leaves, tree = tree_flatten(tuple(diff))
+        avals = [aval_of_value(x) for x in leaves]
+        out_trees: list[Any] = []
+
+        def primal(*xs: Any) -> list[Any]:
+            out, out_tree = tree_flatten(self.fun(*self._full(nondiff, tree_unflatten(tree, xs))))
+            out_trees.append(out_tree)
+            return out
+
+        call, call_consts = self._trace(primal, avals, "call")
+        jvp, jvp_consts = self._trace(self._jvp_fun(nondiff, tree, len(leaves), out_trees[0],
+                                                    call.out_avals),
+                                      avals + [tangent_aval(a) for a in avals], "jvp")
+        outs = custom_jvp_call_p.bind(*leaves, *call_consts, *jvp_consts, call=call, jvp=jvp,
+                                      num_consts=(len(call_consts), len(jvp_consts)))
+        return tree_unflatten(out_trees[0], outs)
+
+    def _jvp_fun(self, nondiff: list[Any], tree: PyTreeDef, n: int, out_tree: PyTreeDef,
+                 out_avals: Sequence[ShapedArray]) -> Callable[..., list[Any]]:
+        def fun(*xs: Any) -> list[Any]:
+            primals, tangents = tree_unflatten(tree, xs[:n]), tree_unflatten(tree, xs[n:])
+            res = self.jvp(*nondiff, primals, tangents)
+            if not isinstance(res, (tuple, list)) or len(res) != 2:
+                raise self._error(f"the jvp rule must return (primal_out, tangent_out), got "
+                                  f"{type(res).__name__}")
+            outs = self._flat(res[0], out_tree, out_avals, "the jvp rule's primal output")
+            touts = self._flat(res[1], out_tree, [tangent_aval(a) for a in out_avals],
+                               "the jvp rule's tangent output")
+            return outs + touts
+
+        return fun
+
+
+class custom_vjp(_Custom):
+    """A function with a user-defined VJP: `f.defvjp(fwd, bwd)` with
+    `fwd(*args) -> (out, residuals)` and `bwd(residuals, ct) -> tuple` of one
+    cotangent per (differentiable) argument (None for a zero cotangent)."""
+
+    def __init__(self, fun: Callable[..., Any], nondiff_argnums: Sequence[int] = ()):
+        super().__init__(fun, nondiff_argnums)
+        self.fwd: Callable[..., Any] | None = None
+        self.bwd: Callable[..., Any] | None = None
+
+    def defvjp(self, fwd: Callable[..., Any], bwd: Callable[..., Any]) -> None:
+        self.fwd, self.bwd = fwd, bwd
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self.fwd is None or self.bwd is None:
+            raise self._error("no VJP rule: define one with f.defvjp(fwd, bwd)")
+        nondiff, diff = self._args(args, kwargs)
+        if current_builder() is None:
+            return self.fun(*self._full(nondiff, diff))
+        leaves, tree = tree_flatten(tuple(diff))
+        avals = [aval_of_value(x) for x in leaves]
+        trees: list[Any] = []
+
+        def primal(*xs: Any) -> list[Any]:
+            out, out_tree = tree_flatten(self.fun(*self._full(nondiff, tree_unflatten(tree, xs))))
+            trees.append(out_tree)
+            return out
+
+        call, call_consts = self._trace(primal, avals, "call")
+        out_tree = trees[0]
+        fwd, fwd_consts = self._trace(self._fwd_fun(nondiff, tree, out_tree, call.out_avals,
+                                                    trees), avals, "fwd")
+        res_tree = trees[1]
+        n_res = len(fwd.outputs) - len(call.outputs)
+        bwd_avals = list(fwd.out_avals[len(call.outputs):]) + [tangent_aval(a)
+                                                               for a in call.out_avals]
+        bwd, bwd_consts = self._trace(self._bwd_fun(nondiff, res_tree, n_res, out_tree, diff,
+                                                    avals), bwd_avals, "bwd")
+        outs = custom_vjp_call_p.bind(
+            *leaves, *call_consts, *fwd_consts, *bwd_consts, call=call, fwd=fwd, bwd=bwd,
+            num_consts=(len(call_consts), len(fwd_consts), len(bwd_consts)), num_res=n_res)
+        return tree_unflatten(out_tree, outs)
+
+    def _fwd_fun(self, nondiff: list[Any], tree: PyTreeDef, out_tree: PyTreeDef,
+                 out_avals: Sequence[ShapedArray], trees: list[Any]) -> Callable[..., list]:
+        def fun(*xs: Any) -> list[Any]:
+            res = self.fwd(*self._full(nondiff, tree_unflatten(tree, xs)))
+            if not isinstance(res, (tuple, list)) or len(res) != 2:
+                raise self._error(f"fwd must return (output, residuals), got "
+                                  f"{type(res).__name__}")
+            outs = self._flat(res[0], out_tree, out_avals, "fwd's output")
+            res_leaves, res_tree = tree_flatten(res[1])
+            trees.append(res_tree)
+            return outs + res_leaves
+
+        return fun
+
+    def _bwd_fun(self, nondiff: list[Any], res_tree: PyTreeDef, n_res: int,
+                 out_tree: PyTreeDef, diff: list[Any], avals: list[ShapedArray]
+                 ) -> Callable[..., list[Any]]:
+        def fun(*xs: Any) -> list[Any]:
+            cts = self.bwd(*nondiff, tree_unflatten(res_tree, xs[:n_res]),
+                           tree_unflatten(out_tree, xs[n_res:]))
+            if not isinstance(cts, (tuple, list)) or len(cts) != len(diff):
+                raise self._error(f"bwd must return a tuple of {len(diff)} cotangents (one per "
+                                  f"argument), got {type(cts).__name__}"
+                                  + (f" of length {len(cts)}" if isinstance(cts, (tuple, list))
+                                     else ""))
+            flat, it = [], iter(avals)
+            for i, (arg, ct) in enumerate(zip(diff, cts, strict=True)):
+                arg_leaves, arg_tree = tree_flatten(arg)
+                arg_avals = [tangent_aval(next(it)) for _ in arg_leaves]
+                if ct is None:
+                    flat += [zeros_like_aval(a) for a in arg_avals]
+                else:
+                    flat += self._flat(ct, arg_tree, arg_avals, f"bwd's cotangent {i}")
+            return flat
+
+        return fun
