@@ -195,7 +195,10 @@ _CHILD = textwrap.dedent("""
     from tracer.backend.numba_cpu import NumbaCpuBackend
     from tracer.core import ShapedArray
     from tracer.tracing import trace_flat
-    import numba  # numba's own start-up is not ours to count
+    import numba
+    t0 = time.perf_counter()
+    numba.njit(lambda: 0)()  # numba's own start-up (LLVM, target): not ours to count
+    print("numba", time.perf_counter() - t0)
     x = ShapedArray((1 << 10,), np.float32)
     def chain(x):
         for i in range(50):
@@ -203,11 +206,12 @@ _CHILD = textwrap.dedent("""
         return [x]
     def gelu(x):
         return [0.5 * x * (1.0 + tnp.tanh(0.7978845608 * (x + 0.044715 * x * x * x)))]
-    for fn in (gelu, chain):
-        graph, _ = trace_flat(fn, [x])
+    big = ShapedArray((1 << 24,), np.float32)  # large: a parallel (prange) kernel
+    for name, fn, aval in (("gelu", gelu, x), ("chain", chain, x), ("gelu_parallel", gelu, big)):
+        graph, _ = trace_flat(fn, [aval])
         t0 = time.perf_counter()
         NumbaCpuBackend().compile(graph)
-        print(fn.__name__, time.perf_counter() - t0)
+        print(name, time.perf_counter() - t0)
 """)
 
 
@@ -218,7 +222,9 @@ def compile_times() -> None:
             out = subprocess.run([sys.executable, "-c", _CHILD.format(repo=REPO)], env=env,
                                  capture_output=True, text=True, check=True).stdout
             times = {name: float(t) for name, t in (line.split() for line in out.splitlines())}
-            rows = [("GELU", times["gelu"]), ("100-op element-wise chain", times["chain"])]
+            rows = [("GELU", times["gelu"]), ("GELU, parallel kernel", times["gelu_parallel"]),
+                    ("100-op element-wise chain", times["chain"]),
+                    ("(numba start-up, not included)", times["numba"])]
             RESULTS[label] = dict(rows)
             report(label, rows, "GELU")
 

@@ -13,7 +13,7 @@ import importlib
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-FAMILIES = ("elementwise", "shape", "linalg", "reduce", "control", "indexing")
+FAMILIES = ("elementwise", "shape", "linalg", "reduce", "control", "indexing", "collectives")
 
 
 @dataclass

@@ -62,6 +62,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("explain_cache_misses", False,
             "Log (logger 'tracer.jit', level WARNING) why each jit cache miss happened: "
             "which argument's shape, dtype or static value changed.", _bool),
+    Setting("vmap_fallback", False,
+            "Let vmap run an op without a batching rule by looping over the batch and "
+            "stacking (slow; every op has a rule, so this only matters for new ops).", _bool),
     Setting("runtime_checks", False,
             "Typecheck the graph after every pass and check every reference result "
             "against its shape rule (slower; on in tests).", _bool),
@@ -91,10 +94,8 @@ class Config:
         return self._settings[name]
 
     def __getattr__(self, name: str) -> Any:  # only called for names that are not settings
-        if name.startswith("_"):
-            raise AttributeError(name)
-        self._setting(name)
-        raise AttributeError(name)
+        raise AttributeError(f"tracer.config has no setting {name!r}; settings: "
+                             f"{', '.join(self._settings)}")
 
     def __setattr__(self, name: str, value: Any) -> None:
         self.update(name, value)

@@ -143,7 +143,9 @@ class GraphBuilder:
     def to_atom(self, x: Any) -> Atom:
         if isinstance(x, Tracer):
             return self._lift(x)
-        if isinstance(x, (Var, Literal)):
+        if isinstance(x, Literal):
+            return x  # re-binding a graph's literal keeps its aval (weak type included)
+        if isinstance(x, Var):
             raise TracerTypeError(f"IR object {x!r} passed where an array was expected")
         return literal(x)
 
@@ -216,7 +218,8 @@ def _eager(op: Any, args: Sequence[Any], params: dict[str, Any]) -> Any:
     for a in args:
         if isinstance(a, Tracer):
             raise EscapedTracerError(escaped_message(a))
-    avals = [aval_of(a) for a in args]
+    avals = [a.aval if isinstance(a, Literal) else aval_of(a) for a in args]
+    args = [a.value if isinstance(a, Literal) else a for a in args]
     out_avals = checked_abstract_eval(op, avals, params, None)
     vals = [np.asarray(a, dtype=av.dtype) for a, av in zip(args, avals, strict=True)]
     outs = op.impl(*vals, **params)

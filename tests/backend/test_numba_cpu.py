@@ -16,6 +16,7 @@ import subprocess
 import sys
 import textwrap
 
+import numba
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -166,6 +167,41 @@ def _mixed(x, w, i):
     return tnp.tanh(centered.T)[::-1] * 2.0, top, ops.dynamic_slice(h, [i, i], [2, 2])
 
 
+def _layernorm(x, g):
+    mean = tnp.mean(x, axis=-1, keepdims=True)
+    var = tnp.mean((x - mean) ** 2, axis=-1, keepdims=True)
+    return (x - mean) / tnp.sqrt(var + 1e-5) * g
+
+
+def _logsumexp(x):
+    m = tnp.max(x, axis=1, keepdims=True)
+    return tnp.log(tnp.sum(tnp.exp(x - m), axis=1)) + m[:, 0]
+
+
+def _columns(x):  # reduces a leading dim: accumulates in memory
+    return tnp.sum(x * x, axis=0), tnp.argmax(x, axis=0), tnp.min(x[::-1], axis=(0, 1))
+
+
+def test_row_groups_and_parallel_kernels_match_the_interpreter():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(256, 160)).astype(np.float32)  # large enough for prange
+    x[3, 7] = np.nan
+    g = rng.normal(size=160).astype(np.float32)
+    sources = []
+    for fn, args in ((_softmax, [x]), (_logsumexp, [x]), (_layernorm, [x, g]),
+                     (_columns, [x.astype(np.float64)]), (_chain, [x, g])):
+        graph = _trace(fn, args)
+        exe = CPU.compile(graph)
+        sources.append(exe.source)
+        with np.errstate(all="ignore"):
+            want = run_graph(graph, _inputs(args))
+        for got, w in zip(exe(*_inputs(args)), want, strict=True):
+            _check(got, w, 2e-5, 1e-6, fn.__name__)
+    assert all("numba.prange" in s for k, s in enumerate(sources) if k != 3)
+    assert "for chunk in numba.prange" in sources[0]  # softmax's row buffer per chunk
+    assert sources[1].count("for i0 in") == 1  # logsumexp: one pass over the rows
+
+
 def test_fused_and_unfused_agree():
     args = [np.random.rand(6, 4).astype(np.float32), np.random.rand(4, 5).astype(np.float32),
             np.int32(3)]
@@ -207,12 +243,15 @@ _CHILD = textwrap.dedent("""
     from tracer.backend.numba_cpu import NumbaCpuBackend
     from tracer.core import ShapedArray
     from tracer.tracing import trace_flat
-    graph, _ = trace_flat(lambda x: [tnp.tanh(x * 2.0) + tnp.sum(x, axis=1, keepdims=True)],
-                          [ShapedArray((3, 4), np.float64)])
+    def fn(x):  # big enough for a parallel kernel, which must be cacheable too
+        e = tnp.exp(x - tnp.max(x, axis=1, keepdims=True))
+        return [e / tnp.sum(e, axis=1, keepdims=True)]
+    graph, _ = trace_flat(fn, [ShapedArray((300, 200), np.float64)])
     t0 = time.perf_counter()
     exe = NumbaCpuBackend().compile(graph)
-    x = np.arange(12.0).reshape(3, 4)
-    ok = bool(np.allclose(exe(x)[0], np.tanh(x * 2) + x.sum(1, keepdims=True)))
+    x = np.arange(60000.0).reshape(300, 200) / 1e4
+    e = np.exp(x - x.max(1, keepdims=True))
+    ok = bool(np.allclose(exe(x)[0], e / e.sum(1, keepdims=True)))
     print(json.dumps(dict(compiles=STATS.compiles, disk_hits=STATS.disk_hits, ok=ok,
                           fresh=exe.fresh_compile, seconds=time.perf_counter() - t0)))
 """)
@@ -294,6 +333,45 @@ def test_special_float_values(dtype):
             outs.append(getattr(ops, name)(x, y))
         return outs + [ops.convert_element_type(x, t) for t in (np.int8, np.uint32, np.int64)]
     _compare(fn, [x, y], rtol=1e-6)
+
+
+def _ulps(got, want):
+    """Distance in units of the last place (NaN == NaN, -0.0 == 0.0)."""
+    bits = np.int32 if got.dtype == np.float32 else np.int64
+    def key(a):
+        b = a.view(bits).astype(np.int64)
+        return np.where(b < 0, -(b & np.iinfo(bits).max), b)
+    d = np.abs(key(got) - key(want))
+    return np.where(np.isnan(got) & np.isnan(want), 0, d)
+
+
+def _map(fn):
+    @numba.njit
+    def kernel(a, out):
+        for i in range(a.shape[0]):
+            out[i] = fn(a[i])
+    return kernel
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=str)
+def test_vectorizable_transcendentals_are_a_few_ulp_over_the_whole_range(dtype):
+    from tracer.backend import cpu_fastmath
+    bits = {np.float32: np.uint32, np.float64: np.uint64}[dtype]
+    rng = np.random.default_rng(7)
+    x = np.concatenate([
+        rng.integers(0, np.iinfo(bits).max, 1 << 16, dtype=bits, endpoint=True).view(dtype),
+        rng.normal(size=1 << 14).astype(dtype) * 4, np.array(SPECIAL, dtype),
+        np.array([np.finfo(dtype).smallest_subnormal, np.finfo(dtype).tiny, -0.625, 9.5,
+                  -745.2, 88.73, -87.5], dtype)])
+    suffix = "f32" if dtype == np.float32 else "f64"
+    for name, reference, limit in (("exp", np.exp, 2), ("log", np.log, 2),
+                                   ("tanh", np.tanh, 6 if dtype == np.float32 else 2)):
+        out = np.empty_like(x)
+        _map(getattr(cpu_fastmath, f"{name}_{suffix}"))(x, out)
+        with np.errstate(all="ignore"):
+            want = reference(x.astype(np.float64)).astype(dtype)
+        worst = _ulps(out, want)
+        assert worst.max() <= limit, (name, x[np.argmax(worst)], worst.max())
 
 
 def test_integer_wraparound_and_division_rules():

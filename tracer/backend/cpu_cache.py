@@ -16,6 +16,7 @@ deleted and the function is compiled again. Neither ever crashes a call.
 
 from __future__ import annotations
 
+import functools
 import glob
 import hashlib
 import os
@@ -58,6 +59,7 @@ class Entry:
 _MODULES: dict[str, Entry] = {}
 
 
+@functools.cache
 def _versions() -> str:
     from .._version import __version__ as tracer_version
     helpers = hashlib.sha256()
@@ -150,7 +152,8 @@ def _import(name: str, path: str, text: str) -> types.ModuleType:
 def _compile(entry: Entry, dispatcher: Any, sig: tuple) -> tuple[Any, bool]:
     try:
         dispatcher.compile(sig)
-    except (numba.core.errors.TypingError, numba.core.errors.LoweringError):
+    except (numba.core.errors.TypingError, numba.core.errors.LoweringError) as e:
+        e.add_note(f"(a tracer bug: numba rejected the generated module {entry.path})")
         raise
     except Exception:  # noqa: BLE001 - a corrupt on-disk cache entry: drop it, compile again
         _purge_numba_cache(entry.path)

@@ -8,8 +8,8 @@ keyed by structure: ops, dtypes, ranks, broadcast pattern. Rank-0 values are
 scalar variables, not arrays.
 
 `GraphEmitter` writes one graph's code (the top level, or a loop / branch body
-nested in it) step by step from the fusion plan: loop nests (`cpu_loops`) and
-ops with their own emitter (`cpu_emit_ops`).
+nested in it) step by step from the fusion plan: loop nests (`cpu_nests`,
+bodies from `cpu_loops`) and ops with their own emitter (`cpu_emit_ops`).
 """
 
 from __future__ import annotations
@@ -29,6 +29,9 @@ from .cpu_scalar import DTYPE_ALIASES, F16, literal, storage_dtype
 from .source import Namer, SourceWriter
 
 PARALLEL_MIN_ELEMENTS = 1 << 15  # below this, threads cost more than they save
+# numba options of every generated function: machine code cached on disk, IEEE division
+# (x / 0 is inf, not an exception), and the GIL released while it runs.
+NJIT_OPTIONS = 'cache=True, error_model="numpy", nogil=True'
 
 
 @dataclass(frozen=True)
@@ -69,14 +72,12 @@ class Module:
     params: list[Param]
     outputs: list[tuple[str, Any]]   # ("input", k) | ("literal", array) | ("param", k)
     dims: list[int]
-    compiles_parallel: bool
 
 
 class ModuleBuilder:
     """Module-wide state: names, helper imports, sizes, kernels, host parameters."""
 
-    def __init__(self, graph: Graph, parallel_ok: bool, fuse: bool = True):
-        self.graph = graph
+    def __init__(self, parallel_ok: bool, fuse: bool = True):
         self.parallel_ok = parallel_ok
         self.fuse = fuse
         self.namer = Namer(reserved=["np", "numba", "math", "dims", *DTYPE_ALIASES.values()])
@@ -85,7 +86,6 @@ class ModuleBuilder:
         self.size_names: dict[tuple, str] = {}
         self.kernels: list[SourceWriter] = []
         self.params: list[Param] = []
-        self.uses_parallel = False
 
     def use(self, helper: str) -> str:
         self.helpers.add(helper)
@@ -105,6 +105,9 @@ class ModuleBuilder:
         name = self.namer.fresh(hint, numbered=False)
         self.params.append(Param(name, kind, **fields))
         return name
+
+    def param_index(self, name: str) -> int:
+        return next(k for k, p in enumerate(self.params) if p.name == name)
 
 
 class GraphEmitter:
@@ -173,17 +176,17 @@ class GraphEmitter:
     def emit_graph(self, graph: Graph, in_refs: Sequence[Ref]) -> list[Ref]:
         for v, r in zip(graph.inputs, in_refs, strict=True):
             self.bind(v, r)
+        from .cpu_nests import emit_loops  # (these modules build on this one)
         plan = plan_graph(graph, self.mod.fuse)
         for step in plan.steps:
             if isinstance(step, OpStep):
                 self.emit_op(step)
             else:
-                from .cpu_nests import emit_loops
                 emit_loops(self, plan, step)
         return [self.ref(a) for a in graph.outputs]
 
     def emit_op(self, step: OpStep) -> None:
-        from .cpu_emit_ops import OP_EMITTERS
+        from .cpu_emit_ops import OP_EMITTERS  # (built on this module)
         eqn = step.eqn
         emitter = OP_EMITTERS.get(eqn.op.name)
         if emitter is None:
@@ -236,29 +239,31 @@ def store_value(expr: str, dtype: np.dtype, helpers: ModuleBuilder) -> str:
 # ------------------------------------------------------------------ the module
 
 def generate(graph: Graph, name: str, parallel_ok: bool, fuse: bool = True) -> Module:
-    mod = ModuleBuilder(graph, parallel_ok, fuse)
+    """The module for `graph`, its host function called `name`."""
+    mod = ModuleBuilder(parallel_ok, fuse)
     body = SourceWriter()
     top = GraphEmitter(mod, body, top=True)
     top.outputs = [id(a) for a in graph.outputs]
-    in_refs = [_host_input(mod, body, v, k) for k, v in enumerate(graph.inputs)]
-    refs = top.emit_graph(graph, in_refs)
-    outputs = _finish_outputs(top, graph, in_refs, refs)
+    refs = top.emit_graph(graph, [_host_input(mod, body, v, k)
+                                  for k, v in enumerate(graph.inputs)])
+    outputs = _finish_outputs(top, graph, refs)
     host = _host_function(mod, name, body)
-    return Module(_module_text(mod, graph, name, host), mod.params, outputs, mod.sizes,
-                  mod.uses_parallel)
+    return Module(_module_text(mod, graph, host), mod.params, outputs, mod.sizes)
 
 
 def _host_input(mod: ModuleBuilder, w: SourceWriter, var: Var, k: int) -> Ref:
+    """Input k: an array parameter; a rank-0 one is read into a scalar right away."""
     name = mod.param(f"arg{k}", "input", index=k, value=var.aval)
     if var.aval.ndim:
         return Ref(name, var.aval)
     scalar = mod.namer.fresh(f"arg{k}_value", numbered=False)
-    w.line(f"{scalar} = {load(Ref(name, ShapedArray((1,), var.aval.dtype)), ['()'], mod)}")
+    value = f"{name}[()]"
+    w.line(f"{scalar} = {mod.use('f16_to_f32')}({value})" if var.aval.dtype == F16
+           else f"{scalar} = {value}")
     return Ref(scalar, var.aval)
 
 
-def _finish_outputs(top: GraphEmitter, graph: Graph, in_refs: list[Ref],
-                    refs: list[Ref]) -> list[tuple[str, Any]]:
+def _finish_outputs(top: GraphEmitter, graph: Graph, refs: list[Ref]) -> list[tuple[str, Any]]:
     """Copy results that are not already in their output buffer; say where each is."""
     outputs: list[tuple[str, Any]] = []
     input_ids = {id(v): k for k, v in enumerate(graph.inputs)}
@@ -270,16 +275,17 @@ def _finish_outputs(top: GraphEmitter, graph: Graph, in_refs: list[Ref],
             outputs.append(("input", input_ids[id(atom)]))
             continue
         out = top.out_param(atom)
-        if ref.name != out:
-            target = f"{out}[()]" if ref.scalar else f"{out}[...]"
-            top.w.line(f"{target} = {store_value(ref.name, atom.aval.dtype, top.mod)}")
-        outputs.append(("param", [p.name for p in top.mod.params].index(out)))
+        if ref.scalar:
+            top.w.line(f"{out}[()] = {store_value(ref.name, atom.aval.dtype, top.mod)}")
+        elif ref.name != out:
+            top.w.line(f"{out}[...] = {ref.name}")
+        outputs.append(("param", top.mod.param_index(out)))
     return outputs
 
 
 def _host_function(mod: ModuleBuilder, name: str, body: SourceWriter) -> SourceWriter:
     w = SourceWriter()
-    w.line('@numba.njit(cache=True, error_model="numpy")')
+    w.line(f"@numba.njit({NJIT_OPTIONS})")
     args = ", ".join([p.name for p in mod.params] + ["dims"])
     with w.block(f"def {name}({args})"):
         for key, sym in mod.size_names.items():
@@ -295,7 +301,7 @@ def _helper_imports(helpers: set[str]) -> dict[str, list[str]]:
     return {k: v for k, v in (("cpu_fastmath", fast), ("cpu_mathlib", rest)) if v}
 
 
-def _module_text(mod: ModuleBuilder, graph: Graph, name: str, host: SourceWriter) -> str:
+def _module_text(mod: ModuleBuilder, graph: Graph, host: SourceWriter) -> str:
     w = SourceWriter()
     sig = ", ".join(map(spell, graph.in_avals))
     out = ", ".join(map(spell, graph.out_avals))

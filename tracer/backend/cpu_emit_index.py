@@ -100,7 +100,8 @@ def _gather(ge: GraphEmitter, eqn: Eqn) -> None:
             out_index[d] = o[j]
 
         def copy() -> None:
-            value = operand.name if operand.scalar else f"{operand.name}[{', '.join(src)}]"
+            value = (store_value(operand.name, out.aval.dtype, ge.mod) if operand.scalar
+                     else f"{operand.name}[{', '.join(src)}]")  # raw: float16 bits as they are
             if target is None:
                 ge.w.line(f"{result} = {load(operand, src, ge.mod)}")
             else:

@@ -14,10 +14,10 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ..core import Eqn
+from ..core import Atom, Eqn, Graph, ShapedArray
+from ..errors import TracerValueError
 from .cpu_codegen import GraphEmitter, Ref, load, store_value
 from .cpu_emit_index import INDEX_EMITTERS
-from ..errors import TracerValueError
 from .cpu_scalar import alias, cast, literal
 
 OpEmitter = Callable[[GraphEmitter, Eqn], None]
@@ -77,8 +77,8 @@ def _conditional(ge: GraphEmitter, eqn: Eqn) -> None:
     _bind_all(ge, eqn, results)
 
 
-def _branch(ge: GraphEmitter, graph: object, operands: list[Ref], results: list[Ref]) -> None:
-    outs = ge.sub_emitter().emit_graph(graph, operands)  # type: ignore[arg-type]
+def _branch(ge: GraphEmitter, graph: Graph, operands: list[Ref], results: list[Ref]) -> None:
+    outs = ge.sub_emitter().emit_graph(graph, operands)
     if results:
         ge.w.line(f"{_names(results)} = {_names(outs)}")
 
@@ -98,16 +98,18 @@ def _scan(ge: GraphEmitter, eqn: Eqn) -> None:
                   for k, x in enumerate(xs)]
         outs = ge.sub_emitter().emit_graph(p["body"], consts + carry + slices)
         for y, out in zip(ys, outs[ncarry:], strict=True):  # before the carry moves on
-            ge.w.line(f"{y.name}[{i}] = {store_value(out.name, y.aval.dtype, ge.mod)}")
+            value = store_value(out.name, y.aval.dtype, ge.mod) if out.scalar else out.name
+            ge.w.line(f"{y.name}[{i}] = {value}")
         if carry:
             ge.w.line(f"{_names(carry)} = {_names(outs[:ncarry])}")
     _bind_all(ge, eqn, carry + ys)
 
 
-def _slice_of(ge: GraphEmitter, x: Ref, i: str, aval: object) -> Ref:
+def _slice_of(ge: GraphEmitter, x: Ref, i: str, aval: ShapedArray) -> Ref:
+    """Slice i of a scanned array: a scalar for a vector, else a view of its row."""
     name = ge.fresh(f"{x.name}_row")
     ge.w.line(f"{name} = {load(x, [i], ge.mod)}" if x.aval.ndim == 1 else f"{name} = {x.name}[{i}]")
-    return Ref(name, aval)  # type: ignore[arg-type]
+    return Ref(name, aval)
 
 
 def _call(ge: GraphEmitter, eqn: Eqn) -> None:
@@ -127,8 +129,8 @@ def _dot_general(ge: GraphEmitter, eqn: Eqn) -> None:
     (_dot_blas if blas else _dot_loops)(ge, eqn)
 
 
-def _product(ge: GraphEmitter, atom: object, dims: Sequence[int]) -> str:
-    return " * ".join(ge.dim(atom, d) for d in dims) or "1"  # type: ignore[arg-type]
+def _product(ge: GraphEmitter, atom: Atom, dims: Sequence[int]) -> str:
+    return " * ".join(ge.dim(atom, d) for d in dims) or "1"
 
 
 def _dot_blas(ge: GraphEmitter, eqn: Eqn) -> None:
@@ -154,9 +156,12 @@ def _dot_blas(ge: GraphEmitter, eqn: Eqn) -> None:
         ge.w.line(f"{target} = np.empty((1, 1), np.{out.aval.dtype.name})")
     o = ge.fresh("out3")
     ge.w.line(f"{o} = {target}.reshape(({batch}, {m}, {n}))")
-    b_ = ge.fresh("b")
-    with ge.w.block(f"for {b_} in range({batch})"):
-        ge.w.line(f"np.dot({a[0]}[{b_}]{a[1]}, {b[0]}[{b_}]{b[1]}, {o}[{b_}])")
+    if not lb:
+        ge.w.line(f"np.dot({a[0]}[0]{a[1]}, {b[0]}[0]{b[1]}, {o}[0])")
+    else:
+        i = ge.fresh("batch")
+        with ge.w.block(f"for {i} in range({batch})"):
+            ge.w.line(f"np.dot({a[0]}[{i}]{a[1]}, {b[0]}[{i}]{b[1]}, {o}[{i}])")
     if not out.aval.ndim:
         ge.bind(out, Ref(f"{target}[0, 0]", out.aval))
 

@@ -18,10 +18,12 @@ import math
 from dataclasses import dataclass
 from typing import Callable, Union
 
+import numba
 import numpy as np
 
 from ..core import Atom, Eqn, Var
-from .cpu_codegen import PARALLEL_MIN_ELEMENTS, GraphEmitter, Ref, load, store_value
+from .cpu_codegen import (NJIT_OPTIONS, PARALLEL_MIN_ELEMENTS, GraphEmitter, Ref, load,
+                          store_value)
 from .cpu_fusion import LoopNest, Plan, RowGroup, monoid
 from .cpu_loops import Index, LoopBody
 from .cpu_scalar import alias, literal, storage_dtype
@@ -44,27 +46,30 @@ class Accumulator:
 
 def emit_loops(ge: GraphEmitter, plan: Plan, step: LoopNest | RowGroup) -> None:
     group = step if isinstance(step, RowGroup) else RowGroup(0, [step])
+    if not group.nests[0].shape:  # scalar code: each statement has its own source comment
+        _emit_scalars(ge, plan, group.nests[0])
+        return
     for nest in group.nests:
         names = ", ".join(dict.fromkeys(e.op.hlo_name for e in nest.eqns))
         ge.w.comment(f"loop nest over {_shape_text(nest)}: {names}")
-    if not group.nests[0].shape:
-        _emit_scalars(ge, plan, group.nests[0])
-        return
     parallel = _parallel(ge, group.nests[0])
     w = SourceWriter() if parallel else ge.w
     free: dict[str, None] = {}
     local: set[str] = set()
     bodies = [LoopBody(ge, plan, w, {id(v) for v in n.stores}, free, local)
               for n in group.nests]
-    row = "tid" if parallel else "0"  # which row of a scratch buffer this thread uses
-    outs = [_allocate(b, n, group, row) for b, n in zip(bodies, group.nests, strict=True)]
+    # A row buffer per worker: the parallel loop runs over `threads` chunks of rows.
+    threads = ge.mod.size(("threads",), numba.config.NUMBA_NUM_THREADS, "threads") \
+        if parallel else None
+    outs = [_allocate(b, n, group, threads) for b, n in zip(bodies, group.nests, strict=True)]
+    chunked = threads if any(r is not None and r.lead for o in outs for r in o.values()) \
+        else None
     if group.depth:
         def each() -> None:
-            if parallel and any(r is not None and r.lead for o in outs for r in o.values()):
-                w.line("tid = numba.get_thread_id()")
             for body, nest, out in zip(bodies, group.nests, outs, strict=True):
                 _nest(body, nest, out, group.depth, False)
-        _loops(bodies[0], _shape_atom(group.nests[0]), list(range(group.depth)), parallel, each)
+        _loops(bodies[0], _shape_atom(group.nests[0]), list(range(group.depth)), parallel, each,
+               chunked)
     else:
         _nest(bodies[0], group.nests[0], outs[0], 0, parallel)
     if parallel:
@@ -106,10 +111,10 @@ def _named(body: LoopBody, atom: Atom, index: Index) -> str:
 Outs = dict[int, Union[Ref, None]]  # id(var) -> where the nest writes it (None: a scalar)
 
 
-def _allocate(body: LoopBody, nest: LoopNest, group: RowGroup, row: str) -> Outs:
+def _allocate(body: LoopBody, nest: LoopNest, group: RowGroup, threads: str | None) -> Outs:
     """Where the nest's stored values and non-scalar reduce results go: arrays from
     the graph emitter, or (for a row group's own values) a scalar per outer iteration
-    or a row buffer per thread, allocated in front of the loops."""
+    or a row buffer per chunk of rows, allocated in front of the loops."""
     ge, outs = body.ge, {}
     for v in nest.stores + [v for e in nest.reduces for v in e.outputs if v.aval.ndim]:
         if id(v) not in group.scratch:
@@ -119,11 +124,10 @@ def _allocate(body: LoopBody, nest: LoopNest, group: RowGroup, row: str) -> Outs
             outs[id(v)] = None
         else:
             name = body.define(ge.fresh(f"{ge.hint(v)}_rows"))
-            threads = "numba.get_num_threads()" if row == "tid" else "1"
             sizes = [body.dim(v, d) for d in range(group.depth, v.aval.ndim)]
-            body.w.line(f"{name} = np.empty(({threads}, {', '.join(sizes)}), "
-                        f"np.{storage_dtype(v.aval.dtype).name})")
-            outs[id(v)] = Ref(name, v.aval, (row,), group.depth)
+            body.w.line(f"{name} = np.empty(({body.outer(threads) if threads else 1}, "
+                        f"{', '.join(sizes)}), np.{storage_dtype(v.aval.dtype).name})")
+            outs[id(v)] = Ref(name, v.aval, ("chunk" if threads else "0",), group.depth)
             ge.bind(v, outs[id(v)])
     return outs
 
@@ -158,13 +162,22 @@ def _nest(body: LoopBody, nest: LoopNest, outs: Outs, start: int,
 
 
 def _loops(body: LoopBody, shape_atom: Atom, dims: list[int], parallel: bool,
-           inside: Callable[[], None]) -> None:
-    """`for i<d> in range(n)` for each of `dims`, outermost first, around `inside()`."""
+           inside: Callable[[], None], chunks: str | None = None) -> None:
+    """`for i<d> in range(n)` for each of `dims`, outermost first, around `inside()`;
+    with `chunks`, the first loop runs as that many parallel chunks (`chunk` names one)."""
     if not dims:
         inside()
         return
+    size = body.dim(shape_atom, dims[0])
+    if chunks:
+        w = body.w
+        with w.block(f"for chunk in numba.prange({chunks})"):
+            with w.block(f"for i{dims[0]} in range(chunk * {size} // {chunks}, "
+                         f"(chunk + 1) * {size} // {chunks})"):
+                _loops(body, shape_atom, dims[1:], False, inside)
+        return
     loop = "numba.prange" if parallel else "range"
-    with body.w.block(f"for i{dims[0]} in {loop}({body.dim(shape_atom, dims[0])})"):
+    with body.w.block(f"for i{dims[0]} in {loop}({size})"):
         _loops(body, shape_atom, dims[1:], False, inside)
 
 
@@ -286,9 +299,8 @@ def _as_kernel(ge: GraphEmitter, free: dict[str, None], w: SourceWriter) -> None
     name = ge.mod.namer.fresh("parallel_nest")
     params = ", ".join(free)
     kernel = SourceWriter()
-    kernel.line('@numba.njit(cache=True, error_model="numpy", parallel=True)')
+    kernel.line(f"@numba.njit({NJIT_OPTIONS}, parallel=True)")
     with kernel.block(f"def {name}({params})"):
         kernel.embed(w)
     ge.mod.kernels.append(kernel)
-    ge.mod.uses_parallel = True
     ge.w.line(f"{name}({params})")

@@ -108,7 +108,7 @@ class Namer:
         name = base if not numbered and base not in self._used else ""
         while not name or name in self._used:
             count += 1
-            name = f"{base}_{count}"
+            name = f"{base}{'' if base.endswith('_') else '_'}{count}"
         self._counts[base] = count
         self._used.add(name)
         return name

@@ -5,6 +5,8 @@ the XLA names in snake_case, arrays positional, parameters keyword-able. Each
 function binds an `Op` record from `tracer.ops.registry.OPS`.
 """
 
+from .collectives import *  # noqa: F401,F403
+from .collectives import __all__ as _collectives
 from .control import *  # noqa: F401,F403
 from .control import __all__ as _control
 from .elementwise import *  # noqa: F401,F403
@@ -21,7 +23,8 @@ from .scatter import __all__ as _scatter
 from .shape import *  # noqa: F401,F403
 from .shape import __all__ as _shape
 
-__all__ = ["OPS", "Op", *_elementwise, *_shape, *_linalg, *_reduce, *_control, *_indexing, *_scatter]
+__all__ = ["OPS", "Op", *_elementwise, *_shape, *_linalg, *_reduce, *_control, *_indexing, *_scatter,
+           *_collectives]
 from . import elementwise_rules  # noqa: F401,E402
 from . import control_batch_rules  # noqa: F401,E402
 from . import shape_rules  # noqa: F401,E402

@@ -105,17 +105,25 @@ class Rule:
         return self.name
 
 
-def _batched_rule(frame: Any, fn: Callable[..., list[Any]], avals: Sequence[ShapedArray],
-                  cuts: Sequence[int], name: str) -> tuple[Rule, Graph]:
-    """`fn` (lists of `cuts` lengths in, a flat list out) traced per example, and the
-    Rule running it batched at axis 0 on every input and output."""
-    graph, captured = trace_flat(lambda *xs: fn(*_cut(list(xs), cuts)), avals, name)
-    if captured:
-        raise TracerTypeError(f"vmap: the custom rule {name} closes over a traced value of "
-                              f"an outer transformation; pass it as an argument instead")
-    batched = _batched(frame, graph)
-    return Rule(lambda *lists: eval_graph(batched, [x for part in lists for x in part]),
-                f"vmap({name})"), graph
+def _batched_rule(frame: Any, fn: Callable[..., list[Any]], name: str) -> Rule:
+    """`fn` (lists in, a flat list out) batched at axis 0 on every
+    input and output. Lazy like the rule itself: it is traced per example and
+    batched when called (eagerly, batching a rule that calls its own function
+    would recurse)."""
+    batch_graph = frame.batch_graph
+
+    def run(*lists: list[Any]) -> list[Any]:
+        flat = [x for part in lists for x in part]
+        cuts = [len(part) for part in lists[:-1]]
+        graph, captured = trace_flat(lambda *xs: fn(*_cut(list(xs), cuts)),
+                                     _example_avals(flat), name)
+        if captured:
+            raise TracerTypeError(f"vmap: the custom rule {name} closes over a traced value "
+                                  f"of an outer transformation; pass it as an argument")
+        batched = batch_graph(graph, [0] * len(flat), [True] * len(graph.outputs))[0]
+        return eval_graph(batched, flat)
+
+    return Rule(run, f"vmap({name})")
 
 
 def _cut(items: list[Any], sizes: Sequence[int]) -> list[list[Any]]:
@@ -123,7 +131,7 @@ def _cut(items: list[Any], sizes: Sequence[int]) -> list[list[Any]]:
     for n in sizes:
         out.append(items[start:start + n])
         start += n
-    return out + ([items[start:]] if start < len(items) else [])
+    return out + [items[start:]]
 
 
 def _batched(frame: Any, graph: Graph) -> Graph:
@@ -170,10 +178,8 @@ def _custom_jvp_batch(args: Sequence[Any], dims: Sequence[int | None], *, call: 
     """Every operand batched at 0, so the batched rule's tangents have the batched
     arguments' shapes."""
     frame, args = _to_front(args, dims)
-    n, m = len(args) - num_consts, len(call.outputs)
-    avals = _example_avals(args[:n])
-    rule, _ = _batched_rule(frame, lambda p, t: [x for part in jvp(p, t) for x in part],
-                            avals * 2, [n], str(jvp))
+    m = len(call.outputs)
+    rule = _batched_rule(frame, lambda p, t: [x for part in jvp(p, t) for x in part], str(jvp))
     batched = Rule(lambda p, t: _cut(rule(p, t), [m]), str(rule))
     outs = custom_jvp_call_p.bind(*args, call=_batched(frame, call), jvp=batched,
                                   num_consts=num_consts)
@@ -207,15 +213,10 @@ def _custom_vjp_jvp(primals: Sequence[Any], tangents: Sequence[Any], *, call: Gr
 def _custom_vjp_batch(args: Sequence[Any], dims: Sequence[int | None], *, call: Graph,
                       fwd: Rule, bwd: Rule, num_consts: int) -> tuple[list, list]:
     frame, args = _to_front(args, dims)
-    n, m = len(args) - num_consts, len(call.outputs)
-    avals = _example_avals(args[:n])
-    fwd_flat, fwd_graph = _batched_rule(frame, lambda a: [x for part in fwd(a) for x in part],
-                                        avals, [n], str(fwd))
-    res_avals = list(fwd_graph.out_avals[m:])
-    ct_avals = [ShapedArray(a.shape, a.dtype) for a in call.out_avals]
-    bwd_b, _ = _batched_rule(frame, bwd, res_avals + ct_avals, [len(res_avals)], str(bwd))
+    m = len(call.outputs)
+    fwd_flat = _batched_rule(frame, lambda a: [x for part in fwd(a) for x in part], str(fwd))
     fwd_b = Rule(lambda a: _cut(fwd_flat(a), [m]), str(fwd_flat))
-    outs = custom_vjp_call_p.bind(*args, call=_batched(frame, call), fwd=fwd_b, bwd=bwd_b,
+    outs = custom_vjp_call_p.bind(*args, call=_batched(frame, call), fwd=fwd_b, bwd=_batched_rule(frame, bwd, str(bwd)),
                                   num_consts=num_consts)
     return outs, [0] * len(outs)
 
@@ -250,8 +251,7 @@ def _custom_lin_transpose(cts: list[Any], *args: Any, bwd: Rule, num_res: int,
 def _custom_lin_batch(args: Sequence[Any], dims: Sequence[int | None], *, bwd: Rule,
                       num_res: int, out_avals: tuple[ShapedArray, ...]) -> tuple[list, list]:
     frame, args = _to_front(args, dims)
-    avals = _example_avals(args[:num_res]) + list(out_avals)
-    rule, _ = _batched_rule(frame, bwd, avals, [num_res], str(bwd))
+    rule = _batched_rule(frame, bwd, str(bwd))
     batched = tuple(a.update(shape=(frame.size,) + a.shape) for a in out_avals)
     outs = custom_lin_p.bind(*args, bwd=rule, num_res=num_res, out_avals=batched)
     return outs, [0] * len(outs)

@@ -119,7 +119,7 @@ def move_batch_dim(x: Any, src: int | None, dst: int, size: int) -> Any:
 
 
 # ------------------------------------------------------------------ wrapper helpers
-def _computation(op: str, fun: Any, dtype: np.dtype) -> Graph:
+def scalar_computation(op: str, fun: Any, dtype: np.dtype) -> Graph:
     """The binary scalar computation `fun` as a closed Graph over `dtype` scalars."""
     if isinstance(fun, Graph):
         return fun
@@ -230,7 +230,7 @@ def all_reduce(x: Any, computation: Any = add, replica_groups: Any = None,
     if isinstance(x, (tuple, list)):
         return [all_reduce(e, computation, replica_groups, axis_name) for e in x]
     name, size = _axis("all_reduce", axis_name)
-    graph = _computation("all_reduce", computation, operand_aval(x).dtype)
+    graph = scalar_computation("all_reduce", computation, operand_aval(x).dtype)
     return all_reduce_p.bind(x, to_apply=graph, axis_name=name, axis_size=size,
                              replica_groups=_groups("all_reduce", replica_groups, size))
 
@@ -312,7 +312,7 @@ def reduce_scatter(x: Any, computation: Any = add, scatter_dimension: int = 0,
     """
     name, size = _axis("reduce_scatter", axis_name)
     groups = _groups("reduce_scatter", replica_groups, size)
-    graph = _computation("reduce_scatter", computation, operand_aval(x).dtype)
+    graph = scalar_computation("reduce_scatter", computation, operand_aval(x).dtype)
     return reduce_scatter_p.bind(
         x, to_apply=graph,
         scatter_dimension=static_int("reduce_scatter", "scatter_dimension", scatter_dimension),

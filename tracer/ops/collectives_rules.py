@@ -1,10 +1,16 @@
-"""Batching rules of the collectives (`collectives.py`).
+"""Batching, JVP and transpose rules of the collectives (`collectives.py`).
 
 Over the axis that `vmap` maps (the frame's `axis_name`), the batch axis plays
 the replicas: the value is moved (or broadcast) to axis 0, regrouped as
 (groups, members, ...) in the seeds' group order, combined across the members
 axis, and put back in replica order. Over any other axis a collective acts on
 each batch element alone, so it is re-emitted with its dimensions shifted.
+
+Derivatives (the collectives are linear, all_reduce and reduce_scatter when they
+sum): all_reduce transposes to itself, all_gather and reduce_scatter to each other,
+all_to_all to the one with split and concat swapped, collective_permute to the
+reversed pairs. A max/min all_reduce shares the tangent among the replicas that
+hold the extremum.
 """
 
 from __future__ import annotations
@@ -15,10 +21,13 @@ import numpy as np
 
 from .. import dtypes
 from ..core import Graph
-from ..errors import TracerValueError
+from ..errors import TracerTypeError, TracerValueError
 from ..interpret import eval_graph
+from . import elementwise as ew
+from .ad import Zero, aval_of_value, deflinear, instantiate, zeros_like_aval
 from .collectives import Groups, all_gather_p, all_reduce_p, all_to_all_p, \
-    collective_permute_p, current_frame, move_batch_dim, reduce_scatter_p, replica_id_p
+    collective_permute_p, current_frame, move_batch_dim, reduce_scatter_p, replica_id_p, \
+    scalar_computation
 from .reduce import reduce
 from .registry import OPS
 from .shape import broadcast_in_dim, concatenate, iota, reshape, slice as slice_op, transpose
@@ -88,16 +97,21 @@ def _spread(r: Any, y_shape: tuple[int, ...]) -> Any:
 _IDENTITY_OPS = ("add", "mul", "max", "min", "bitwise_or", "bitwise_and", "bitwise_xor")
 
 
-def _identity(comp: Graph, dtype: np.dtype) -> Any:
-    """The identity of `comp` if it is one known monoid op on its two inputs, else None."""
+def _monoid(comp: Graph) -> str | None:
+    """The op name if `comp` is one known monoid op on its two inputs, else None."""
     if len(comp.eqns) != 1 or comp.eqns[0].op.name not in _IDENTITY_OPS:
         return None
     eqn = comp.eqns[0]
     if {id(a) for a in eqn.inputs} != {id(v) for v in comp.inputs} or \
             comp.outputs[0] is not eqn.outputs[0]:
         return None
-    name, kind = eqn.op.name, dtype.kind
-    if kind == "c" and name in ("max", "min"):
+    return eqn.op.name
+
+
+def _identity(comp: Graph, dtype: np.dtype) -> Any:
+    """The identity of `comp` if it is a known monoid, else None."""
+    name, kind = _monoid(comp), dtype.kind
+    if name is None or (kind == "c" and name in ("max", "min")):
         return None
     if name in ("add", "bitwise_or", "bitwise_xor"):
         value: Any = 0
@@ -235,7 +249,81 @@ def batch_replica_id(args: Sequence[Any], dims: Dims, **params: Any) -> tuple[An
     return iota(np.uint32, (size,), 0), 0
 
 
+# ----------------------------------------------------------------------- AD rules
+def _summing(params: dict[str, Any], dtype: np.dtype) -> dict[str, Any]:
+    return {**params, "to_apply": scalar_computation("all_reduce", ew.add, dtype)}
+
+
+def _all_reduce_jvp(primals: Sequence[Any], tangents: Sequence[Any],
+                    **params: Any) -> tuple[Any, Any]:
+    (x,), (t,) = primals, tangents
+    out = all_reduce_p.bind(x, **params)
+    kind = _monoid(params["to_apply"])
+    if isinstance(t, Zero):
+        return out, Zero(aval_of_value(out))
+    if kind == "add":
+        return out, all_reduce_p.bind(t, **params)
+    if kind not in ("max", "min"):
+        raise TracerTypeError("all_reduce: derivatives need computation add, max or min")
+    # the replicas holding the extremum share its tangent equally
+    dtype = aval_of_value(x).dtype
+    hit = ew.eq(x, out)
+    picked = ew.select(hit, t, zeros_like_aval(aval_of_value(t)))
+    count = all_reduce_p.bind(ew.convert_element_type(hit, dtype), **_summing(params, dtype))
+    return out, ew.div(all_reduce_p.bind(picked, **_summing(params, dtype)), count)
+
+
+def _linear_in_add(op: str, params: dict[str, Any]) -> None:
+    if _monoid(params["to_apply"]) != "add":
+        raise TracerTypeError(f"{op}: derivatives need computation add")
+
+
+def _reduce_scatter_jvp(primals: Sequence[Any], tangents: Sequence[Any],
+                        **params: Any) -> tuple[Any, Any]:
+    (x,), (t,) = primals, tangents
+    out = reduce_scatter_p.bind(x, **params)
+    if isinstance(t, Zero):
+        return out, Zero(aval_of_value(out))
+    _linear_in_add("reduce_scatter", params)
+    return out, reduce_scatter_p.bind(t, **params)
+
+
+def _all_reduce_transpose(ct: Any, x: Any, **params: Any) -> list[Any]:
+    _linear_in_add("all_reduce", params)  # the sum over replicas is symmetric
+    return [all_reduce_p.bind(instantiate(ct), **params)]
+
+
+def _reduce_scatter_transpose(ct: Any, x: Any, *, to_apply: Graph, scatter_dimension: int,
+                              **params: Any) -> list[Any]:
+    _linear_in_add("reduce_scatter", {"to_apply": to_apply})
+    return [all_gather_p.bind(instantiate(ct), all_gather_dim=scatter_dimension, **params)]
+
+
+def _all_gather_transpose(ct: Any, x: Any, *, all_gather_dim: int, **params: Any) -> list[Any]:
+    ct = instantiate(ct)
+    return [reduce_scatter_p.bind(ct, scatter_dimension=all_gather_dim,
+                                  **_summing(params, aval_of_value(ct).dtype))]
+
+
+def _all_to_all_transpose(ct: Any, x: Any, *, split_dimension: int, concat_dimension: int,
+                          **params: Any) -> list[Any]:
+    return [all_to_all_p.bind(instantiate(ct), split_dimension=concat_dimension,
+                              concat_dimension=split_dimension, **params)]
+
+
+def _collective_permute_transpose(ct: Any, x: Any, *, source_target_pairs: tuple,
+                                  **params: Any) -> list[Any]:
+    back = tuple((t, s) for s, t in source_target_pairs)
+    return [collective_permute_p.bind(instantiate(ct), source_target_pairs=back, **params)]
+
+
 def _register() -> None:
+    all_reduce_p.jvp, all_reduce_p.transpose = _all_reduce_jvp, _all_reduce_transpose
+    reduce_scatter_p.jvp = _reduce_scatter_jvp
+    reduce_scatter_p.transpose = _reduce_scatter_transpose
+    deflinear(all_gather_p, _all_gather_transpose)
+    deflinear(all_to_all_p, _all_to_all_transpose)
+    deflinear(collective_permute_p, _collective_permute_transpose)
     OPS["all_reduce"].batch = batch_all_reduce
     OPS["all_gather"].batch = batch_all_gather
     OPS["reduce_scatter"].batch = batch_reduce_scatter
