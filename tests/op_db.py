@@ -13,7 +13,8 @@ import importlib
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-FAMILIES = ("elementwise", "shape", "linalg", "reduce", "control", "indexing", "collectives")
+FAMILIES = ("elementwise", "shape", "linalg", "reduce", "control", "indexing", "collectives",
+            "ad")
 
 
 @dataclass

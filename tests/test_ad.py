@@ -381,9 +381,12 @@ def test_custom_vjp_second_order_through_bwd():
     assert np.isclose(grad(grad(f))(0.2), -3 * np.sin(0.2))
 
 
-def test_custom_vjp_has_no_forward_mode():
-    with pytest.raises(TypeError, match="forward-mode"):
-        jvp(lambda x: clip_gradient(x, 0.0), (1.0,), (1.0,))
+def test_custom_vjp_forward_mode_is_read_off_bwd():
+    f = custom_vjp(lambda x: tnp.sin(x) * 2.0)
+    f.defvjp(lambda x: (f(x), tnp.cos(x)), lambda c, g: (g * c * 2.0,))
+    x, v = rand(0, 3), rand(1, 3)
+    np.testing.assert_allclose(jvp(f, (x,), (v,))[1], 2 * np.cos(x) * v, rtol=1e-12)
+    np.testing.assert_allclose(jacfwd(f)(x), np.diag(2 * np.cos(x)), rtol=1e-12)
 
 
 def test_lower_ad_ops_leaves_plain_graphs():

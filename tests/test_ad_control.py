@@ -182,7 +182,9 @@ def test_while_loop_gradient_with_data_dependent_trip_count(x):
 
 
 def test_while_loop_zero_trips_passes_the_cotangent_through():
-    f = lambda x: ops.while_loop(lambda c: c[0] < 0.0, lambda c: (c[0] * 2.0, c[1]), (x, x))[1]  # noqa: E731
+    def f(x):
+        return ops.while_loop(lambda c: c[0] < 0.0, lambda c: (c[0] * 2.0, c[1]), (x, x))[1]
+
     assert grad(f)(1.0) == 1.0
 
 
@@ -211,14 +213,14 @@ def test_while_loop_long_loop_thins_its_checkpoints(monkeypatch):
     def f(x):
         def body(c):
             k, v = c
-            return k + 1, v + 0.05 * tnp.sin(v * x)
+            return k + 1, v + 0.3 * (1.5 + tnp.sin(v * x))
 
         return ops.while_loop(lambda c: c[1].sum() < 30.0, body, (0, x))[1].sum()
 
     x = np.array([0.9, 1.1])
     steps, v = 0, x
     while v.sum() < 30.0:
-        steps, v = steps + 1, v + 0.05 * np.sin(v * x)
+        steps, v = steps + 1, v + 0.3 * (1.5 + np.sin(v * x))
     assert steps > 8 * while_rules.MAX_CHECKPOINTS  # the buffer is thinned several times
     check_grad(f, x, rtol=1e-5)
 
@@ -228,6 +230,9 @@ def test_while_loop_second_order():
     f = lambda x: ops.while_loop(lambda c: c[0] < 4, lambda c: (c[0] + 1, c[1] * x),  # noqa: E731
                                  (np.int64(0), 1.0))[1]
     assert np.isclose(grad(grad(f))(1.5), 12 * 1.5 ** 2)
+    n = 5  # grow(1.7) takes 5 steps
+    assert np.isclose(grad(grad(grow))(1.7), n * (n - 1) * 1.7 ** (n - 2))
+    assert np.isclose(tracer.jit(grad(grad(grow)))(1.7), n * (n - 1) * 1.7 ** (n - 2))
 
 
 def test_vmap_of_grad_through_while_and_scan():
@@ -254,3 +259,19 @@ def test_call_and_nested_control_flow():
     check_grad(lambda x: inner(x).sum(), rand(0, 3))
     np.testing.assert_allclose(tracer.jit(grad(f))(np.array([0.3, -0.4, 0.2])),
                                grad(f)(np.array([0.3, -0.4, 0.2])), rtol=1e-12)
+
+
+@pytest.mark.parametrize("fun", [piecewise, lambda x: rnn_loss((x[:4, :4], x[:3, :4], x[:2]),
+                                                              x[None, :2, :3].repeat(3, 0)),
+                                 lambda x: grow(x[0, 0] + 2.0) * x.sum()])
+def test_transformed_graphs_typecheck(fun):
+    from tracer.core import typecheck
+    from tracer.transforms import linearize_graph, vjp_graph
+    g, _ = trace_flat(lambda x: [fun(x)], [ShapedArray((4, 4), np.float64)])
+    typecheck(jvp_graph(g, [True])[0])
+    lin = linearize_graph(g, [True])
+    typecheck(lin.primal)
+    typecheck(lin.linear)
+    v = vjp_graph(g, [True])
+    typecheck(v.forward)
+    typecheck(v.backward)

@@ -7,7 +7,7 @@
         return tnp.tanh(x @ w + b)
 """
 
-from . import numpy, ops, tree_util  # numpy installs the Tracer's ndarray methods
+from . import numpy, ops, transforms, tree_util  # numpy installs the Tracer's methods
 from .api import Jitted, clear_caches, devices, eval_shape, jit, make_hlo
 from .config import config
 from .core import ShapedArray
@@ -16,6 +16,8 @@ from .errors import (ConcretizationError, DTypeError, EscapedTracerError, ParamE
                      TracerValueError, UnsupportedOpError)
 from .hlo import HloModule
 from .stages import Compiled, Lowered
+from .transforms import (checkpoint, custom_jvp, custom_vjp, grad, hessian, jacfwd, jacrev, jvp,
+                         linearize, stop_gradient, value_and_grad, vjp, vmap)
 
 from ._version import __version__
 
@@ -24,4 +26,6 @@ __all__ = [
     "Jitted", "Lowered", "ParamError", "ShapeError", "ShapedArray", "TracerError",
     "TracerIndexError", "TracerTypeError", "TracerValueError", "UnsupportedOpError",
     "clear_caches", "config", "devices", "eval_shape", "jit", "make_hlo", "numpy", "ops", "tree_util",
+    "checkpoint", "custom_jvp", "custom_vjp", "grad", "hessian", "jacfwd", "jacrev", "jvp",
+    "linearize", "stop_gradient", "value_and_grad", "vjp", "vmap", "transforms",
 ]

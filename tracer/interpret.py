@@ -20,13 +20,19 @@ from .tracing import bind
 
 def eval_graph(graph: Graph, args: Sequence[Any]) -> list[Any]:
     env: dict[int, Any] = {id(v): x for v, x in zip(graph.inputs, args, strict=True)}
-    read = lambda a: a.value if isinstance(a, Literal) else env[id(a)]  # noqa: E731
+    read = lambda a: literal_value(a) if isinstance(a, Literal) else env[id(a)]  # noqa: E731
     for eqn in graph.eqns:
         outs = bind(eqn.op, [read(a) for a in eqn.inputs], eqn.params, eqn.source)
         outs = outs if eqn.op.multiple_results else (outs,)
         for v, x in zip(eqn.outputs, outs, strict=True):
             env[id(v)] = x
     return [read(a) for a in graph.outputs]
+
+
+def literal_value(lit: Literal) -> Any:
+    """A literal's value for re-binding: a weak 0-d literal goes back to a Python
+    scalar so it stays weak in the trace it is inlined into."""
+    return lit.value.item() if lit.aval.weak_type and lit.aval.shape == () else lit.value
 
 
 def run_graph(graph: Graph, args: Sequence[Any], check: bool = False) -> list[Any]:

@@ -216,8 +216,8 @@ def _custom_vjp_batch(args: Sequence[Any], dims: Sequence[int | None], *, call: 
     m = len(call.outputs)
     fwd_flat = _batched_rule(frame, lambda a: [x for part in fwd(a) for x in part], str(fwd))
     fwd_b = Rule(lambda a: _cut(fwd_flat(a), [m]), str(fwd_flat))
-    outs = custom_vjp_call_p.bind(*args, call=_batched(frame, call), fwd=fwd_b, bwd=_batched_rule(frame, bwd, str(bwd)),
-                                  num_consts=num_consts)
+    outs = custom_vjp_call_p.bind(*args, call=_batched(frame, call), fwd=fwd_b,
+                                  bwd=_batched_rule(frame, bwd, str(bwd)), num_consts=num_consts)
     return outs, [0] * len(outs)
 
 
@@ -228,8 +228,17 @@ custom_vjp_call_p.batch = _custom_vjp_batch
 # ----------------------------------------------------------------------- custom_lin
 def _custom_lin_impl(*args: np.ndarray, bwd: Rule, num_res: int,
                      out_avals: tuple[ShapedArray, ...]) -> list[np.ndarray]:
-    raise TracerTypeError("jvp: a custom_vjp function has no forward-mode derivative "
-                          "(it only defines fwd/bwd); use vjp/grad, or custom_jvp")
+    """The map itself, read off its transpose: output element j is the sum of
+    `bwd(e_j) * tangents` (one bwd call per output element: a reference, not fast)."""
+    res, tans = list(args[:num_res]), args[num_res:]
+    outs = [np.zeros(a.shape, a.dtype) for a in out_avals]
+    for k, aval in enumerate(out_avals):
+        for idx in np.ndindex(aval.shape):
+            basis = [np.zeros(a.shape, a.dtype) for a in out_avals]
+            basis[k][idx] = 1
+            row = bwd(res, basis)
+            outs[k][idx] = sum(np.sum(np.asarray(r) * t) for r, t in zip(row, tans, strict=True))
+    return outs
 
 
 custom_lin_p = define_op(
@@ -237,7 +246,8 @@ custom_lin_p = define_op(
     impl=_custom_lin_impl, hlo_name="custom-lin", family="ad", multiple_results=True,
     linear=True,
     doc="CustomLin(residuals, tangents; bwd): the linear map whose transpose is a "
-        "custom_vjp function's bwd; only reverse mode can use it.")
+        "custom_vjp function's bwd (the tangent of a custom_vjp call). Reverse mode "
+        "runs bwd; forward mode evaluates the map one bwd call per output element.")
 
 
 def _custom_lin_transpose(cts: list[Any], *args: Any, bwd: Rule, num_res: int,

@@ -12,14 +12,17 @@ from ..config import config
 from ..core import Graph, typecheck
 from ..hlo import graph_to_text
 from .cse import cse
+from ..transforms.checkpoint import lower_ad_ops
 from .dce import dce
 from .fold import fold_constants
 from .rewrite import Pass
 from .simplify import simplify
 
-# Simplify first so CSE sees canonical eqns; folding exposes new constants for a
+# AD-only ops (stop_gradient, checkpoint, custom_jvp/vjp calls) are inlined first: no
+# transformation is left to need them. Simplify next so CSE sees canonical eqns; folding exposes new constants for a
 # second simplify; DCE last drops everything the others bypassed.
 PIPELINE: tuple[tuple[str, Pass], ...] = (
+    ("lower_ad_ops", lower_ad_ops),
     ("simplify", simplify),
     ("cse", cse),
     ("fold", fold_constants),

@@ -6,6 +6,7 @@ from . import control_rules, while_rules  # noqa: F401  (attach the control-flow
 from ..ops.ad_ops import stop_gradient
 from .api_ad import grad, hessian, jacfwd, jacrev, jvp, linearize, value_and_grad, vjp
 from .api_vmap import vmap
+from .batching import vmap_graph
 from .checkpoint import checkpoint, lower_ad_ops
 from .custom import custom_jvp, custom_vjp
 from .jvp import jvp_graph
@@ -14,4 +15,4 @@ from .vjp import linearize_graph, vjp_graph
 
 __all__ = ["checkpoint", "custom_jvp", "custom_vjp", "grad", "hessian", "jacfwd", "jacrev",
            "jvp", "jvp_graph", "linearize", "linearize_graph", "lower_ad_ops", "stop_gradient",
-           "transpose_graph", "value_and_grad", "vjp", "vjp_graph", "vmap"]
+           "transpose_graph", "value_and_grad", "vjp", "vjp_graph", "vmap", "vmap_graph"]

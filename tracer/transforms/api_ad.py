@@ -20,9 +20,11 @@ import numpy as np
 from ..core import Graph, ShapedArray, aval_of
 from ..errors import TracerTypeError, TracerValueError
 from ..interpret import eval_graph
+from ..ops import convert_element_type, reshape, slice as slice_, transpose
 from ..ops.ad import zeros_like_aval
 from ..tracing import Tracer, trace_flat
 from ..tree_util import PyTreeDef, keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
+from .api_vmap import vmap
 from .jvp import jvp_graph
 from .util import differentiable, tangent_aval
 from .vjp import linearize_graph, vjp_graph
@@ -101,7 +103,7 @@ def _param_names(fun: Callable[..., Any]) -> list[str]:
 def _as_dtype(x: Any, aval: ShapedArray) -> Any:
     """A tangent/cotangent leaf with exactly the aval's dtype (Python scalars cast)."""
     if isinstance(x, Tracer):
-        return x
+        return x if x.dtype == aval.dtype else convert_element_type(x, aval.dtype)
     return np.asarray(x, dtype=aval.dtype)
 
 
@@ -341,7 +343,6 @@ def jacfwd(fun: Callable[..., Any], argnums: int | Sequence[int] = 0) -> Callabl
         _check_inputs("jacfwd", fun, args, nums)
         leaves, in_tree = tree_flatten(dyn)
         basis = _basis([_leaf_aval(x, "input", "jacfwd") for x in leaves])
-        from .api_vmap import vmap
 
         def push(*ts: Any) -> Any:
             return jvp(f, dyn, tree_unflatten(in_tree, ts))[1]
@@ -369,11 +370,8 @@ def jacrev(fun: Callable[..., Any], argnums: int | Sequence[int] = 0) -> Callabl
         out, pullback = vjp(f, *dyn)
         out_leaves, out_tree = tree_flatten(out)
         basis = _basis([_leaf_aval(y, "output", "jacrev") for y in out_leaves])
-        from .api_vmap import vmap
-
         cts = vmap(lambda *c: pullback(tree_unflatten(out_tree, c)))(*basis)
-        out_shapes = [tuple(np.shape(y)) if not isinstance(y, Tracer) else y.shape
-                      for y in out_leaves]
+        out_shapes = [_leaf_aval(y, "output", "jacrev").shape for y in out_leaves]
         return _assemble(tree_flatten(cts)[0], out_shapes, out_tree, leaves, in_tree, single,
                          rows_are_inputs=False)
 
@@ -419,7 +417,6 @@ def _assemble(rows: list[Any], out_shapes: list[tuple[int, ...]], out_tree: PyTr
               rows_are_inputs: bool) -> Any:
     """Cut the stacked derivatives into `out shape + in shape` blocks, nested as outputs
     then inputs (the argnums tuple, or the single argument's tree)."""
-    from ..ops import reshape, slice as slice_, transpose
     in_shapes = [_leaf_aval(x, "input", "jacobian").shape for x in in_leaves]
     major, minor = (in_shapes, out_shapes) if rows_are_inputs else (out_shapes, in_shapes)
     offsets = np.cumsum([0] + [int(np.prod(s)) for s in major])

@@ -23,7 +23,7 @@ from ..ops.ad_ops import checkpoint_p
 from ..ops.control import call_p
 from ..tracing import bind, current_builder, trace_flat
 from ..tree_util import tree_flatten, tree_unflatten
-from .control_rules import _fill, _nonzero
+from .control_rules import fill_tangents, nonzero_mask
 from .jvp import jvp_graph
 from .partial_eval import PE_RULES, partial_eval_graph
 from .transpose import transpose_graph
@@ -67,11 +67,11 @@ def checkpoint(fun: Callable[..., Any], *, static_argnums: int | Sequence[int] =
 # ----------------------------------------------------------------------------- rules
 def checkpoint_jvp(primals: Sequence[Any], tangents: Sequence[Any], *,
                    to_apply: Graph) -> tuple[list, list]:
-    nz = _nonzero(tangents)
+    nz = nonzero_mask(tangents)
     graph, out_nz = jvp_graph(to_apply, nz)
     outs = checkpoint_p.bind(*primals, *pick(tangents, nz), to_apply=graph)
     n = len(to_apply.outputs)
-    return outs[:n], _fill(outs[n:], out_nz, to_apply.out_avals)
+    return outs[:n], fill_tangents(outs[n:], out_nz, to_apply.out_avals)
 
 
 def checkpoint_partial_eval(eqn: Eqn, in_unk: list[bool]

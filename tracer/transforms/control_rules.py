@@ -39,15 +39,16 @@ def regroup(items: Sequence[Any], sizes: Sequence[int], order: Sequence[int]) ->
     return tuple(x for i in order for x in groups[i])
 
 
-def _nonzero(tangents: Sequence[Any]) -> list[bool]:
+def nonzero_mask(tangents: Sequence[Any]) -> list[bool]:
     return [not isinstance(t, Zero) for t in tangents]
 
 
-def _fill(values: Sequence[Any], nonzero: Sequence[bool], avals: Sequence[Any]) -> list[Any]:
+def fill_tangents(values: Sequence[Any], nonzero: Sequence[bool],
+                  avals: Sequence[Any]) -> list[Any]:
     """Tangent outputs: the next value where nonzero, else a symbolic Zero."""
     it = iter(values)
-    return [next(it) if nz else Zero(tangent_aval(a)) for nz, a in zip(nonzero, avals,
-                                                                         strict=True)]
+    return [next(it) if nz else Zero(tangent_aval(a))
+            for nz, a in zip(nonzero, avals, strict=True)]
 
 
 # ----------------------------------------------------------------------------- scan
@@ -77,8 +78,8 @@ def scan_jvp(primals: Sequence[Any], tangents: Sequence[Any], *, body: Graph, le
              reverse: bool, num_consts: int, num_carry: int) -> tuple[list, list]:
     consts, carry, xs = split(primals, num_consts, num_carry)
     ct, kt, xt = split(tangents, num_consts, num_carry)
-    c_nz, x_nz = _nonzero(ct), _nonzero(xt)
-    k_nz = carry_fixpoint(body, c_nz, _nonzero(kt), x_nz)
+    c_nz, x_nz = nonzero_mask(ct), nonzero_mask(xt)
+    k_nz = carry_fixpoint(body, c_nz, nonzero_mask(kt), x_nz)
     jbody, y_nz = _scan_jvp_body(body, tuple(c_nz), tuple(k_nz), tuple(x_nz))
     kt = [instantiate(t) for t, nz in zip(kt, k_nz, strict=True) if nz]
     outs = scan_p.bind(*consts, *pick(ct, c_nz), *carry, *kt, *xs, *pick(xt, x_nz),
@@ -86,8 +87,8 @@ def scan_jvp(primals: Sequence[Any], tangents: Sequence[Any], *, body: Graph, le
                        num_consts=num_consts + sum(c_nz), num_carry=num_carry + len(kt))
     carry_out, kt_out, ys, yt = split(outs, num_carry, len(kt), len(y_nz))[:4]
     avals = body.out_avals
-    return carry_out + ys, (_fill(kt_out, k_nz, avals[:num_carry])
-                            + _fill(yt, y_nz, avals[num_carry:]))
+    return carry_out + ys, (fill_tangents(kt_out, k_nz, avals[:num_carry])
+                            + fill_tangents(yt, y_nz, avals[num_carry:]))
 
 
 def scan_partial_eval(eqn: Eqn, in_unk: list[bool]) -> tuple[list[Eqn], list[Eqn], list[bool]]:
@@ -185,12 +186,12 @@ def _cond_jvp_branches(branches: tuple[Graph, ...], nz: tuple) -> tuple[tuple, t
 def cond_jvp(primals: Sequence[Any], tangents: Sequence[Any], *,
              branch_computations: tuple[Graph, ...]) -> tuple[list, list]:
     index, args = primals[0], primals[1:]
-    nz = _nonzero(tangents[1:])
+    nz = nonzero_mask(tangents[1:])
     branches, out_nz = _cond_jvp_branches(branch_computations, tuple(nz))
     outs = conditional_p.bind(index, *args, *pick(tangents[1:], nz),
                               branch_computations=branches)
     n = len(out_nz)
-    return outs[:n], _fill(outs[n:], out_nz, branch_computations[0].out_avals)
+    return outs[:n], fill_tangents(outs[n:], out_nz, branch_computations[0].out_avals)
 
 
 def cond_partial_eval(eqn: Eqn, in_unk: list[bool]) -> tuple[list[Eqn], list[Eqn], list[bool]]:
@@ -250,11 +251,11 @@ def cond_transpose(cts: list[Any], index: Any, *args: Any,
 # ----------------------------------------------------------------------------- call
 def call_jvp(primals: Sequence[Any], tangents: Sequence[Any], *,
              to_apply: Graph) -> tuple[list, list]:
-    nz = _nonzero(tangents)
+    nz = nonzero_mask(tangents)
     graph, out_nz = jvp_graph(to_apply, nz)
     outs = call_p.bind(*primals, *pick(tangents, nz), to_apply=graph)
     n = len(to_apply.outputs)
-    return outs[:n], _fill(outs[n:], out_nz, to_apply.out_avals)
+    return outs[:n], fill_tangents(outs[n:], out_nz, to_apply.out_avals)
 
 
 def call_partial_eval(eqn: Eqn, in_unk: list[bool]) -> tuple[list[Eqn], list[Eqn], list[bool]]:

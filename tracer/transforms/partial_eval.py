@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from ..core import Eqn, Graph, Literal, Var
-from ..passes.dce import dce
+from .util import live_eqns, prune
 
 # rule(eqn, in_unknowns) -> (known eqns, unknown eqns, out_unknowns): the known eqns
 # define the eqn's known output Vars, the unknown eqns its unknown ones.
@@ -54,12 +54,12 @@ def partial_eval_graph(graph: Graph, unknowns: Sequence[bool],
     out_unknowns = [is_unknown(a) or bool(inst)
                     for a, inst in zip(graph.outputs, instantiate, strict=True)]
     unknown_outs = tuple(a for a, u in zip(graph.outputs, out_unknowns, strict=True) if u)
-    unknown_eqns = _live(unknown_eqns, unknown_outs)
+    unknown_eqns = live_eqns(unknown_eqns, unknown_outs)
     residuals = _residuals(unknown_eqns, unknown_outs, unknown_ids)
     known_outs = tuple(a for a, u in zip(graph.outputs, out_unknowns, strict=True) if not u)
     known_ins = tuple(v for v, u in zip(graph.inputs, unknowns, strict=True) if not u)
     unknown_ins = tuple(v for v, u in zip(graph.inputs, unknowns, strict=True) if u)
-    known = dce(Graph(known_ins, tuple(known_eqns), known_outs + tuple(residuals),
+    known = prune(Graph(known_ins, tuple(known_eqns), known_outs + tuple(residuals),
                       graph.name + "_known"))
     unknown = Graph(tuple(residuals) + unknown_ins, tuple(unknown_eqns), unknown_outs,
                     graph.name + "_unknown")
@@ -84,17 +84,6 @@ def _sort_eqns(eqns: Sequence[Eqn], unknown_ids: set[int]) -> tuple[list[Eqn], l
         unknown.extend(u_eqns)
         unknown_ids.update(id(v) for v, u in zip(eqn.outputs, out_unk, strict=True) if u)
     return known, unknown
-
-
-def _live(eqns: list[Eqn], outputs: Sequence[Any]) -> list[Eqn]:
-    """The eqns the outputs need (effectful ones always count)."""
-    live = {id(a) for a in outputs if isinstance(a, Var)}
-    kept = []
-    for eqn in reversed(eqns):
-        if any(id(v) in live for v in eqn.outputs) or getattr(eqn.op, "effectful", False):
-            kept.append(eqn)
-            live.update(id(a) for a in eqn.inputs if isinstance(a, Var))
-    return kept[::-1]
 
 
 def _residuals(eqns: list[Eqn], outputs: Sequence[Any], unknown_ids: set[int]) -> list[Var]:

@@ -6,16 +6,8 @@ from typing import Any, Callable, Sequence
 
 from .. import dtypes
 from ..core import Atom, Eqn, Graph, Literal, ShapedArray, Var
-from ..passes.dce import dce
+from ..interpret import literal_value
 from ..tracing import trace_flat
-
-
-def literal_value(lit: Literal) -> Any:
-    """A Literal's value to re-bind: a weak scalar comes back as a Python scalar so it
-    stays weak (NEP 50) when an op meets it again."""
-    if lit.aval.weak_type and lit.aval.shape == ():
-        return lit.value.item()
-    return lit.value
 
 
 def read(env: dict[int, Any], atom: Atom) -> Any:
@@ -43,15 +35,36 @@ def trace_closed(fun: Callable[..., Sequence[Any]], avals: Sequence[ShapedArray]
     return graph
 
 
+def live_eqns(eqns: Sequence[Eqn], outputs: Sequence[Atom]) -> list[Eqn]:
+    """The eqns `outputs` need (effectful ones always count), in order. Unlike the
+    DCE pass this leaves sub-graphs alone, so it is cheap enough to run after every
+    rewrite."""
+    live = {id(a) for a in outputs if isinstance(a, Var)}
+    kept = []
+    for eqn in reversed(eqns):
+        if any(id(v) in live for v in eqn.outputs) or getattr(eqn.op, "effectful", False):
+            kept.append(eqn)
+            live.update(id(a) for a in eqn.inputs if isinstance(a, Var))
+    return kept[::-1]
+
+
+def prune(graph: Graph) -> Graph:
+    """`graph` without the eqns its outputs do not need."""
+    eqns = live_eqns(graph.eqns, graph.outputs)
+    if len(eqns) == len(graph.eqns):
+        return graph
+    return Graph(graph.inputs, tuple(eqns), graph.outputs, graph.name)
+
+
 def select_outputs(graph: Graph, keep: Sequence[bool]) -> Graph:
     """`graph` returning only the outputs flagged in `keep`, dead eqns dropped."""
     outs = tuple(a for a, k in zip(graph.outputs, keep, strict=True) if k)
-    return dce(Graph(graph.inputs, graph.eqns, outs, graph.name))
+    return prune(Graph(graph.inputs, graph.eqns, outs, graph.name))
 
 
 def used_inputs(graph: Graph) -> list[bool]:
-    """Which inputs the (dead-code-free) graph reads."""
-    graph = dce(graph)
+    """Which inputs the graph's live eqns (or outputs) read."""
+    graph = prune(graph)
     used = {id(a) for e in graph.eqns for a in e.inputs if isinstance(a, Var)}
     used |= {id(a) for a in graph.outputs if isinstance(a, Var)}
     return [id(v) in used for v in graph.inputs]

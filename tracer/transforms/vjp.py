@@ -7,8 +7,8 @@
     vjp_graph(g):        primal as the forward graph, and
                          backward = transpose_graph(linear): (residuals, cts) -> (input cts)
 
-The forward graph keeps only what the backward one needs (the residuals): DCE runs
-on both, and cotangents that are symbolically zero write no code.
+The forward graph keeps only what the backward one needs (the residuals): dead
+eqns are pruned from both, and cotangents that are symbolically zero write no code.
 """
 
 from __future__ import annotations
@@ -18,11 +18,10 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from ..core import Graph
-from ..passes.dce import dce
 from .jvp import jvp_graph
 from .partial_eval import partial_eval_graph
 from .transpose import transpose_graph
-from .util import select_outputs
+from .util import prune, select_outputs
 
 
 @dataclass(frozen=True)
@@ -70,7 +69,7 @@ def _linearize(graph: Graph, nonzero: tuple[bool, ...], mask: tuple[bool, ...]) 
     if any(pe.out_unknowns[:n_out]):
         raise AssertionError(f"linearize: a primal output of {graph.name} depends on "
                              f"tangents (a JVP rule mixes them)")
-    return Linearized(pe.known, dce(pe.unknown), pe.num_res, tuple(keep))
+    return Linearized(pe.known, prune(pe.unknown), pe.num_res, tuple(keep))
 
 
 def vjp_graph(graph: Graph, nonzero: Sequence[bool],
@@ -85,4 +84,4 @@ def vjp_graph(graph: Graph, nonzero: Sequence[bool],
 def _vjp(lin: Linearized) -> VJP:
     n_t = len(lin.linear.inputs) - lin.num_res
     backward = transpose_graph(lin.linear, [False] * lin.num_res + [True] * n_t)
-    return VJP(lin.primal, dce(backward), lin.num_res, lin.out_nonzero)
+    return VJP(lin.primal, prune(backward), lin.num_res, lin.out_nonzero)

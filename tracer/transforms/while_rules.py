@@ -31,7 +31,7 @@ from ..interpret import eval_graph
 from ..ops.ad import UndefinedPrimal, add_tangents, aval_of_value, instantiate, zeros_like_aval
 from ..ops.control import while_p
 from ..tracing import Tracer
-from .control_rules import _fill, _nonzero, carry_fixpoint, regroup, scan_jvp
+from .control_rules import carry_fixpoint, fill_tangents, nonzero_mask, regroup, scan_jvp
 from .jvp import jvp_graph
 from .partial_eval import PE_RULES, PartialEval, partial_eval_loop
 from .transpose import backward_pass
@@ -51,14 +51,14 @@ def while_jvp(primals: Sequence[Any], tangents: Sequence[Any], *, condition: Gra
                         num_consts=body_nconsts, num_carry=len(body.outputs))
     cc, bc, carry = split(primals, cond_nconsts, body_nconsts)
     bt, kt = split(tangents, cond_nconsts, body_nconsts)[1:]
-    b_nz = _nonzero(bt)
-    k_nz = carry_fixpoint(body, b_nz, _nonzero(kt), [])
+    b_nz = nonzero_mask(bt)
+    k_nz = carry_fixpoint(body, b_nz, nonzero_mask(kt), [])
     cond_j, body_j = _jvp_graphs(condition, body, tuple(b_nz), tuple(k_nz))
     kt = [instantiate(t) for t, nz in zip(kt, k_nz, strict=True) if nz]
     outs = while_p.bind(*cc, *bc, *pick(bt, b_nz), *carry, *kt, condition=cond_j, body=body_j,
                         cond_nconsts=cond_nconsts, body_nconsts=body_nconsts + sum(b_nz))
     n = len(carry)
-    return outs[:n], _fill(outs[n:], k_nz, body.out_avals)
+    return outs[:n], fill_tangents(outs[n:], k_nz, body.out_avals)
 
 
 @functools.lru_cache(maxsize=256)
@@ -84,7 +84,8 @@ def _static_trip_count(primals: Sequence[Any], condition: Graph, body: Graph,
     test = condition.eqns[0]
     if test.op.name != "compare" or test.params.get("direction") != "LT" \
             or test.inputs[0] is not condition.inputs[0] \
-            or not isinstance(test.inputs[1], Literal) or condition.outputs[0] is not test.outputs[0]:
+            or not isinstance(test.inputs[1], Literal) \
+            or condition.outputs[0] is not test.outputs[0]:
         return None
     step = next((e for e in body.eqns if e.outputs[0] is body.outputs[0]), None)
     if step is None or step.op.name != "add" or step.inputs[0] is not body.inputs[body_nconsts] \
