@@ -104,7 +104,8 @@ def elements(dtype, lo=-20, hi=20, special=True):
         finite = st.floats(lo, hi, width=8 * dt.itemsize)
         extra = [0.0, -0.0, math.inf, -math.inf, math.nan] if special else [0.0, -0.0]
         return st.one_of(finite, st.sampled_from(extra))
-    part = st.floats(lo, hi, width=4 * dt.itemsize)
+    # No subnormal parts: NumPy's complex reciprocal and division differ there.
+    part = st.floats(lo, hi, width=4 * dt.itemsize, allow_subnormal=False)
     return st.builds(complex, part, part)
 
 

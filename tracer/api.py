@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 
 from . import cache
-from .backend import backend_names
+from .backend import backend_loaded, backend_names, get_backend
 from .config import config
 from .core import ShapedArray, typecheck
 from .errors import TracerTypeError, TracerValueError
@@ -90,7 +90,8 @@ class Jitted:
             names = self._leaf_names(dynamic)
             cache.log.warning(cache.explain_miss(self.name, key, list(self._cache), names))
         compiled = self._lower_key(key, args, kwargs, dynamic).compile()
-        self._stats.compiles += 1
+        # Shape-generic backends reuse machine code across sizes: count real compiles.
+        self._stats.compiles += int(getattr(compiled.executable, "fresh_compile", True))
         self._cache[key] = entry = (compiled, None)
         return entry
 
@@ -194,9 +195,14 @@ def eval_shape(fun: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
 
 
 def clear_caches() -> None:
-    """Empty the cache of every jitted function."""
+    """Empty the cache of every jitted function and the backends' in-memory caches
+    (the persistent compile cache on disk stays)."""
     for jitted in list(_ALL_JITTED):
         jitted.clear_cache()
+    for name in backend_names():
+        clear = getattr(get_backend(name), "clear_memory", None) if backend_loaded(name) else None
+        if clear is not None:
+            clear()
 
 
 def devices() -> list[str]:

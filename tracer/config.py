@@ -50,7 +50,7 @@ class Setting:
 
 
 SETTINGS: tuple[Setting, ...] = (
-    Setting("default_backend", "interpreter",
+    Setting("default_backend", "cpu",
             "Backend used by jit when none is given: 'interpreter' (NumPy reference), "
             "'cpu' (numba) or 'cuda' (numba.cuda), when installed.", str, "TRACER_BACKEND"),
     Setting("cache_dir", _default_cache_dir(),

@@ -47,3 +47,8 @@ def get_backend(name: str) -> Backend:
 
 def backend_names() -> list[str]:
     return sorted(_FACTORIES)
+
+
+def backend_loaded(name: str) -> bool:
+    """Whether `name` was already instantiated (clearing caches must not import numba)."""
+    return name in _INSTANCES

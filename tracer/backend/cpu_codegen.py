@@ -22,7 +22,7 @@ import numpy as np
 
 from .. import dtypes
 from ..core import Atom, Eqn, Graph, Literal, ShapedArray, Var
-from ..errors import UnsupportedOpError
+from .cpu_fallback import new_table, runner
 from .cpu_fastmath import __all__ as FAST_HELPERS
 from .cpu_fusion import OpStep, plan_graph
 from .cpu_scalar import DTYPE_ALIASES, F16, literal, storage_dtype
@@ -86,6 +86,7 @@ class ModuleBuilder:
         self.size_names: dict[tuple, str] = {}
         self.kernels: list[SourceWriter] = []
         self.params: list[Param] = []
+        self.fallbacks: list[Any] | None = None  # runners of ops run by their reference
 
     def use(self, helper: str) -> str:
         self.helpers.add(helper)
@@ -105,6 +106,14 @@ class ModuleBuilder:
         name = self.namer.fresh(hint, numbered=False)
         self.params.append(Param(name, kind, **fields))
         return name
+
+    def fallback(self, eqn: Eqn) -> tuple[str, int]:
+        """(dims symbol of this executable's runner table, index) for `eqn`'s reference."""
+        if self.fallbacks is None:
+            table, self.fallbacks = new_table()
+            self.size(("fallback table",), table, "fallback_table")
+        self.fallbacks.append(runner(eqn))
+        return self.size_names[("fallback table",)], len(self.fallbacks) - 1
 
     def param_index(self, name: str) -> int:
         return next(k for k, p in enumerate(self.params) if p.name == name)
@@ -186,14 +195,10 @@ class GraphEmitter:
         return [self.ref(a) for a in graph.outputs]
 
     def emit_op(self, step: OpStep) -> None:
-        from .cpu_emit_ops import OP_EMITTERS  # (built on this module)
+        from .cpu_emit_ops import OP_EMITTERS, emit_fallback  # (built on this module)
         eqn = step.eqn
-        emitter = OP_EMITTERS.get(eqn.op.name)
-        if emitter is None:
-            raise UnsupportedOpError(f"{eqn.op.name}: the cpu backend has no emitter for this "
-                                     f"op ({', '.join(str(a.aval) for a in eqn.inputs)})")
         self.w.comment(describe(eqn))
-        emitter(self, eqn)
+        OP_EMITTERS.get(eqn.op.name, emit_fallback)(self, eqn)
 
     def sub_emitter(self, w: SourceWriter | None = None) -> "GraphEmitter":
         """An emitter for a nested graph (loop/branch body), writing into `w` (default:
@@ -285,7 +290,9 @@ def _finish_outputs(top: GraphEmitter, graph: Graph, refs: list[Ref]) -> list[tu
 
 def _host_function(mod: ModuleBuilder, name: str, body: SourceWriter) -> SourceWriter:
     w = SourceWriter()
-    w.line(f"@numba.njit({NJIT_OPTIONS})")
+    # (object mode, for an op run by its reference, cannot release the GIL)
+    options = NJIT_OPTIONS.replace(", nogil=True", "") if mod.fallbacks else NJIT_OPTIONS
+    w.line(f"@numba.njit({options})")
     args = ", ".join([p.name for p in mod.params] + ["dims"])
     with w.block(f"def {name}({args})"):
         for key, sym in mod.size_names.items():
@@ -317,6 +324,8 @@ def _module_text(mod: ModuleBuilder, graph: Graph, host: SourceWriter) -> str:
     w.line(f"from numpy import {aliases.replace('bool as', 'bool_ as')}")
     for module, names in _helper_imports(mod.helpers).items():
         w.line(f"from tracer.backend.{module} import {', '.join(names)}")
+    if mod.fallbacks:
+        w.line("from tracer.backend import cpu_fallback as fallback")
     for kernel in mod.kernels:
         w.line("")
         w.line("")

@@ -18,6 +18,7 @@ from ..core import Atom, Eqn, Graph, ShapedArray
 from ..errors import TracerValueError
 from .cpu_codegen import GraphEmitter, Ref, load, store_value
 from .cpu_emit_index import INDEX_EMITTERS
+from .cpu_fallback import numba_type
 from .cpu_scalar import alias, cast, literal
 
 OpEmitter = Callable[[GraphEmitter, Eqn], None]
@@ -297,6 +298,31 @@ def _pad(ge: GraphEmitter, eqn: Eqn) -> None:
     ge.bind(out, Ref(target, out.aval))
 
 
+# ------------------------------------------------------------------ calls, identities
+
+def _inline(param: str) -> OpEmitter:
+    """An op that calls the graph in params[param] with its operands (checkpoint, custom
+    derivative calls): the derivative rules are not needed to run it."""
+    def emit(ge: GraphEmitter, eqn: Eqn) -> None:
+        _bind_all(ge, eqn, ge.sub_emitter().emit_graph(eqn.params[param], _refs(ge, eqn)))
+    return emit
+
+
+def _identity(ge: GraphEmitter, eqn: Eqn) -> None:
+    ge.bind(eqn.outputs[0], ge.ref(eqn.inputs[0]))
+
+
+def emit_fallback(ge: GraphEmitter, eqn: Eqn) -> None:
+    """Run the op's NumPy reference in numba object mode (see `cpu_fallback`)."""
+    table, index = ge.mod.fallback(eqn)
+    outs = [Ref(ge.fresh(f"{eqn.op.name}_out"), v.aval) for v in eqn.outputs]
+    types = ", ".join(f'{r.name}="{numba_type(r.aval)}"' for r in outs)
+    args = "".join(f", {ge.ref(a).name}" for a in eqn.inputs)
+    with ge.w.block(f"with numba.objmode({types})"):
+        ge.w.line(f"{_names(outs)}, = fallback.run({table}, {index}{args})")
+    _bind_all(ge, eqn, outs)
+
+
 # ------------------------------------------------------------------ collectives
 
 def _collective(ge: GraphEmitter, eqn: Eqn) -> None:
@@ -327,6 +353,8 @@ OP_EMITTERS: dict[str, OpEmitter] = {
     "dot_general": _dot_general, "reshape": _reshape,
     "get_dimension_size": _get_dimension_size, "concatenate": _concatenate, "pad": _pad,
     **INDEX_EMITTERS,
+    "checkpoint": _inline("to_apply"), "custom_jvp_call": _inline("call"),
+    "custom_vjp_call": _inline("call"), "stop_gradient": _identity,
     **{name: _collective for name in ("all_reduce", "all_gather", "reduce_scatter",
                                       "all_to_all", "collective_permute", "replica_id")},
 }

@@ -16,10 +16,15 @@ for every element. Pure index maps (broadcast_in_dim, transpose, slice, ...)
 are never materialized for their consumers' sake: each consumer nest recomputes
 them, which is just different index arithmetic.
 
-Finally adjacent nests over the same shape merge when the later one reads the
-earlier one's stores only at the same index (a row softmax is three nests:
-max; exp with its sum; divide). The plan knows nothing about numba, so the
-CUDA backend reuses it.
+Then two passes join nests. A nest *merges* into an earlier one over the same
+shape when it reads that nest's stores, and only at its own index (the shape
+rules then guarantee the two shapes are equal for every size, which keeps the
+generated code shape-generic). Consecutive nests form a *row group* when each
+reads what the earlier ones produced only at the same outer indices: they
+share their outer loops, so a row is computed, reduced and normalized while it
+is in cache, and values only the group reads need a row (or a scalar), not a
+whole array. A row softmax is three nests (max; exp and its sum; divide) in one
+row group. The plan knows nothing about numba, so the CUDA backend reuses it.
 """
 
 from __future__ import annotations
@@ -84,10 +89,6 @@ class LoopNest:
     reduces: list[Eqn] = field(default_factory=list)
     reduce_dims: tuple[int, ...] = ()
     eqns: list[Eqn] = field(default_factory=list)  # every eqn computed in the body
-
-    @property
-    def roots(self) -> list[Eqn | Var]:
-        return [*self.stores, *self.reduces]
 
 
 @dataclass(eq=False)

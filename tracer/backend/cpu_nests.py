@@ -58,12 +58,10 @@ def emit_loops(ge: GraphEmitter, plan: Plan, step: LoopNest | RowGroup) -> None:
     local: set[str] = set()
     bodies = [LoopBody(ge, plan, w, {id(v) for v in n.stores}, free, local)
               for n in group.nests]
-    # A row buffer per worker: the parallel loop runs over `threads` chunks of rows.
-    threads = ge.mod.size(("threads",), numba.config.NUMBA_NUM_THREADS, "threads") \
-        if parallel else None
-    outs = [_allocate(b, n, group, threads) for b, n in zip(bodies, group.nests, strict=True)]
-    chunked = threads if any(r is not None and r.lead for o in outs for r in o.values()) \
-        else None
+    # Row buffers in a parallel loop: one per chunk of rows, as many chunks as threads.
+    chunked = ge.mod.size(("threads",), numba.config.NUMBA_NUM_THREADS, "threads") \
+        if parallel and _row_buffers(group) else None
+    outs = [_allocate(b, n, group, chunked) for b, n in zip(bodies, group.nests, strict=True)]
     if group.depth:
         def each() -> None:
             for body, nest, out in zip(bodies, group.nests, outs, strict=True):
@@ -74,6 +72,13 @@ def emit_loops(ge: GraphEmitter, plan: Plan, step: LoopNest | RowGroup) -> None:
         _nest(bodies[0], group.nests[0], outs[0], 0, parallel)
     if parallel:
         _as_kernel(ge, free, w)
+
+
+def _row_buffers(group: RowGroup) -> bool:
+    """Whether some value of the group needs a row buffer (more dims than the rows)."""
+    values = [v for n in group.nests for v in n.stores] + \
+        [v for n in group.nests for e in n.reduces for v in e.outputs]
+    return any(id(v) in group.scratch and v.aval.ndim > group.depth for v in values)
 
 
 def _shape_text(nest: LoopNest) -> str:

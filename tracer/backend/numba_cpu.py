@@ -5,12 +5,16 @@
     outs = exe(x, y)                  # NumPy arrays in, list of NumPy arrays out
     print(exe.source)                 # the generated module, for debugging
 
-Pipeline: `cpu_fusion` plans loop nests, `cpu_codegen` / `cpu_loops` /
-`cpu_emit_ops` write one module with a host function, `cpu_cache` imports it
-from the content-addressed cache directory and compiles it for the exact
-argument types. The executable allocates every output and top-level buffer
-with NumPy (huge pages, no allocation inside the kernel) and passes the sizes
-in an int64 array, so one compiled kernel serves every batch size.
+Pipeline: `cpu_fusion` plans loop nests and row groups; `cpu_codegen` writes one
+module with a host function, loops from `cpu_nests` / `cpu_loops` (scalar code
+from `cpu_scalar`, helpers in `cpu_mathlib` / `cpu_fastmath`) and the other ops
+from `cpu_emit_ops` / `cpu_emit_index` (an op with no emitter runs its NumPy
+reference through `cpu_fallback`); `cpu_cache` imports the module from the
+content-addressed cache directory and compiles it for the exact argument types.
+The executable allocates every output and top-level buffer with NumPy (huge
+pages, no allocation inside the kernel) and passes the sizes in an int64 array,
+so one compiled kernel serves every batch size. `fresh_compile` says whether
+numba really compiled (not loaded from this process or from disk).
 """
 
 from __future__ import annotations
@@ -128,6 +132,10 @@ class NumbaCpuBackend:
         host, fresh = cpu_cache.compile_module(module.source, _HOST, signature)
         return NumbaExecutable(module, host, fresh, len(graph.inputs))
 
+    def clear_memory(self) -> None:
+        """Forget compiled modules held in memory (the disk cache stays)."""
+        cpu_cache.clear_memory()
+
 
 def _param_type(p: Any) -> Any:
     """Inputs and buffers hold a ShapedArray, constants the array itself."""
@@ -145,8 +153,14 @@ def compile_count() -> int:
     return cpu_cache.STATS.compiles
 
 
+# Ops whose meaning is a Python callback, run through their NumPy reference in numba
+# object mode (cpu_fallback): a custom_vjp function's tangent map (forward mode only).
+FALLBACK_OPS = frozenset({"custom_lin"})
+
+
 def supported_ops() -> frozenset[str]:
-    """Op names the cpu backend can compile (element-wise and index maps are fused)."""
+    """Op names the cpu backend emits code for (element-wise and index maps are fused);
+    any other op runs through its reference (see FALLBACK_OPS)."""
     from .cpu_emit_ops import OP_EMITTERS
     from .cpu_fusion import INDEX_OPS
     from .cpu_scalar import SCALAR_EMITTERS

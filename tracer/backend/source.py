@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import keyword
 import re
-import textwrap
 from contextlib import contextmanager
 from typing import Iterable, Iterator
 
@@ -31,17 +30,6 @@ class SourceWriter:
 
     def line(self, text: str = "") -> None:
         self._lines.append((self._level if text else 0, text))
-
-    def lines(self, texts: Iterable[str]) -> None:
-        for text in texts:
-            self.line(text)
-
-    def paragraph(self, text: str) -> None:
-        """A dedented multi-line snippet, each line at the current level."""
-        for raw in textwrap.dedent(text).strip("\n").splitlines():
-            stripped = raw.lstrip(" ")
-            depth = (len(raw) - len(stripped)) // len(_INDENT)
-            self._lines.append((self._level + depth if stripped else 0, stripped))
 
     @contextmanager
     def indent(self) -> Iterator[None]:
@@ -69,9 +57,6 @@ class SourceWriter:
     def comment(self, text: str) -> None:
         for part in text.splitlines() or [""]:
             self.line(f"# {part}".rstrip())
-
-    def __len__(self) -> int:
-        return len(self._lines)
 
     def text(self) -> str:
         return "".join(f"{_INDENT * level}{text}\n" for level, text in self._lines)
