@@ -26,18 +26,12 @@ import tracer as tr
 import tracer.numpy as tnp
 from bench.common import report, timeit, try_import_jax
 from tracer import ops
-from tracer.backend import backend_names, register_backend
 from tracer.backend.cpu_fastmath import exp_f32, tanh_f32
-from tracer.backend.numba_cpu import NumbaCpuBackend
-
-if "cpu" not in backend_names():
-    register_backend("cpu", NumbaCpuBackend)
 
 RESULTS: dict[str, dict[str, float]] = {}
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 F32 = np.float32
 C = F32(0.7978845608028654)  # sqrt(2 / pi)
-
 
 def _run(title: str, rows: list[tuple[str, Callable[[], Any]]], baseline: str,
          rtol: float = 1e-5) -> None:
@@ -51,7 +45,6 @@ def _run(title: str, rows: list[tuple[str, Callable[[], Any]]], baseline: str,
     RESULTS[title] = dict(times)
     report(title, times, baseline)
 
-
 def _jax_rows(jax: Any, fn: Callable[..., Any], *args: np.ndarray) -> list:
     if jax is None:
         return []
@@ -59,12 +52,10 @@ def _jax_rows(jax: Any, fn: Callable[..., Any], *args: np.ndarray) -> list:
     device_args = [jax.numpy.asarray(a) for a in args]
     return [("jax", lambda: jitted(*device_args).block_until_ready())]
 
-
 # ------------------------------------------------------------------ element-wise
 
 def _gelu(x: Any, np_: Any) -> Any:
     return 0.5 * x * (1.0 + np_.tanh(C * (x + 0.044715 * x * x * x)))
-
 
 @numba.njit(error_model="numpy", parallel=True)
 def _gelu_numba(x: np.ndarray, out: np.ndarray) -> None:  # hand-written, same math helpers
@@ -72,12 +63,10 @@ def _gelu_numba(x: np.ndarray, out: np.ndarray) -> None:  # hand-written, same m
         v = x[i]
         out[i] = F32(0.5) * v * (F32(1.0) + tanh_f32(C * (v + F32(0.044715) * v * v * v)))
 
-
 def _fresh(kernel: Callable[..., None], x: np.ndarray) -> np.ndarray:
     out = np.empty_like(x)  # a fresh result, as every other implementation returns
     kernel(x, out)
     return out
-
 
 def gelu(n: int = 1 << 24) -> None:
     x = np.random.default_rng(0).normal(size=n).astype(F32)
@@ -88,18 +77,15 @@ def gelu(n: int = 1 << 24) -> None:
     rows += _jax_rows(jax, lambda x: _gelu(x, jax.numpy) if jax else None, x)
     _run(f"GELU, float32[{n}]", rows, "tracer cpu")
 
-
 # ------------------------------------------------------------------ reductions
 
 def _softmax(x: Any, np_: Any) -> Any:
     e = np_.exp(x - np_.max(x, axis=1, keepdims=True))
     return e / np_.sum(e, axis=1, keepdims=True)
 
-
 def _logsumexp(x: Any, np_: Any) -> Any:
     m = np_.max(x, axis=1, keepdims=True)
     return np_.log(np_.sum(np_.exp(x - m), axis=1)) + m[:, 0]
-
 
 @numba.njit(error_model="numpy", parallel=True)
 def _softmax_numba(x: np.ndarray, out: np.ndarray) -> None:
@@ -114,7 +100,6 @@ def _softmax_numba(x: np.ndarray, out: np.ndarray) -> None:
         for j in range(x.shape[1]):
             out[i, j] /= s
 
-
 def softmax(rows: int = 4096, cols: int = 1024) -> None:
     x = np.random.default_rng(1).normal(size=(rows, cols)).astype(F32)
     jax = try_import_jax()
@@ -127,7 +112,6 @@ def softmax(rows: int = 4096, cols: int = 1024) -> None:
             impls += _jax_rows(jax, lambda x, fn=fn: fn(x, jax.numpy), x)
         _run(f"{name}, float32[{rows},{cols}]", impls, "tracer cpu")
 
-
 # ------------------------------------------------------------------ BLAS
 
 def matmul(n: int = 1024) -> None:
@@ -139,7 +123,6 @@ def matmul(n: int = 1024) -> None:
         rows = [("tracer cpu", lambda: f(a, b)), ("numpy", lambda: a @ b)]
         rows += _jax_rows(jax, lambda a, b: a @ b, a, b)
         _run(f"matmul {np.dtype(dtype).name}[{n},{n}]", rows, "tracer cpu", rtol=1e-3)
-
 
 def mlp(batch: int = 256, width: int = 1024) -> None:
     rng = np.random.default_rng(3)
@@ -157,7 +140,6 @@ def mlp(batch: int = 256, width: int = 1024) -> None:
         rows += _jax_rows(jax, lambda *a: forward(*a, jax.numpy), x, w1, b1, w2)
     _run(f"MLP forward, batch {batch}, width {width}", rows, "tracer cpu", rtol=1e-3)
 
-
 # ------------------------------------------------------------------ overheads
 
 def dispatch() -> None:
@@ -170,7 +152,6 @@ def dispatch() -> None:
             ("numpy", lambda: x * y + z)]
     rows += _jax_rows(jax, lambda a, b, c: a * b + c, x, y, z)
     _run("dispatch, 3 tiny float32[4]", rows, "numpy")
-
 
 def loop(steps: int = 1000) -> None:
     def body(i: Any, c: Any) -> Any:
@@ -185,7 +166,6 @@ def loop(steps: int = 1000) -> None:
         return v
     _run(f"fori_loop of {steps} steps, float32[16]", [("tracer cpu", lambda: f(c)),
                                                      ("numpy", numpy_loop)], "tracer cpu")
-
 
 _CHILD = textwrap.dedent("""
     import sys, time
@@ -214,7 +194,6 @@ _CHILD = textwrap.dedent("""
         print(name, time.perf_counter() - t0)
 """)
 
-
 def compile_times() -> None:
     with tempfile.TemporaryDirectory() as cache:
         env = dict(os.environ, TRACER_CACHE_DIR=cache)
@@ -228,17 +207,14 @@ def compile_times() -> None:
             RESULTS[label] = dict(rows)
             report(label, rows, "GELU")
 
-
 WORKLOADS = {"gelu": gelu, "softmax": softmax, "matmul": matmul, "mlp": mlp,
              "dispatch": dispatch, "loop": loop, "compile": compile_times}
-
 
 def main(selected: list[str]) -> None:
     for name, run in WORKLOADS.items():
         if not selected or any(s in name for s in selected):
             run()
     print(json.dumps(RESULTS))
-
 
 if __name__ == "__main__":
     main(sys.argv[1:])
