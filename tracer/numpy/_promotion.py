@@ -26,10 +26,11 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import dtypes, ops
-from ..core import ShapedArray, user_source
+from ..core import ShapedArray
 from ..errors import (DTypeError, ShapeError, TracerError, TracerIndexError, TracerTypeError,
                       TracerValueError)
 from ..tracing import Tracer, current_builder
+from ..ops.common import wrapper_error as error
 
 __all__ = ["PromotionOverflowError", "asarray_like", "promote", "broadcast_arrays",
            "broadcast_shapes", "promote_and_broadcast"]
@@ -40,14 +41,6 @@ _PY_KIND = {"b": bool, "i": int, "u": int, "f": float, "c": complex}
 
 class PromotionOverflowError(TracerValueError, OverflowError):
     """A Python int does not fit the dtype it must take (NumPy 2: OverflowError)."""
-
-
-def error(cls: type[TracerError], fname: str, msg: str) -> TracerError:
-    """A user error from a `tracer.numpy` function: its name, the message, the user line."""
-    src = user_source()
-    err = cls(f"{fname}: {msg}" + (f"\n  at {src}" if src else ""))
-    err._tracer_context = True  # type: ignore[attr-defined]  # bind must not re-wrap it
-    return err
 
 
 def desc(x: Any) -> str:

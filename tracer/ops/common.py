@@ -4,13 +4,14 @@ aval comparison for sub-computations, and errors raised before `bind`."""
 from __future__ import annotations
 
 import operator
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..core import ShapedArray, aval_of, user_source
-from ..errors import ConcretizationError, DTypeError, ParamError, ShapeError, TracerError
-from ..tracing import Tracer
+from ..core import Graph, ShapedArray, aval_of, user_source
+from ..errors import (ConcretizationError, DTypeError, ParamError, ShapeError, TracerError,
+                      TracerTypeError)
+from ..tracing import Tracer, trace_flat
 
 
 def wrapper_error(cls: type[TracerError], op: str, msg: str) -> TracerError:
@@ -75,3 +76,27 @@ def aval_mismatch(what: str, expected: Sequence[ShapedArray],
                                         zip(expected, got, strict=True)):
         return ShapeError(msg)
     return DTypeError(msg)
+
+
+def trace_scalar_computation(op: str, fun: Callable[..., Any], scalars: list[ShapedArray],
+                             what: str = "the computation") -> Graph:
+    """Trace a scalar computation of 2N scalars (N accumulators/currents, then N
+    inputs/updates) returning N values, as reduce and scatter take them. It must be
+    closed: traced values of an enclosing function cannot reach an XLA computation."""
+    n = len(scalars)
+
+    def flat(*args: Any) -> list[Any]:
+        out = fun(*args)
+        outs = list(out) if isinstance(out, (tuple, list)) else [out]
+        if len(outs) != n:
+            raise wrapper_error(TracerTypeError, op, f"{what} must return {n} value(s) "
+                                f"(one per operand), got {len(outs)}")
+        return outs
+
+    graph, captured = trace_flat(flat, scalars * 2, name=f"{op}_computation")
+    if captured:
+        raise wrapper_error(
+            TracerTypeError, op, f"{what} must be closed: it uses traced values of an "
+            f"enclosing function ({', '.join(str(t.aval) for t in captured)}); pass them "
+            f"as operands instead")
+    return graph

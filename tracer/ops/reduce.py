@@ -14,10 +14,10 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..core import Graph, ShapedArray
-from ..errors import ParamError, ShapeError, TracerIndexError, TracerTypeError
+from ..errors import ParamError, ShapeError, TracerIndexError
 from ..interpret import run_graph
-from ..tracing import Tracer, trace_flat
-from .common import check_avals, wrapper_error
+from ..tracing import Tracer
+from .common import check_avals, trace_scalar_computation, wrapper_error
 from .registry import define_op, harmonize
 
 __all__ = ["reduce"]
@@ -164,23 +164,7 @@ def reduce(operands: Any, init_values: Any, computation: Callable[..., Any] | Gr
 
 
 def _trace_computation(fun: Callable[..., Any], scalars: list[ShapedArray]) -> Graph:
-    n = len(scalars)
-
-    def flat(*args: Any) -> list[Any]:
-        out = fun(*args)
-        outs = list(out) if isinstance(out, (tuple, list)) else [out]
-        if len(outs) != n:
-            raise wrapper_error(TracerTypeError, "reduce", f"the computation must return "
-                                f"{n} value(s) (one per operand), got {len(outs)}")
-        return outs
-
-    graph, captured = trace_flat(flat, scalars * 2, name="reduce_computation")
-    if captured:
-        raise wrapper_error(
-            TracerTypeError, "reduce", "reduce computations must be closed: the computation "
-            f"uses traced values of an enclosing function "
-            f"({', '.join(str(t.aval) for t in captured)}); pass them as operands instead")
-    return graph
+    return trace_scalar_computation("reduce", fun, scalars)
 
 
 def _scalar_aval(x: Any) -> ShapedArray:

@@ -12,11 +12,10 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..core import Graph, ShapedArray
-from ..errors import DTypeError, ParamError, ShapeError, TracerTypeError
+from ..errors import DTypeError, ParamError, ShapeError
 from ..interpret import run_graph
-from ..tracing import trace_flat
 from . import elementwise as ew
-from .common import check_avals, wrapper_error
+from .common import check_avals, trace_scalar_computation, wrapper_error
 from .indexing import (ScatterDimensionNumbers, _check_batching, _check_index_map, _dims,
                        _dimension_numbers, _disjoint, _index_batch, _int_indices,
                        _start_vectors, _window_grids)
@@ -249,20 +248,9 @@ def _update_graph(fun: Callable[..., Any] | Graph | None, scalars: list[ShapedAr
         raise wrapper_error(ParamError, "scatter", f"update_computation must be None, a "
                             f"function or a Graph, got {fun!r}")
 
-    def flat(*args: Any) -> list[Any]:
-        out = args[n:] if fun is None else fun(*args)
-        outs = list(out) if isinstance(out, (tuple, list)) else [out]
-        if len(outs) != n:
-            raise wrapper_error(TracerTypeError, "scatter", f"update_computation must "
-                                f"return {n} value(s) (one per operand), got {len(outs)}")
-        return outs
-
-    graph, captured = trace_flat(flat, scalars * 2, name="scatter_computation")
-    if captured:
-        raise wrapper_error(TracerTypeError, "scatter", "update_computation must be closed: "
-                            f"it uses traced values of an enclosing function "
-                            f"({', '.join(str(t.aval) for t in captured)})")
-    return graph
+    replace = lambda *args: args[n:]  # noqa: E731  (None: the update replaces)
+    return trace_scalar_computation("scatter", replace if fun is None else fun, scalars,
+                                    "update_computation")
 
 
 def _scatter_with(name: str, combine: Callable[..., Any], rule: str) -> Callable[..., Any]:
