@@ -1,6 +1,7 @@
 """Test-wide settings: runtime checks on, hypothesis without deadlines (CI is noisy)."""
 
 import os
+import tempfile
 
 from hypothesis import settings
 
@@ -9,3 +10,5 @@ settings.register_profile("tracer", deadline=None, print_blob=True,
 settings.load_profile("tracer")
 
 os.environ.setdefault("TRACER_RUNTIME_CHECKS", "1")
+# A fresh compile cache per run, so results never depend on what an earlier run left.
+os.environ.setdefault("TRACER_CACHE_DIR", tempfile.mkdtemp(prefix="tracer-test-cache-"))

@@ -37,7 +37,8 @@ def test_same_signature_traces_once_and_matches_numpy():
     np.testing.assert_allclose(y, np.tanh(x @ w + b), rtol=1e-6)
     assert type(y) is np.ndarray and y.dtype == np.float32
     info = predict.cache_info()
-    assert (info.hits, info.misses, info.traces, info.compiles, info.size) == (2, 1, 1, 1, 1)
+    assert (info.hits, info.misses, info.traces, info.size) == (2, 1, 1, 1)
+    assert info.compiles <= 1  # 0 when this structure's machine code was already compiled
 
 
 @pytest.mark.parametrize("change", ["shape", "dtype", "rank"])
