@@ -10,20 +10,26 @@ fast path and how control-flow impls run their sub-graphs.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .core import Graph, Literal, ShapedArray
+from .core import Eqn, Graph, Literal, ShapedArray
 from .tracing import bind
 
 
-def eval_graph(graph: Graph, args: Sequence[Any]) -> list[Any]:
+def eval_graph(graph: Graph, args: Sequence[Any],
+               rewrite: Callable[[Eqn, list[Any]], list[Any] | None] | None = None) -> list[Any]:
+    """Re-emit `graph` on `args`; `rewrite(eqn, inputs)` may return an eqn's outputs
+    computed another way (None: bind the eqn's op as recorded)."""
     env: dict[int, Any] = {id(v): x for v, x in zip(graph.inputs, args, strict=True)}
     read = lambda a: literal_value(a) if isinstance(a, Literal) else env[id(a)]  # noqa: E731
     for eqn in graph.eqns:
-        outs = bind(eqn.op, [read(a) for a in eqn.inputs], eqn.params, eqn.source)
-        outs = outs if eqn.op.multiple_results else (outs,)
+        ins = [read(a) for a in eqn.inputs]
+        outs = rewrite(eqn, ins) if rewrite is not None else None
+        if outs is None:
+            outs = bind(eqn.op, ins, eqn.params, eqn.source)
+            outs = outs if eqn.op.multiple_results else (outs,)
         for v, x in zip(eqn.outputs, outs, strict=True):
             env[id(v)] = x
     return [read(a) for a in graph.outputs]

@@ -29,6 +29,7 @@ from ..config import config
 from ..core import Graph, subgraphs
 from . import cpu_cache
 from .cpu_codegen import Module, generate
+from .cpu_lower import lower_batched_inner_products
 from .cpu_scalar import F16, storage_dtype
 from .source import SourceWriter
 
@@ -124,6 +125,7 @@ class NumbaCpuBackend:
         self.fuse = fuse  # False: one loop nest per op (to test fusion against)
 
     def compile(self, graph: Graph) -> NumbaExecutable:
+        graph = lower_batched_inner_products(graph)
         module = generate(graph, _HOST, parallel_ok=not _uses_blas(graph), fuse=self.fuse)
         if config.dump_dir:
             _dump(config.dump_dir, graph.name, module.source)
