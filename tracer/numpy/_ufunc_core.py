@@ -119,6 +119,8 @@ def binary(name: str, impl: Callable[[Any, Any], Any], kinds: str, compute: Dtyp
         # Float-only loops take each input as it is (a Python int meets the float loop
         # directly, so uint8 with -1 is fine); the others compute in the promoted dtype.
         work = float_loop(a, b, dt) if compute is float_of else compute(dt)
+        if work != _widen(work):  # float16: round the inputs to it before widening
+            a, b = (cast(v, work, weak=weak, fname=name) for v in (a, b))
         a, b = (cast(v, _widen(work), weak=weak, fname=name) for v in (a, b))
         a, b = broadcast_arrays(a, b, fname=name, keep_scalars=not full)
         return as_result(_narrow(impl(a, b), work))
