@@ -10,6 +10,7 @@ widens the accumulator).
 from __future__ import annotations
 
 import inspect
+import math
 from typing import Any, Sequence
 
 import numpy as np
@@ -81,20 +82,19 @@ def _dot_general_impl(x: np.ndarray, y: np.ndarray, *, lhs_contracting_dims: Dim
                       precision: tuple[str, str] | None,
                       preferred_element_type: np.dtype | None) -> np.ndarray:
     out_dtype = _result_dtype(x.dtype, preferred_element_type)
-    # einsum labels: lhs dim d is label d; rhs batch/contracting dims reuse their
-    # lhs partner's label, rhs free dims get fresh labels after the lhs ones.
-    rhs_labels = list(range(x.ndim, x.ndim + y.ndim))
-    for a, b in zip(lhs_contracting_dims + lhs_batch_dims,
-                    rhs_contracting_dims + rhs_batch_dims, strict=True):
-        rhs_labels[b] = a
-    out_labels = (list(lhs_batch_dims)
-                  + [d for d in range(x.ndim) if d not in lhs_contracting_dims + lhs_batch_dims]
-                  + [rhs_labels[d] for d in range(y.ndim)
-                     if d not in rhs_contracting_dims + rhs_batch_dims])
+    x, y = x.astype(out_dtype, copy=False), y.astype(out_dtype, copy=False)
+    # As (batch, free, contracting) @ (batch, contracting, free): one np.matmul.
+    lhs_free = [d for d in range(x.ndim) if d not in lhs_contracting_dims + lhs_batch_dims]
+    rhs_free = [d for d in range(y.ndim) if d not in rhs_contracting_dims + rhs_batch_dims]
+    batch = [x.shape[d] for d in lhs_batch_dims]
+    m, n = [x.shape[d] for d in lhs_free], [y.shape[d] for d in rhs_free]
+    k = math.prod(x.shape[d] for d in lhs_contracting_dims)
+    lhs = x.transpose(*lhs_batch_dims, *lhs_free, *lhs_contracting_dims)
+    rhs = y.transpose(*rhs_batch_dims, *rhs_contracting_dims, *rhs_free)
+    lhs = lhs.reshape(math.prod(batch), math.prod(m), k)
+    rhs = rhs.reshape(math.prod(batch), k, math.prod(n))
     with np.errstate(all="ignore"):
-        out = np.einsum(x.astype(out_dtype, copy=False), list(range(x.ndim)),
-                        y.astype(out_dtype, copy=False), rhs_labels, out_labels,
-                        optimize=True)
+        out = np.matmul(lhs, rhs).reshape(tuple(batch + m + n))
     return np.asarray(out, dtype=out_dtype)
 
 
