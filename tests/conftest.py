@@ -5,7 +5,10 @@ import tempfile
 
 from hypothesis import settings
 
+# Derandomized by default so CI is reproducible; TRACER_HYPOTHESIS_RANDOM=1 (with more
+# TRACER_HYPOTHESIS_EXAMPLES) explores new examples when hunting for bugs.
 settings.register_profile("tracer", deadline=None, print_blob=True,
+                          derandomize=os.environ.get("TRACER_HYPOTHESIS_RANDOM") != "1",
                           max_examples=int(os.environ.get("TRACER_HYPOTHESIS_EXAMPLES", "40")))
 settings.load_profile("tracer")
 
