@@ -32,7 +32,6 @@ import numba
 import numpy as np
 
 from ..config import config
-from . import cpu_fastmath, cpu_mathlib
 
 _LOCK = threading.RLock()
 
@@ -63,12 +62,19 @@ _MODULES: dict[str, Entry] = {}
 def _versions() -> str:
     from .._version import __version__ as tracer_version
     helpers = hashlib.sha256()
-    for module in (cpu_mathlib, cpu_fastmath):  # generated modules import these
-        with open(module.__file__, "rb") as f:
+    for path in helper_library_files():  # generated modules import these
+        with open(path, "rb") as f:
             helpers.update(f.read())
     return (f"tracer {tracer_version}, numba {numba.__version__}, llvmlite "
             f"{llvmlite.__version__}, numpy {np.__version__}, helpers "
             f"{helpers.hexdigest()[:16]}")
+
+
+def helper_library_files() -> list[str]:
+    """The njit libraries generated modules import: scalar math and `cpu_lib_<topic>`."""
+    here = os.path.dirname(__file__)
+    libs = sorted(glob.glob(os.path.join(here, "cpu_lib_*.py")))
+    return [os.path.join(here, "cpu_mathlib.py"), os.path.join(here, "cpu_fastmath.py"), *libs]
 
 
 def module_key(source: str) -> str:

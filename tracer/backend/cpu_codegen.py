@@ -81,15 +81,18 @@ class ModuleBuilder:
         self.parallel_ok = parallel_ok
         self.fuse = fuse
         self.namer = Namer(reserved=["np", "numba", "math", "dims", *DTYPE_ALIASES.values()])
-        self.helpers: set[str] = set()
+        self.helpers: dict[str, str] = {}  # helper name -> backend module defining it
         self.sizes: list[int] = []
         self.size_names: dict[tuple, str] = {}
         self.kernels: list[SourceWriter] = []
         self.params: list[Param] = []
         self.fallbacks: list[Any] | None = None  # runners of ops run by their reference
 
-    def use(self, helper: str) -> str:
-        self.helpers.add(helper)
+    def use(self, helper: str, module: str | None = None) -> str:
+        """Import `helper` into the generated module from `tracer.backend.<module>` (default:
+        `cpu_fastmath` or `cpu_mathlib`; op libraries are `cpu_lib_<topic>`)."""
+        default = "cpu_fastmath" if helper in FAST_HELPERS else "cpu_mathlib"
+        self.helpers[helper] = module or default
         return helper
 
     def size(self, key: tuple, value: int, hint: str = "n") -> str:
@@ -302,10 +305,11 @@ def _host_function(mod: ModuleBuilder, name: str, body: SourceWriter) -> SourceW
     return w
 
 
-def _helper_imports(helpers: set[str]) -> dict[str, list[str]]:
-    fast = sorted(helpers & set(FAST_HELPERS))
-    rest = sorted(helpers - set(FAST_HELPERS))
-    return {k: v for k, v in (("cpu_fastmath", fast), ("cpu_mathlib", rest)) if v}
+def _helper_imports(helpers: dict[str, str]) -> dict[str, list[str]]:
+    by_module: dict[str, list[str]] = {}
+    for name, module in sorted(helpers.items()):
+        by_module.setdefault(module, []).append(name)
+    return dict(sorted(by_module.items()))
 
 
 def _module_text(mod: ModuleBuilder, graph: Graph, host: SourceWriter) -> str:

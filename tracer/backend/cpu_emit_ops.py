@@ -17,6 +17,8 @@ import numpy as np
 from ..core import Atom, Eqn, Graph, ShapedArray
 from ..errors import TracerValueError
 from .cpu_codegen import GraphEmitter, Ref, load, store_value
+from . import (cpu_emit_conv, cpu_emit_decomp, cpu_emit_misc, cpu_emit_numerics, cpu_emit_rng,
+               cpu_emit_sort, cpu_emit_window)
 from .cpu_emit_index import INDEX_EMITTERS
 from .cpu_fallback import numba_type
 from .cpu_scalar import alias, cast, literal
@@ -352,7 +354,9 @@ OP_EMITTERS: dict[str, OpEmitter] = {
     "while": _while, "conditional": _conditional, "scan": _scan, "call": _call,
     "dot_general": _dot_general, "reshape": _reshape,
     "get_dimension_size": _get_dimension_size, "concatenate": _concatenate, "pad": _pad,
-    **INDEX_EMITTERS,
+    **INDEX_EMITTERS, **cpu_emit_conv.EMITTERS, **cpu_emit_window.EMITTERS,
+    **cpu_emit_sort.EMITTERS, **cpu_emit_rng.EMITTERS, **cpu_emit_decomp.EMITTERS,
+    **cpu_emit_numerics.EMITTERS, **cpu_emit_misc.EMITTERS,
     "checkpoint": _inline("to_apply"), "custom_jvp_call": _inline("call"),
     "custom_vjp_call": _inline("call"), "stop_gradient": _identity,
     **{name: _collective for name in ("all_reduce", "all_gather", "reduce_scatter",

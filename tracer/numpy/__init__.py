@@ -21,7 +21,7 @@ from .. import dtypes as _dtypes
 from ..errors import TracerTypeError
 from ..tracing import Tracer as _Tracer
 from . import _creation, _indexing, _linalg, _methods, _pad, _rearrange, _reductions, _shape
-from . import _ufuncs
+from . import _ufuncs, fft, linalg
 from ._creation import *  # noqa: F401,F403
 from ._indexing import *  # noqa: F401,F403
 from ._linalg import *  # noqa: F401,F403
@@ -31,6 +31,7 @@ from ._rearrange import *  # noqa: F401,F403
 from ._reductions import *  # noqa: F401,F403
 from ._reductions import WeightsSumToZeroError
 from ._shape import *  # noqa: F401,F403
+from ._sorting import *  # noqa: F401,F403
 from ._ufuncs import *  # noqa: F401,F403
 
 # dtypes: NumPy's scalar types, usable wherever a dtype is expected (`dtype=tnp.int8`,

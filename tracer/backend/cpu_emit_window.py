@@ -1,0 +1,7 @@
+"""cpu emitters for reduce_window, select_and_scatter."""
+
+from __future__ import annotations
+
+from typing import Any
+
+EMITTERS: dict[str, Any] = {}

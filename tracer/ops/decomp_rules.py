@@ -1,0 +1,1 @@
+"""JVP / transpose / batching rules for cholesky, triangular_solve and the matrix decompositions tracer.numpy.linalg needs."""

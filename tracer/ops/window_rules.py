@@ -1,0 +1,1 @@
+"""JVP / transpose / batching rules for reduce_window, select_and_scatter."""
