@@ -94,3 +94,8 @@ def test_op_record_is_complete(name):
     assert op.doc and len(op.doc.strip()) > 20, f"{name}: needs a doc with the seed rule"
     assert op.hlo_name and " " not in op.hlo_name
     assert callable(op.shape_rule) and callable(op.impl)
+    assert op.batch is not None, f"{name}: needs a batching rule"
+    if op.differentiable:
+        assert op.jvp is not None, f"{name}: differentiable, so it needs a JVP rule"
+    if op.linear:
+        assert op.transpose is not None, f"{name}: linear, so it needs a transpose rule"

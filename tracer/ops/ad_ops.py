@@ -267,6 +267,14 @@ def _custom_lin_batch(args: Sequence[Any], dims: Sequence[int | None], *, bwd: R
     return outs, [0] * len(outs)
 
 
+def _custom_lin_jvp(primals: Sequence[Any], tangents: Sequence[Any], **params: Any) -> Any:
+    # JAX's rule too: a custom_vjp function's bwd is a reverse-mode rule only.
+    raise TracerTypeError("a custom_vjp function was differentiated twice, or forward mode "
+                          "was applied to its derivative; its bwd rule supports one reverse "
+                          "pass only. Use custom_jvp for functions that need higher order")
+
+
+custom_lin_p.jvp = _custom_lin_jvp
 custom_lin_p.transpose = _custom_lin_transpose
 custom_lin_p.batch = _custom_lin_batch
 
