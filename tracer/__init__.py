@@ -15,6 +15,7 @@ from .errors import (ConcretizationError, DTypeError, EscapedTracerError, ParamE
                      ShapeError, TracerError, TracerIndexError, TracerTypeError,
                      TracerValueError, UnsupportedOpError)
 from .hlo import HloModule
+from .ops.misc import register_custom_call
 from .stages import Compiled, Lowered
 from .transforms import (checkpoint, custom_jvp, custom_vjp, grad, hessian, jacfwd, jacrev, jvp,
                          linearize, stop_gradient, value_and_grad, vjp, vmap)
@@ -25,7 +26,7 @@ __all__ = [
     "ConcretizationError", "Compiled", "DTypeError", "EscapedTracerError", "HloModule",
     "Jitted", "Lowered", "ParamError", "ShapeError", "ShapedArray", "TracerError",
     "TracerIndexError", "TracerTypeError", "TracerValueError", "UnsupportedOpError",
-    "clear_caches", "config", "devices", "eval_shape", "jit", "make_hlo", "numpy", "ops", "random",
+    "clear_caches", "config", "devices", "eval_shape", "jit", "make_hlo", "numpy", "ops", "random", "register_custom_call",
     "tree_util",
     "checkpoint", "custom_jvp", "custom_vjp", "grad", "hessian", "jacfwd", "jacrev", "jvp",
     "linearize", "stop_gradient", "value_and_grad", "vjp", "vmap", "transforms",

@@ -93,8 +93,9 @@ def _eqn_lines(eqn: Eqn, names: dict[int, str], subs: dict[int, str], namer: _Na
         else:
             operands.append(names[id(a)])
     name = namer.fresh(eqn.op.hlo_name)
-    attrs = "".join(f", {_ATTR_NAMES.get(k, k)}={_attr(v, subs)}" for k, v in eqn.params.items()
-                    if v is not None and v != () and k not in _IMPLIED)
+    attrs = _composite_attrs(eqn, subs) if eqn.op.name == "composite" else "".join(
+        f", {_ATTR_NAMES.get(k, k)}={_attr(v, subs)}" for k, v in eqn.params.items()
+        if v is not None and v != () and k not in _IMPLIED)
     meta = _metadata(eqn) if metadata else ""
     shape = _shape_str(tuple(v.aval for v in eqn.outputs)) if len(eqn.outputs) != 1 \
         else str(eqn.outputs[0].aval)
@@ -106,6 +107,15 @@ def _eqn_lines(eqn: Eqn, names: dict[int, str], subs: dict[int, str], namer: _Na
     for i, v in enumerate(eqn.outputs):
         names[id(v)] = namer.fresh("get-tuple-element")
         yield f"  {names[id(v)]} = {v.aval} get-tuple-element({name}), index={i}"
+
+
+def _composite_attrs(eqn: Eqn, subs: dict[int, str]) -> str:
+    """XLA's spelling of a composite: a call with `is_composite` and frontend attributes."""
+    p = eqn.params
+    attributes = ", ".join(f"{k} = {_attr(v, subs)}" for k, v in p["attributes"])
+    return (f", to_apply=%{subs[id(p['to_apply'])]}, is_composite=true, frontend_attributes="
+            f"{{composite.name=\"{p['name']}\", composite.attributes={{{attributes}}}, "
+            f"composite.version=\"{p['version']}\"}}")
 
 
 def _root_lines(graph: Graph, names: dict[int, str], namer: _Namer) -> Iterator[str]:

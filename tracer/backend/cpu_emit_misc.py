@@ -1,7 +1,71 @@
-"""cpu emitters for composite, custom_call, tuple / get_tuple_element, optimization_barrier."""
+"""cpu emitters for composite (its decomposition, inlined), optimization_barrier
+(the identity: generated code runs in order, so inputs are computed first) and
+custom_call (a call of the registered target, compiled by numba, from the kernel).
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-EMITTERS: dict[str, Any] = {}
+import numpy as np
+
+from ..core import Eqn
+from ..errors import UnsupportedOpError
+from ..ops.misc import custom_call_target
+from .cpu_codegen import GraphEmitter, Ref
+from .cpu_custom_calls import code_digest, publish
+
+
+def _composite(ge: GraphEmitter, eqn: Eqn) -> None:
+    refs = [ge.ref(a) for a in eqn.inputs]
+    for v, r in zip(eqn.outputs, ge.sub_emitter().emit_graph(eqn.params["to_apply"], refs),
+                    strict=True):
+        ge.bind(v, r)
+
+
+def _barrier(ge: GraphEmitter, eqn: Eqn) -> None:
+    for v, a in zip(eqn.outputs, eqn.inputs, strict=True):
+        ge.bind(v, ge.ref(a))
+
+
+def _as_array(ge: GraphEmitter, ref: Ref) -> str:
+    """An array argument for a value (a 0-d array for a scalar)."""
+    if not ref.scalar:
+        return ref.name
+    name = ge.fresh("operand")
+    ge.w.line(f"{name} = np.full(1, {ref.name}, np.{ref.aval.dtype.name}).reshape(())")
+    return name
+
+
+def _custom_call(ge: GraphEmitter, eqn: Eqn) -> None:
+    p = eqn.params
+    fn = custom_call_target(p["target"], p["revision"])
+    avals = [v.aval for v in eqn.outputs] + [a.aval for a in eqn.inputs]
+    if any(a.dtype == np.float16 for a in avals):
+        raise UnsupportedOpError(f"custom_call {p['target']!r}: float16 buffers cannot be "
+                                 f"passed to numba code; convert to float32 around the call")
+    target = ge.mod.use(publish(p["target"], p["revision"], fn, avals), "cpu_custom_calls")
+    ge.w.comment(f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', '?')}, "
+                 f"code digest {code_digest(fn)}")
+    outs = []
+    for v in eqn.outputs:
+        if v.aval.ndim:
+            buf = ge.alloc(v)
+            ge.w.line(f"{buf}[...] = 0")
+        else:
+            buf = ge.fresh("result")
+            ge.w.line(f"{buf} = np.zeros(1, np.{v.aval.dtype.name}).reshape(())")
+        outs.append(buf)
+    ins = [_as_array(ge, ge.ref(a)) for a in eqn.inputs]
+    ge.w.line(f"{target}({', '.join(outs + ins)})")
+    for v, buf in zip(eqn.outputs, outs, strict=True):
+        if v.aval.ndim:
+            ge.bind(v, Ref(buf, v.aval))
+        else:
+            value = ge.fresh("value")
+            ge.w.line(f"{value} = {buf}[()]")
+            ge.bind(v, Ref(value, v.aval))
+
+
+EMITTERS: dict[str, Any] = {"composite": _composite, "optimization_barrier": _barrier,
+                            "custom_call": _custom_call}

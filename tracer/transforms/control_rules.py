@@ -27,6 +27,7 @@ from ..core import Eqn, Graph, Var
 from ..interpret import eval_graph
 from ..ops.ad import UndefinedPrimal, Zero, add_tangents, instantiate, zeros_like_aval
 from ..ops.control import call_p, conditional_p, scan_p
+from ..ops.misc import composite_p
 from .jvp import jvp_graph
 from .partial_eval import PE_RULES, partial_eval_graph, partial_eval_loop
 from .transpose import backward_pass, transpose_graph
@@ -280,6 +281,20 @@ def call_transpose(cts: list[Any], *args: Any, to_apply: Graph) -> list[Any]:
 scan_p.jvp, scan_p.transpose = scan_jvp, scan_transpose
 conditional_p.jvp, conditional_p.transpose = cond_jvp, cond_transpose
 call_p.jvp, call_p.transpose = call_jvp, call_transpose
+
+
+# A composite means its decomposition: differentiated, it becomes a call of the result.
+def composite_jvp(primals: Sequence[Any], tangents: Sequence[Any], *, to_apply: Graph,
+                  **composite: Any) -> tuple[list, list]:
+    return call_jvp(primals, tangents, to_apply=to_apply)
+
+
+def composite_transpose(cts: list[Any], *args: Any, to_apply: Graph, **composite: Any
+                        ) -> list[Any]:
+    return call_transpose(cts, *args, to_apply=to_apply)
+
+
+composite_p.jvp, composite_p.transpose = composite_jvp, composite_transpose
 PE_RULES[scan_p] = scan_partial_eval
 PE_RULES[conditional_p] = cond_partial_eval
 PE_RULES[call_p] = call_partial_eval
