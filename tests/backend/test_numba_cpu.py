@@ -28,7 +28,8 @@ from tests.op_db import all_cases
 from tracer import ops
 from tracer.backend import backend_names, register_backend
 from tracer.backend.cpu_cache import STATS
-from tracer.backend.cpu_fusion import LoopNest, plan_graph
+from tracer.backend.cpu_fusion import LoopNest, RowGroup, plan_graph
+from tracer.backend.cpu_lower import lower_batched_inner_products
 from tracer.backend.numba_cpu import FALLBACK_OPS, NumbaCpuBackend, supported_ops
 from tracer.core import aval_of
 from tracer.interpret import run_graph
@@ -153,8 +154,9 @@ def _chain(x, y):
 
 
 def _nests(fn, *args):
-    plan = plan_graph(_trace(fn, args))
-    return [s for s in plan.steps if isinstance(s, LoopNest) and s.shape]
+    plan = plan_graph(lower_batched_inner_products(_trace(fn, args)))
+    steps = [n for s in plan.steps for n in (s.nests if isinstance(s, RowGroup) else [s])]
+    return [s for s in steps if isinstance(s, LoopNest) and s.shape]
 
 
 def test_softmax_is_at_most_three_loop_nests():
@@ -169,6 +171,22 @@ def test_a_twenty_op_elementwise_chain_is_one_loop_nest():
     assert len(graph.eqns) >= 20
     assert len(_nests(_chain, x, y)) == 1
     _compare(_chain, [x, y])
+
+
+def _cosine(u, v):
+    return tnp.dot(u, v) / (tnp.sqrt(tnp.dot(u, u)) * tnp.sqrt(tnp.dot(v, v)))
+
+
+def test_independent_sums_over_the_same_rows_share_one_pass():
+    u, v = np.random.rand(300, 40).astype(np.float32), np.random.rand(300, 40).astype(np.float32)
+    f = tr.vmap(_cosine)
+    nests = _nests(f, u, v)
+    assert len(nests) <= 2 and len(nests[0].reduces) == 3  # one pass reads u and v once
+    _compare(f, [u, v], rtol=1e-5)
+    w = np.random.rand(300, 41).astype(np.float32)  # other sizes: separate passes, still right
+    g = lambda u, w: (tnp.sum(u * u, axis=1), tnp.sum(w * w, axis=1))  # noqa: E731
+    assert len(_nests(g, u, w)) == 2
+    _compare(g, [u, w], rtol=1e-5)
 
 
 def _mixed(x, w, i):

@@ -19,8 +19,10 @@ them, which is just different index arithmetic.
 Then two passes join nests. A nest *merges* into an earlier one over the same
 shape when it reads that nest's stores, and only at its own index (the shape
 rules then guarantee the two shapes are equal for every size, which keeps the
-generated code shape-generic). Consecutive nests form a *row group* when each
-reads what the earlier ones produced only at the same outer indices: they
+generated code shape-generic), or when the two are independent siblings over the
+same static shape and reduced dims. Consecutive nests form a *row group* when each
+reads what the earlier ones produced only at the same outer indices (or reads none
+of it and has the same outer sizes): they
 share their outer loops, so a row is computed, reduced and normalized while it
 is in cache, and values only the group reads need a row (or a scalar), not a
 whole array. A row softmax is three nests (max; exp and its sum; divide) in one
@@ -230,9 +232,19 @@ def _merge_target(plan: Plan, merged: list[Step], nest: LoopNest) -> LoopNest | 
             if maps and all(m == {identity} for m in maps) and \
                     not any(v in reads for v in _reduce_out_ids(earlier)):
                 return earlier
+            if not maps and _siblings(earlier, nest) and not produced & set(reads):
+                return earlier
         if produced & set(reads):
             return None  # `nest` depends on this step: it cannot move above it
     return None
+
+
+def _siblings(a: LoopNest, b: LoopNest) -> bool:
+    """Independent nests that share one loop: over the same static shape, both reducing
+    the same dims or neither (the three sums of a cosine similarity in one pass). Equal
+    sizes make this plan, and so this source, which serves only traces with this plan."""
+    return a.shape == b.shape and bool(a.reduces) == bool(b.reduces) and \
+        a.reduce_dims == b.reduce_dims
 
 
 def _compatible(a: LoopNest, b: LoopNest) -> bool:
@@ -372,7 +384,13 @@ def _row_depth(plan: Plan, group: RowGroup, nest: LoopNest) -> int:
                 if tuple(index[:depth]) != tuple(range(depth)):
                     depth = min(depth, _prefix(index))
                 linked = True
-    return depth if linked else 0
+    if linked:
+        return depth
+    # An independent nest over the same outer rows joins too (the three sums of a
+    # cosine similarity): equal static sizes make this plan, and so this source, which
+    # only serves traces with the same plan.
+    outer = group.nests[0].shape[:depth]
+    return depth if depth and nest.shape[:depth] == outer else 0
 
 
 def _prefix(index: IndexMap) -> int:
