@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import glob
 import hashlib
+import importlib.metadata
 import os
 import sys
 import threading
@@ -66,8 +67,15 @@ def _versions() -> str:
         with open(path, "rb") as f:
             helpers.update(f.read())
     return (f"tracer {tracer_version}, numba {numba.__version__}, llvmlite "
-            f"{llvmlite.__version__}, numpy {np.__version__}, helpers "
-            f"{helpers.hexdigest()[:16]}")
+            f"{llvmlite.__version__}, numpy {np.__version__}, rocket-fft "
+            f"{_version_of('rocket-fft')}, helpers {helpers.hexdigest()[:16]}")
+
+
+def _version_of(distribution: str) -> str:
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return "absent"
 
 
 def helper_library_files() -> list[str]:
