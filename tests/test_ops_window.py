@@ -247,3 +247,14 @@ def test_large_windows_run_in_parallel_kernels() -> None:
     mapped = lambda x: ops.map(lambda a: ops.mul(a, ops.tanh(a)), [x])  # noqa: E731
     assert "def parallel_map" in _source(mapped, x)
     _compare(mapped, [x], CPU)
+
+
+def test_hlo_text_prints_windows_as_xla_does():
+    x = np.ones((4, 6), np.float32)
+    text = str(tr.make_hlo(lambda x: ops.reduce_window(x, -np.inf, ops.max, (2, 2), (1, 2),
+                                                      "SAME", window_dilation=(1, 2)))(x))
+    assert "window={size=2x2 stride=1x2 pad=0_1x0_1 rhs_dilate=1x2}, to_apply=" in text
+    src = np.ones((2, 3), np.float32)
+    text = str(tr.make_hlo(lambda x: ops.select_and_scatter(
+        x, ops.ge, (2, 2), (2, 2), "VALID", src, np.float32(0), ops.add))(x))
+    assert "window={size=2x2 stride=2x2}, select=%region_0" in text

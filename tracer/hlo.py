@@ -93,9 +93,7 @@ def _eqn_lines(eqn: Eqn, names: dict[int, str], subs: dict[int, str], namer: _Na
         else:
             operands.append(names[id(a)])
     name = namer.fresh(eqn.op.hlo_name)
-    attrs = _composite_attrs(eqn, subs) if eqn.op.name == "composite" else "".join(
-        f", {_ATTR_NAMES.get(k, k)}={_attr(v, subs)}" for k, v in eqn.params.items()
-        if v is not None and v != () and k not in _IMPLIED)
+    attrs = _composite_attrs(eqn, subs) if eqn.op.name == "composite" else _attrs(eqn, subs)
     meta = _metadata(eqn) if metadata else ""
     shape = _shape_str(tuple(v.aval for v in eqn.outputs)) if len(eqn.outputs) != 1 \
         else str(eqn.outputs[0].aval)
@@ -107,6 +105,34 @@ def _eqn_lines(eqn: Eqn, names: dict[int, str], subs: dict[int, str], namer: _Na
     for i, v in enumerate(eqn.outputs):
         names[id(v)] = namer.fresh("get-tuple-element")
         yield f"  {names[id(v)]} = {v.aval} get-tuple-element({name}), index={i}"
+
+
+# Window params, printed as XLA's one `window={size=2x2 stride=1x2 pad=0_1x0_0 ...}`.
+_WINDOW = {"window_dimensions": "size", "window_strides": "stride", "padding": "pad",
+           "base_dilation": "lhs_dilate", "window_dilation": "rhs_dilate"}
+
+
+def _attrs(eqn: Eqn, subs: dict[int, str]) -> str:
+    windowed = "window_dimensions" in eqn.params
+    text = "".join(f", {_ATTR_NAMES.get(k, k)}={_attr(v, subs)}" for k, v in eqn.params.items()
+                   if v is not None and v != () and k not in _IMPLIED
+                   and not (windowed and k in _WINDOW))
+    return f", window={{{_window(eqn.params)}}}{text}" if windowed else text
+
+
+def _window(params: dict[str, Any]) -> str:
+    """XLA's window text: the size always, other fields when not the default."""
+    fields = []
+    for key, label in _WINDOW.items():
+        value = params.get(key)
+        if value is None:
+            continue
+        if key == "padding":
+            if any(lo or hi for lo, hi in value):
+                fields.append(f"pad={'x'.join(f'{lo}_{hi}' for lo, hi in value)}")
+        elif key == "window_dimensions" or any(v != 1 for v in value):
+            fields.append(f"{label}={'x'.join(map(str, value))}")
+    return " ".join(fields)
 
 
 def _composite_attrs(eqn: Eqn, subs: dict[int, str]) -> str:
