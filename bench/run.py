@@ -1,9 +1,22 @@
-"""Run every benchmark: `python -m bench.run` (ratios from one run are what to compare)."""
+"""Run every benchmark: `python -m bench.run` (ratios from one run are what to compare).
 
-from bench import bench_cpu, bench_dispatch, bench_transforms
+Each module also runs alone: `python -m bench.bench_conv`, `python -m bench.bench_cuda`
+(only where a GPU is present), ...
+"""
+
+from bench import (bench_conv, bench_cpu, bench_cuda, bench_dispatch, bench_fft, bench_indexing,
+                   bench_linalg, bench_numpy, bench_random, bench_transforms, bench_window)
 
 if __name__ == "__main__":
     bench_dispatch.overhead()
     bench_dispatch.trace_time()
     bench_transforms.main()
     bench_cpu.main([])
+    bench_conv.main([])
+    bench_window.main([])
+    bench_indexing.main([])
+    bench_linalg.main([])
+    bench_fft.main([])
+    bench_random.main()
+    bench_numpy.main([])
+    bench_cuda.main([])

@@ -340,10 +340,17 @@ def test_cumulative_match_numpy(name, case):
     compare(getattr(tnp, name), getattr(np, name), x, axis=axis)
 
 
-def test_cumsum_is_a_log_step_scan():
+def test_cumsum_is_one_sequential_scan():
     graph = trace(lambda a: tnp.cumsum(a, axis=1), [ShapedArray((2, 9), np.float32)])
     ops_used = count_eqns(graph).by_op
-    assert ops_used["pad"] == 4 and ops_used["add"] == 4  # ceil(log2(9))
+    assert ops_used["scan"] == 1 and ops_used["add"] == 1 and "pad" not in ops_used
+
+
+def test_cumsum_adds_in_numpy_order():
+    # A log-step scan rounds differently; NumPy adds left to right.
+    x = np.random.default_rng(0).random(4097).astype(np.float32) * 1000
+    compare(tnp.cumsum, np.cumsum, x, rtol=0)
+    compare(tnp.cumsum, np.cumsum, x.astype(np.float16), rtol=0)
 
 
 @pytest.mark.parametrize("name, kw", [("sum", {"initial": 5}), ("prod", {"initial": 2}),

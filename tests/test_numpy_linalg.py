@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import tracer as tr
 import tracer.numpy as tnp
 from tracer.core import aval_of, typecheck
 from tracer.errors import ParamError, ShapeError, TracerError, TracerIndexError
@@ -295,3 +296,15 @@ def test_letters_are_all_valid_einsum_labels():
     spec = string.ascii_letters[:6]
     a = sample((1,) * 6)
     check(lambda x: tnp.einsum(spec, x), a, want=np.einsum(spec, a))
+
+
+def test_transposed_operand_is_read_by_blas_not_copied():
+    a, b = sample((5, 3)), sample((5, 4))
+    for fn in (lambda x, y: x.T @ y, lambda x, y: tnp.dot(tnp.swapaxes(x, 0, 1), y)):
+        compiled = tr.jit(fn).lower(a, b).compile()
+        assert "transpose" not in compiled.as_text()
+        np.testing.assert_allclose(compiled(a, b), a.T @ b, rtol=1e-12)
+    # A permutation that would reorder the free dims keeps its transpose (and is right).
+    c, d = sample((2, 3, 4)), sample((2, 5))
+    check(lambda x: tnp.matmul(tnp.transpose(x, (2, 1, 0)), d), c,
+          want=np.matmul(np.transpose(c, (2, 1, 0)), d))

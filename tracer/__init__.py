@@ -8,7 +8,7 @@
 """
 
 from . import numpy, ops, random, transforms, tree_util  # numpy installs the Tracer's methods
-from .api import Jitted, clear_caches, devices, eval_shape, jit, make_hlo
+from .api import Jitted, clear_caches, device_put, devices, eval_shape, jit, make_hlo
 from .config import config
 from .core import ShapedArray
 from .errors import (ConcretizationError, DTypeError, EscapedTracerError, ParamError,
@@ -26,8 +26,8 @@ __all__ = [
     "ConcretizationError", "Compiled", "DTypeError", "EscapedTracerError", "HloModule",
     "Jitted", "Lowered", "ParamError", "ShapeError", "ShapedArray", "TracerError",
     "TracerIndexError", "TracerTypeError", "TracerValueError", "UnsupportedOpError",
-    "clear_caches", "config", "devices", "eval_shape", "jit", "make_hlo", "numpy", "ops", "random", "register_custom_call",
-    "tree_util",
+    "clear_caches", "config", "device_put", "devices", "eval_shape", "jit", "make_hlo", "numpy",
+    "ops", "random", "register_custom_call", "tree_util",
     "checkpoint", "custom_jvp", "custom_vjp", "grad", "hessian", "jacfwd", "jacrev", "jvp",
     "linearize", "stop_gradient", "value_and_grad", "vjp", "vmap", "transforms",
 ]

@@ -1,4 +1,4 @@
-"""User-facing entry points: `jit`, `make_hlo`, `eval_shape`, `devices`.
+"""User-facing entry points: `jit`, `make_hlo`, `eval_shape`, `devices`, `device_put`.
 
 Thin wrappers: flatten the arguments, build the cache key (`tracer.cache`),
 trace on a miss (`tracer.tracing`), optimize and compile (`tracer.stages`).
@@ -21,7 +21,8 @@ from .errors import TracerTypeError, TracerValueError
 from .hlo import HloModule
 from .stages import Compiled, Lowered
 from .tracing import GraphBuilder, current_builder
-from .tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
+from .tree_util import (keystr, tree_flatten, tree_flatten_with_path, tree_map,
+                        tree_unflatten)
 
 _ALL_JITTED: "weakref.WeakSet[Jitted]" = weakref.WeakSet()
 
@@ -206,8 +207,30 @@ def clear_caches() -> None:
 
 
 def devices() -> list[str]:
-    """Names of the backends tracer can run on here."""
-    return backend_names()
+    """Names of the backends tracer can run on here ('cuda' when numba.cuda finds a GPU,
+    or runs its simulator)."""
+    return [name for name in backend_names() if name != "cuda" or _cuda_available()]
+
+
+def _cuda_available() -> bool:
+    try:
+        from numba import cuda
+    except ImportError:
+        return False
+    return bool(cuda.is_available())
+
+
+def device_put(x: Any, device: str = "cuda") -> Any:
+    """`x` (a pytree of arrays) on `device`: numba device arrays for 'cuda' (jitted
+    functions given device arrays return device arrays), NumPy arrays for the others."""
+    if device not in backend_names():
+        raise TracerValueError(f"device_put: unknown device {device!r}; available: "
+                               f"{', '.join(devices())}")
+    if device == "cuda":
+        get_backend("cuda")  # a clear error when there is no GPU (or simulator)
+        from .backend.cuda_arrays import device_put as put
+        return tree_map(put, x)
+    return tree_map(np.asarray, x)
 
 
 @functools.lru_cache(maxsize=64)

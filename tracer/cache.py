@@ -40,6 +40,8 @@ def leaf_signature(x: Any) -> LeafSig:
         return (x.shape, x.dtype, x.weak_type)
     if isinstance(x, Tracer):
         raise EscapedTracerError(escaped_message(x))
+    if getattr(t, "__cuda_ndarray__", False):  # a numba device array: never copied here
+        return (tuple(x.shape), np.dtype(x.dtype), False)
     if hasattr(x, "shape") and hasattr(x, "dtype") and not hasattr(x, "__array__"):
         return (tuple(x.shape), np.dtype(x.dtype), False)  # ShapeDtypeStruct-like specs
     arr = np.asarray(x)
@@ -59,8 +61,10 @@ def aval_from_signature(sig: LeafSig, name: str) -> ShapedArray:
 
 
 def as_input(x: Any, sig: LeafSig) -> np.ndarray:
-    """The NumPy array an executable receives for one leaf."""
-    return x if type(x) is np.ndarray else np.asarray(x, dtype=sig[1])
+    """The array an executable receives for one leaf (device arrays as they are)."""
+    if type(x) is np.ndarray or getattr(type(x), "__cuda_ndarray__", False):
+        return x
+    return np.asarray(x, dtype=sig[1])
 
 
 class CacheInfo(NamedTuple):

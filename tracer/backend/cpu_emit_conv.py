@@ -1,7 +1,145 @@
-"""cpu emitters for conv_general_dilated, conv_with_general_padding, conv."""
+"""cpu emitter of `conv_general_dilated` (also bound by conv_with_general_padding, conv).
+
+The generated code brings both operands to the canonical layout (N, C, spatial...) /
+(O, I, window...), one transpose each when their dimension numbers differ from it,
+flattens the spatial dims and runs the plan `cpu_lib_conv.conv_plan` makes, the
+spatial geometry given as tuples of `dims` symbols (never literal sizes). The plan's
+work items run under `numba.prange` in one `parallel=True` function of the
+generated module (BLAS runs each of their GEMM tiles in the calling thread, so the
+two thread pools never overlap). The output buffer is written directly when the
+output layout is canonical; otherwise a canonical temporary is filled and one
+transposed copy puts it in place. float16 operands are widened to float32 and the
+result rounded once, as the reference does; a rank-2 convolution (no spatial dim)
+runs as one with a 1-wide spatial dim and a 1-tap window.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
-EMITTERS: dict[str, Any] = {}
+import numpy as np
+
+from ..core import Atom, Eqn
+from .cpu_codegen import NJIT_OPTIONS, GraphEmitter, Ref
+from .cpu_scalar import F16
+from .source import SourceWriter
+
+_LIB = "cpu_lib_conv"
+
+
+def _tuple(items: Sequence[str]) -> str:
+    return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+
+
+def _product(items: Sequence[str]) -> str:
+    return " * ".join(items) or "1"
+
+
+def _canonical(ge: GraphEmitter, atom: Atom, spec: tuple[int, ...], hint: str) -> str:
+    """A 3-D (dim spec[0], dim spec[1], flattened spatial) C-contiguous array of `atom`,
+    float32 for float16 operands."""
+    ref = ge.ref(atom)
+    source = ref.name
+    if tuple(spec) != tuple(range(len(spec))):
+        source = ge.fresh(f"{hint}_canonical")
+        ge.w.line(f"{source} = np.ascontiguousarray({ref.name}.transpose({_tuple([str(d) for d in spec])}))")
+    if atom.aval.dtype == F16:
+        wide = ge.fresh(f"{hint}_f32")
+        ge.w.line(f"{wide} = {ge.mod.use('widen_f16', _LIB)}({source})")
+        source = wide
+    sizes = [ge.dim(atom, d) for d in spec]
+    name = ge.fresh(f"{hint}3")
+    ge.w.line(f"{name} = {source}.reshape(({sizes[0]}, {sizes[1]}, {_product(sizes[2:])}))")
+    return name
+
+
+def _geometry(ge: GraphEmitter, eqn: Eqn) -> list[str]:
+    """The kernel's spatial tuples: in sizes, window, out sizes, strides, low padding,
+    lhs and rhs dilation (a 1-wide dim with a 1-tap window when there is none)."""
+    p = eqn.params
+    lhs, rhs = eqn.inputs
+    out = eqn.outputs[0]
+    lhs_spec, rhs_spec, out_spec = p["dimension_numbers"]
+    if len(lhs_spec) == 2:
+        return ["(1,)", "(1,)", "(1,)", "(1,)", "(0,)", "(1,)", "(1,)"]
+
+    def param(name: str, values: Sequence[int], hint: str) -> str:
+        return _tuple([ge.mod.size(("conv", id(eqn), name, d), v, hint)
+                       for d, v in enumerate(values)])
+
+    return [_tuple([ge.dim(lhs, d) for d in lhs_spec[2:]]),
+            _tuple([ge.dim(rhs, d) for d in rhs_spec[2:]]),
+            _tuple([ge.dim(out, d) for d in out_spec[2:]]),
+            param("window_strides", p["window_strides"], "stride"),
+            param("pad_low", [lo for lo, _ in p["padding"]], "pad"),
+            param("lhs_dilation", p["lhs_dilation"], "lhs_dilation"),
+            param("rhs_dilation", p["rhs_dilation"], "rhs_dilation")]
+
+
+def _conv(ge: GraphEmitter, eqn: Eqn) -> None:
+    p = eqn.params
+    lhs, rhs = eqn.inputs
+    out = eqn.outputs[0]
+    out_spec = tuple(p["dimension_numbers"].out_spec)
+    x3 = _canonical(ge, lhs, p["dimension_numbers"].lhs_spec, "lhs")
+    w3 = _canonical(ge, rhs, p["dimension_numbers"].rhs_spec, "rhs")
+    buffer = ge.alloc(out)
+    sizes = [ge.dim(out, d) for d in out_spec]
+    shape3 = f"({sizes[0]}, {sizes[1]}, {_product(sizes[2:])})"
+    direct = out_spec == tuple(range(len(out_spec))) and out.aval.dtype != F16
+    result = ge.fresh("conv3")
+    if direct:
+        ge.w.line(f"{result} = {buffer}.reshape({shape3})")
+    else:
+        work = np.float32 if out.aval.dtype == F16 else out.aval.dtype
+        ge.w.line(f"{result} = np.empty({shape3}, np.{np.dtype(work).name})")
+    args = [x3, w3, result, *_geometry(ge, eqn), ge.mod.size(
+        ("conv", id(eqn), "fgc"), p["feature_group_count"], "feature_groups"), ge.mod.size(
+        ("conv", id(eqn), "bgc"), p["batch_group_count"], "batch_groups")]
+    ge.w.comment("(x, w, out, in sizes, window, out sizes, strides, low padding, lhs and rhs "
+                 "dilation, feature groups, batch groups)")
+    ge.w.line(f"{_parallel_kernel(ge)}({', '.join(args)})")
+    if not direct:
+        _store(ge, eqn, result, buffer, sizes)
+    ge.bind(out, Ref(buffer, out.aval))
+
+
+_KERNEL = "convolution"
+_PARAMS = ("x, w, out, in_sizes, window, out_sizes, strides, pad_low, lhs_dilation, "
+           "rhs_dilation, feature_groups, batch_groups")
+
+
+def _parallel_kernel(ge: GraphEmitter) -> str:
+    """The module's `parallel=True` function running a convolution's work items on
+    numba's threads (one per module, generic in dtypes and ranks). It lives in the
+    generated module: numba crashes loading a cached host that calls a parallel
+    function of another module (numba issue #8578)."""
+    if not any(f"def {_KERNEL}(" in k.text() for k in ge.mod.kernels):
+        ge.mod.namer.reserve(_KERNEL)
+        plan, slots, slot = (ge.mod.use(h, _LIB) for h in ("conv_plan", "conv_slots",
+                                                            "conv_slot"))
+        kernel = SourceWriter()
+        kernel.line(f"@numba.njit({NJIT_OPTIONS}, parallel=True)")
+        with kernel.block(f"def {_KERNEL}({_PARAMS})"):
+            kernel.line(f"meta, table, weights, offsets = {plan}({_PARAMS})")
+            with kernel.block(f"for index in numba.prange({slots}(meta))"):
+                kernel.line(f"{slot}(x, out, meta, table, weights, offsets, index)")
+        ge.mod.kernels.append(kernel)
+    return _KERNEL
+
+
+def _store(ge: GraphEmitter, eqn: Eqn, result: str, buffer: str, sizes: list[str]) -> None:
+    """Put the canonical `result` in the output buffer: transposed, float16-rounded."""
+    out = eqn.outputs[0]
+    out_spec = tuple(eqn.params["dimension_numbers"].out_spec)
+    value = f"{result}.reshape({_tuple(sizes)})"
+    if out_spec != tuple(range(len(out_spec))):
+        inverse = tuple(int(d) for d in np.argsort(out_spec))
+        value = f"np.ascontiguousarray({value}.transpose({_tuple([str(d) for d in inverse])}))"
+    if out.aval.dtype == F16:
+        ge.w.line(f"{ge.mod.use('narrow_f16', _LIB)}({value}, {buffer})")
+    else:
+        ge.w.line(f"{buffer}[...] = {value}")
+
+
+EMITTERS: dict[str, Any] = {"conv_general_dilated": _conv}

@@ -9,21 +9,47 @@ each start into [0, dim - size] (after saturating the index to int64 at
 
 from __future__ import annotations
 
+import re
 from typing import Callable, Sequence
 
 from ..core import Eqn
-from .cpu_codegen import GraphEmitter, Ref, load, store_value
+from .cpu_codegen import (NJIT_OPTIONS, PARALLEL_MIN_ELEMENTS, GraphEmitter, Ref, load,
+                          store_value)
+from .source import SourceWriter
 
 Loops = list[tuple[str, str]]
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-def _for_each(ge: GraphEmitter, loops: Loops, inside: Callable[[], None]) -> None:
+def _for_each(ge: GraphEmitter, loops: Loops, inside: Callable[[], None],
+              parallel: bool = False) -> None:
     if not loops:
         inside()
         return
     var, bound = loops[0]
-    with ge.w.block(f"for {var} in range({bound})"):
+    with ge.w.block(f"for {var} in {'numba.prange' if parallel else 'range'}({bound})"):
         _for_each(ge, loops[1:], inside)
+
+
+def _in_kernel(ge: GraphEmitter, hint: str, write: Callable[[], None]) -> None:
+    """Run `write` (which emits a loop nest whose outer loop is a prange) into its own
+    `parallel=True` function, called with the host names its text uses."""
+    host_w, ge.w = ge.w, SourceWriter()
+    try:
+        write()
+        body = ge.w
+    finally:
+        ge.w = host_w
+    host = set(ge.mod.size_names.values()) | {p.name for p in ge.mod.params} | \
+        {r.name for r in ge.env.values()}
+    params = ", ".join(dict.fromkeys(n for n in _NAME.findall(body.text()) if n in host))
+    name = ge.mod.namer.fresh(f"parallel_{hint}")
+    kernel = SourceWriter()
+    kernel.line(f"@numba.njit({NJIT_OPTIONS}, parallel=True)")
+    with kernel.block(f"def {name}({params})"):
+        kernel.embed(body)
+    ge.mod.kernels.append(kernel)
+    ge.w.line(f"{name}({params})")
 
 
 def _param(ge: GraphEmitter, eqn: Eqn, name: str, d: int, hint: str) -> str:
@@ -107,7 +133,13 @@ def _gather(ge: GraphEmitter, eqn: Eqn) -> None:
             else:
                 ge.w.line(f"{target}[{', '.join(out_index)}] = {value}")
         _for_each(ge, [(o[j], ge.dim(out, d)) for j, d in enumerate(p["offset_dims"])], copy)
-    _for_each(ge, [(g[j], ge.dim(out, d)) for j, d in enumerate(batch_dims)], per_window)
+    loops = [(g[j], ge.dim(out, d)) for j, d in enumerate(batch_dims)]
+    if target and loops and not operand.scalar and not indices.scalar and \
+            ge.mod.parallel_ok and out.aval.size >= PARALLEL_MIN_ELEMENTS:
+        # every window writes its own part of the result: the batch loop runs in parallel
+        _in_kernel(ge, "gather", lambda: _for_each(ge, loops, per_window, parallel=True))
+    else:
+        _for_each(ge, loops, per_window)
     ge.bind(out, Ref(target, out.aval) if target else Ref(result, out.aval))
 
 

@@ -7,7 +7,10 @@ dtypes and results) on top of the strict `tracer.ops`.
 Every function works eagerly (NumPy arrays in, `numpy.ndarray` out, 0-d for
 scalars) and under tracing (traced arrays in and out), because it only ever
 calls `tracer.ops`. Importing this package also gives traced arrays their
-ndarray operators and methods (`x + 1`, `x.sum(0)`, `x[1:]`, `x.at[i].set(v)`).
+ndarray operators and methods (`x + 1`, `x.sum(0)`, `x[1:]`, `x.at[i].set(v)`),
+NumPy's override protocols (`np.sin(x)`, `np.sum(x, axis=0)` on a traced array run
+the function of the same name here; see `_protocols`) and the array API namespace
+(`x.__array_namespace__()`, see `_array_api`).
 """
 
 from __future__ import annotations
@@ -20,19 +23,31 @@ import numpy as np
 from .. import dtypes as _dtypes
 from ..errors import TracerTypeError
 from ..tracing import Tracer as _Tracer
-from . import _creation, _indexing, _linalg, _methods, _pad, _rearrange, _reductions, _shape
-from . import _ufuncs, fft, linalg
+from . import _accumulate, _build, _calculus, _creation, _edit, _einsum, _floats, _indexing
+from . import _linalg, _methods, _nan, _pad, _predicates, _quantile, _rearrange, _reductions
+from . import _shape, _sorting, _stats, _ufuncs, _vectorize, fft, linalg
+from ._accumulate import *  # noqa: F401,F403
+from ._build import *  # noqa: F401,F403
+from ._calculus import *  # noqa: F401,F403
 from ._creation import *  # noqa: F401,F403
+from ._edit import *  # noqa: F401,F403
+from ._einsum import *  # noqa: F401,F403
+from ._floats import *  # noqa: F401,F403
 from ._indexing import *  # noqa: F401,F403
 from ._linalg import *  # noqa: F401,F403
+from ._nan import *  # noqa: F401,F403
 from ._pad import *  # noqa: F401,F403
+from ._predicates import *  # noqa: F401,F403
+from ._quantile import *  # noqa: F401,F403
 from ._promotion import PromotionOverflowError, error
 from ._rearrange import *  # noqa: F401,F403
 from ._reductions import *  # noqa: F401,F403
-from ._reductions import WeightsSumToZeroError
 from ._shape import *  # noqa: F401,F403
 from ._sorting import *  # noqa: F401,F403
+from ._stats import *  # noqa: F401,F403
+from ._stats import WeightsSumToZeroError
 from ._ufuncs import *  # noqa: F401,F403
+from ._vectorize import *  # noqa: F401,F403
 
 # dtypes: NumPy's scalar types, usable wherever a dtype is expected (`dtype=tnp.int8`,
 # `x.dtype == tnp.float32`).
@@ -94,11 +109,27 @@ def iinfo(x: Any) -> np.iinfo:
     return np.iinfo(_dtype_of(x))
 
 
+def __getattr__(name: str) -> Any:
+    """`tnp.bfloat16`: ml_dtypes' bfloat16 scalar type, imported on first use (tracer works
+    without ml_dtypes; only this name needs it)."""
+    if name == "bfloat16":
+        try:
+            import ml_dtypes
+        except ImportError:
+            raise AttributeError("tracer.numpy.bfloat16 needs the ml_dtypes package "
+                                 "(pip install ml_dtypes)") from None
+        return ml_dtypes.bfloat16
+    raise AttributeError(f"module 'tracer.numpy' has no attribute {name!r}")
+
+
 _methods.install()
 
 __all__ = [
     *_creation.__all__, *_ufuncs.__all__, *_reductions.__all__, *_shape.__all__,
     *_rearrange.__all__, *_pad.__all__, *_linalg.__all__, *_indexing.__all__,
+    *_accumulate.__all__, *_build.__all__, *_calculus.__all__, *_nan.__all__, *_stats.__all__,
+    *_sorting.__all__, *_edit.__all__, *_einsum.__all__, *_floats.__all__,
+    *_predicates.__all__, *_quantile.__all__, *_vectorize.__all__,
     "PromotionOverflowError", "WeightsSumToZeroError",
     "bool_", "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "float32", "float64", "complex64", "complex128", "int_", "intp", "uint",

@@ -1,5 +1,5 @@
 """Linear algebra front end: `dot`, `matmul`, `vdot`, `inner`, `outer`, `tensordot`,
-`einsum`, `trace`, `diagonal`, `diag`.
+`trace`, `diagonal`, `diag`, and the einsum subscript parsing (`_einsum` has einsum).
 
 Everything lowers to `ops.dot_general` plus transpose/reshape/slice/pad, with
 NumPy 2 (NEP 50) promotion first. `dot_general` output order is batch dims, lhs
@@ -16,13 +16,15 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import dtypes, ops
-from ..errors import ParamError, ShapeError, TracerTypeError
+from ..core import Var
+from ..errors import ParamError, ShapeError
+from ..tracing import Tracer
 from ._promotion import asarray_like, desc, error, normalize_axis, promote
 from ._reductions import sum as _reduce_sum
 from ._ufuncs import conjugate, multiply
 
-__all__ = ["dot", "matmul", "vdot", "inner", "outer", "tensordot", "einsum", "trace",
-           "diagonal", "diag"]
+__all__ = ["dot", "matmul", "vdot", "inner", "outer", "tensordot", "trace", "diagonal",
+           "diag"]
 
 
 def as_operand(x: Any, fname: str) -> Any:
@@ -61,10 +63,54 @@ def reduce_sum(x: Any, axes: Sequence[int]) -> Any:
     return _reduce_sum(x, axis=tuple(axes), dtype=x.dtype)
 
 
+# How many of the latest eqns of a trace `dot_general` searches for an operand's transpose.
+_LOOKBACK = 16
+
+
+def _transposed_source(x: Any) -> tuple[Any, tuple[int, ...]] | None:
+    """(source, perm) when traced `x` is `transpose(source, perm)`, recorded moments ago
+    in its own trace (`a.T @ b`)."""
+    if not isinstance(x, Tracer):
+        return None
+    for eqn in reversed(x.builder.eqns[-_LOOKBACK:]):
+        if any(o is x._var for o in eqn.outputs):
+            src = eqn.inputs[0]
+            if eqn.op.name == "transpose" and isinstance(src, Var):
+                return Tracer(x.builder, src), tuple(eqn.params["permutation"])
+            return None
+    return None
+
+
+def _through_transposes(operands: list[Any], dims: list[list[list[int]]]) -> None:
+    """Multiply the sources of transposed operands instead, with the dimension numbers
+    mapped through the permutation, when that keeps the output's dim order. The cpu
+    backend copies a transpose element by element, while BLAS reads a transposed
+    matrix for free (and the unused transpose is then dropped)."""
+    for k in (0, 1):
+        found = _transposed_source(operands[k])
+        if found is None:
+            continue
+        src, perm = found
+        contracting, batch = dims[0][k], dims[1][k]
+        free = [perm[d] for d in range(len(perm)) if d not in contracting and d not in batch]
+        if free == sorted(free):
+            operands[k] = src
+            dims[0][k] = [perm[d] for d in contracting]
+            dims[1][k] = [perm[d] for d in batch]
+
+
 def dot_general(a: Any, b: Any, contracting: tuple[Sequence[int], Sequence[int]],
                 batch: tuple[Sequence[int], Sequence[int]] = ((), ())) -> Any:
-    """`ops.dot_general` on same-dtype operands; bool via int64 (NumPy: or of ands)."""
-    dims = ((tuple(contracting[0]), tuple(contracting[1])), (tuple(batch[0]), tuple(batch[1])))
+    """`ops.dot_general` on same-dtype operands; bool via int64 (NumPy: or of ands);
+    float16 accumulates in float32 and rounds once, as NumPy's half dot / einsum."""
+    operands = [a, b]
+    spec = [[list(contracting[0]), list(contracting[1])], [list(batch[0]), list(batch[1])]]
+    _through_transposes(operands, spec)
+    a, b = operands
+    dims = ((tuple(spec[0][0]), tuple(spec[0][1])), (tuple(spec[1][0]), tuple(spec[1][1])))
+    if a.dtype == dtypes.float16:
+        a, b = (ops.convert_element_type(t, dtypes.float32) for t in (a, b))
+        return ops.convert_element_type(ops.dot_general(a, b, dims), dtypes.float16)
     if not dtypes.is_bool(a.dtype):
         return ops.dot_general(a, b, dims)
     a, b = (ops.convert_element_type(t, dtypes.int64) for t in (a, b))
@@ -220,28 +266,7 @@ def _tensordot_axes(a: Any, b: Any, axes: Any) -> tuple[tuple[int, ...], tuple[i
     return axes_a, axes_b
 
 
-def einsum(subscripts: str, *operands: Any, optimize: Any = False, dtype: Any = None) -> Any:
-    """Einstein summation: `einsum("ij,jk->ik", a, b)` is `a @ b`.
-
-    Implicit output (no `->`): ellipsis dims, then the labels used exactly once,
-    sorted. A label repeated within one operand takes its diagonal; labels missing
-    from the output are summed; `...` broadcasts; size-1 dims broadcast. Operands
-    are contracted pairwise left to right (`optimize` is accepted and ignored).
-    Example: `einsum("ii", eye(3)) == 3.0`.
-    """
-    if not isinstance(subscripts, str):
-        raise error(TracerTypeError, "einsum", f"subscripts must be a string, got {subscripts!r}")
-    arrays = [as_operand(x, "einsum") for x in promote(*operands, fname="einsum", dtype=dtype)]
-    inputs, output = _parse_einsum(subscripts, [x.ndim for x in arrays])
-    sizes = _label_sizes(subscripts, inputs, arrays)
-    is_bool = bool(arrays) and dtypes.is_bool(arrays[0].dtype)
-    if is_bool:
-        arrays = [ops.convert_element_type(x, dtypes.int64) for x in arrays]
-    terms = [_prepare_term(x, labels, sizes) for x, labels in zip(arrays, inputs, strict=True)]
-    out = _contract_all(terms, output)
-    return ops.ne(out, np.zeros((), dtypes.int64)) if is_bool else out
-
-
+# einsum subscripts (used by `_einsum`).
 _ELLIPSIS = "."  # stands for "..." while parsing; ellipsis dims become labels ".0", ".1", …
 
 
@@ -338,17 +363,6 @@ def _prepare_term(x: Any, labels: list[str], sizes: dict) -> tuple[Any, list[str
             x = _diagonal(x, 0, i, j)
             labels = [c for k, c in enumerate(labels) if k not in (i, j)] + [lab]
     return x, labels
-
-
-def _contract_all(terms: list[tuple[Any, list[str]]], output: list[str]) -> Any:
-    x, lab = terms[0]
-    for i, (y, ylab) in enumerate(terms[1:], 1):
-        keep = set(output).union(*(t[1] for t in terms[i + 1:]))
-        x, lab = _sum_unneeded(x, lab, keep | set(ylab))
-        y, ylab = _sum_unneeded(y, ylab, keep | set(lab))
-        x, lab = _contract_pair(x, lab, y, ylab, keep)
-    x, lab = _sum_unneeded(x, lab, set(output))
-    return transpose(x, [lab.index(c) for c in output])
 
 
 def _sum_unneeded(x: Any, labels: list[str], needed: set) -> tuple[Any, list[str]]:

@@ -101,7 +101,8 @@ def arccosh(x: Any) -> Any:
     y = ops.sub(x, 1)
     small = ops.log1p(ops.add(y, ops.sqrt(ops.mul(y, ops.add(y, 2)))))
     big = ops.add(ops.log(x), _LN2)
-    return select(ops.gt(x, _large(x)), big, small)
+    # Below 1 there is no real arccosh; y * (y + 2) turns positive again for x < -1.
+    return select(ops.lt(x, 1), math.nan, select(ops.gt(x, _large(x)), big, small))
 
 
 def arctanh(x: Any) -> Any:

@@ -16,7 +16,7 @@ import numpy as np
 from .. import dtypes, ops
 from ..errors import ShapeError, TracerTypeError
 from ..tracing import Tracer, install_methods
-from . import _reductions, _shape, _ufuncs
+from . import _protocols, _reductions, _shape, _ufuncs
 from ._indexing import getitem, index_update, take
 from ._linalg import diagonal, dot, matmul, trace
 from ._promotion import error
@@ -125,6 +125,14 @@ def _copy(self: Tracer) -> Tracer:
     return self
 
 
+def _to_device(self: Tracer, device: Any, /, *, stream: Any = None) -> Tracer:
+    """Array API `to_device`: tracer has one device, so the array itself."""
+    if device not in ("cpu", None):
+        raise error(TracerTypeError, "to_device", f"unknown device {device!r}; traced "
+                    "arrays live on 'cpu'")
+    return self
+
+
 def _update_method(method: str, doc: str) -> Callable[..., Any]:
     def update(self: "_IndexUpdateRef", values: Any) -> Any:
         return index_update(self.array, self.index, values, method)
@@ -189,8 +197,12 @@ def _methods() -> dict[str, Any]:
         "T": property(lambda self: _shape.transpose(self)), "mT": property(_mT),
         "real": property(_ufuncs.real), "imag": property(_ufuncs.imag),
         "at": property(_IndexUpdateHelper),
-        # `ndarray + tracer` must reach Tracer.__radd__, not try to run a ufunc.
-        "__array_ufunc__": None,
+        # NumPy on traced arrays (`np.sin(x)`, `ndarray + x`, `np.sum(x)`) runs tracer.numpy.
+        "__array_ufunc__": _protocols.array_ufunc,
+        "__array_function__": _protocols.array_function,
+        "__array__": _protocols.array,
+        "__array_namespace__": _protocols.array_namespace,
+        "device": property(lambda self: "cpu"), "to_device": _to_device,
     })
     return table
 

@@ -18,7 +18,7 @@ from ..tracing import Tracer
 from ._promotion import (as_result, asarray_like, broadcast_to_shape, constant, desc, dtype_of,
                          error, normalize_axes, normalize_axis, promote)
 from ._shape import (slice_axis, static_ints, atleast_1d, atleast_2d, atleast_3d,
-                     expand_dims, ravel, reshape, take_static, transpose)
+                     expand_dims, ravel, reshape, transpose)
 
 __all__ = [
     "concatenate", "concat", "stack", "hstack", "vstack", "dstack", "column_stack", "split",
@@ -318,7 +318,10 @@ def roll(a: Any, shift: Any, axis: Any = None) -> Any:
     for ax, s in total.items():
         n = np.shape(x)[ax]
         if n and s % n:
-            x = take_static(x, [(i - s) % n for i in range(n)], ax)
+            # A window of [x, x]: every roll of x along ax shares the one concatenate
+            # (CSE), and the slice fuses into whatever consumes it.
+            start = n - s % n
+            x = slice_axis(ops.concatenate([x, x], ax), start, start + n, ax)
     return as_result(x)
 
 

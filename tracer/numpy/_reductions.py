@@ -4,17 +4,19 @@ Every reduction is one `ops.reduce` whose computation is a single op (`add`,
 `mul`, `max`, `min`, `bitwise_and`, `bitwise_or`) with its identity as the init
 value, so the interpreter's ufunc fast path and the compiled backends recognise
 it. `initial=` is applied after the reduction, and `where=` masks elements to the
-identity first. argmax / argmin reduce (value, index) pairs with a comparator
-that prefers the larger (smaller) value, then NaN, then the lower index, so the
-first occurrence wins whatever order the reduction runs in.
+identity first. argmax / argmin are two plain reductions: the extremum (NaN if any),
+then the lowest index holding it (first occurrence, first NaN); complex inputs reduce
+(value, index) pairs with a lexicographic comparator that breaks ties by index, so
+the result does not depend on the order the reduction runs in.
 
-cumsum / cumprod are an inclusive prefix scan in log2(n) steps (Hillis-Steele:
-x = x op shift(x, 1), x op shift(x, 2), ...), each shift being one `ops.pad` with a
-negative high edge: O(n log n) work until a dedicated scan op exists.
+cumsum / cumprod are one sequential `ops.scan` along the axis (`_accumulate.scan_axis`),
+in NumPy's order. float16 follows NumPy's half loops: sums and products over trailing
+axes accumulate in float32 and round once, over other axes they round every step;
+mean accumulates in float32; var / std keep float16 arithmetic.
 
 Dtypes follow NumPy: sum / prod / cumsum of bools and small integers give int64
-(uint64 for unsigned), mean / var / std of integers give float64 (float16 is
-accumulated in float32), var of complex is real.
+(uint64 for unsigned), mean / var / std of integers give float64, var of complex
+is real.
 """
 
 from __future__ import annotations
@@ -26,20 +28,16 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .. import dtypes, ops
-from ..errors import DTypeError, ShapeError, TracerTypeError, TracerValueError
-from ..tracing import Tracer
+from ..errors import DTypeError, TracerValueError
 from . import _ufuncs as uf
 from ._promotion import (as_result, asarray_like, broadcast_to_shape, cast, check_out, desc,
-                         dtype_of, error, normalize_axes, normalize_axis, promote, tracing)
+                         dtype_of, error, normalize_axes, normalize_axis, promote)
+from ._accumulate import scan_axis
 from ._shape import ravel, reshape
 from ._ufunc_core import NOVALUE
 
 __all__ = ["sum", "prod", "mean", "var", "std", "max", "min", "amax", "amin", "argmax",
-           "argmin", "all", "any", "ptp", "cumsum", "cumprod", "count_nonzero", "average"]
-
-class WeightsSumToZeroError(TracerValueError, ZeroDivisionError):
-    """average(): the weights along an axis sum to zero (NumPy: ZeroDivisionError)."""
-
+           "argmin", "all", "any", "ptp", "cumsum", "cumprod", "count_nonzero"]
 
 # ------------------------------------------------------------------ helpers
 def _operand(a: Any, fname: str, dtype: Any = None) -> Any:
@@ -91,6 +89,13 @@ def _highest(dt: np.dtype) -> Any:
 def _reduce(x: Any, axes: tuple[int, ...], op: Callable[..., Any], init: Any) -> Any:
     if not axes:
         return x
+    if dtype_of(x) == dtypes.float16 and op in (ops.add, ops.mul) and \
+            axes == tuple(range(np.ndim(x) - len(axes), np.ndim(x))):
+        # NumPy reduces trailing (contiguous) float16 axes in float32 and rounds once;
+        # over other axes it adds row by row, rounding each step (the plain f16 reduce).
+        r = ops.reduce(ops.convert_element_type(x, dtypes.float32),
+                       np.asarray(init, dtypes.float32), op, axes)
+        return ops.convert_element_type(r, dtypes.float16)
     return ops.reduce(x, np.asarray(init, dtype_of(x)), op, axes)
 
 
@@ -258,8 +263,20 @@ def _arg_computation(prefer: Callable[..., Any], dt: np.dtype) -> Callable[..., 
     return pick
 
 
+def _first_extremum(x: Any, index: Any, ax: int, extremum: Callable[..., Any]) -> Any:
+    """Two simple reductions instead of one over (value, index) pairs (several times
+    faster compiled): the extremum m (NaN if any), then the first index holding m."""
+    m = extremum(x, ax, keepdims=True)
+    hit = ops.eq(x, ops.broadcast_in_dim(m, np.shape(x), tuple(range(np.ndim(x)))))
+    if dtype_of(x).kind == "f":
+        hit = ops.bitwise_or(hit, ops.bitwise_and(ops.ne(x, x), ops.ne(m, m)))
+    big = ops.broadcast_in_dim(np.asarray(np.iinfo(np.int64).max, np.int64), np.shape(x), ())
+    return _reduce(ops.select(hit, index, big), (ax,), ops.min, np.iinfo(np.int64).max)
+
+
 def _arg_reduction(fname: str, prefer: Callable[..., Any],
-                   start: Callable[[np.dtype], Any]) -> Callable[..., Any]:
+                   start: Callable[[np.dtype], Any],
+                   extremum: Callable[..., Any]) -> Callable[..., Any]:
     def reduction(a: Any, axis: Any = None, out: None = None, *, keepdims: bool = False) -> Any:
         check_out(out, fname)
         x = _operand(a, fname)
@@ -273,8 +290,11 @@ def _arg_reduction(fname: str, prefer: Callable[..., Any],
                         f"sequence (shape {shape})")
         dt = dtype_of(x)
         index = ops.iota(dtypes.int64, np.shape(x), ax)
-        inits = (np.asarray(start(dt), dt), np.asarray(np.iinfo(np.int64).max, np.int64))
-        _, r = ops.reduce((x, index), inits, _arg_computation(prefer, dt), (ax,))
+        if dt.kind != "c":
+            r = _first_extremum(x, index, ax, extremum)
+        else:
+            inits = (np.asarray(start(dt), dt), np.asarray(np.iinfo(np.int64).max, np.int64))
+            _, r = ops.reduce((x, index), inits, _arg_computation(prefer, dt), (ax,))
         if keepdims:
             r = reshape(r, tuple(1 if axis is None or i == ax else d for i, d in enumerate(shape)))
         return as_result(r)
@@ -283,7 +303,7 @@ def _arg_reduction(fname: str, prefer: Callable[..., Any],
     return reduction
 
 
-argmax = _arg_reduction("argmax", ops.gt, _lowest)
+argmax = _arg_reduction("argmax", ops.gt, _lowest, max)
 argmax.__doc__ = """Index of the largest element along `axis` (of the flattened array if None).
 
 NumPy rule: int64 result; the first occurrence wins; NaN counts as the largest
@@ -291,7 +311,7 @@ NumPy rule: int64 result; the first occurrence wins; NaN counts as the largest
 
 argmax([[1, 5], [7, 2]], axis=1) -> [1, 0]
 """
-argmin = _arg_reduction("argmin", ops.lt, _highest)
+argmin = _arg_reduction("argmin", ops.lt, _highest, min)
 argmin.__doc__ = """Index of the smallest element along `axis` (of the flattened array if None).
 
 NumPy rule: as argmax (NaN counts as the smallest).
@@ -361,7 +381,8 @@ def var(a: Any, axis: Any = None, dtype: Any = None, out: None = None, ddof: Any
     ddof = _ddof(ddof, correction, "var")
     x = asarray_like(a, "var")
     result_dt = _result_dtype(dtype_of(x), dtype)
-    acc_dt = _mean_dtype(result_dt)
+    # NumPy's var keeps float16 arithmetic (its sums follow the float16 reduce rules).
+    acc_dt = result_dt if result_dt == dtypes.float16 else _mean_dtype(result_dt)
     x = _operand(x, "var", acc_dt)
     axes = normalize_axes(axis, np.ndim(x), "var", of=x)
     m = _keep(_mean(x, axes, where, "var"), np.shape(x), axes, True) if mean is NOVALUE \
@@ -393,21 +414,8 @@ def std(a: Any, axis: Any = None, dtype: Any = None, out: None = None, ddof: Any
 
 
 # ------------------------------------------------------------------ cumsum, cumprod
-def _scan(x: Any, axis: int, op: Callable[..., Any], identity: Any) -> Any:
-    """Inclusive prefix scan along `axis` in ceil(log2 n) shift-and-combine steps."""
-    n = np.shape(x)[axis]
-    fill = np.asarray(identity, dtype_of(x))
-    shift = 1
-    while shift < n:
-        config = tuple((shift, -shift, 0) if i == axis else (0, 0, 0)
-                       for i in range(np.ndim(x)))
-        x = op(x, ops.pad(x, fill, config))
-        shift *= 2
-    return x
-
-
-def _cumulative(fname: str, op: Callable[..., Any], bool_op: Callable[..., Any],
-                identity: int) -> Callable[..., Any]:
+def _cumulative(fname: str, op: Callable[..., Any], bool_op: Callable[..., Any]
+                ) -> Callable[..., Any]:
     def scan(a: Any, axis: Any = None, dtype: Any = None, out: None = None) -> Any:
         check_out(out, fname)
         x = asarray_like(a, fname)
@@ -416,23 +424,21 @@ def _cumulative(fname: str, op: Callable[..., Any], bool_op: Callable[..., Any],
             x, ax = ravel(x), 0
         else:
             ax = normalize_axis(axis, np.ndim(x), fname, of=x)
-        is_bool = dtype_of(x).kind == "b"
-        return as_result(_scan(x, ax, bool_op if is_bool else op,
-                               bool(identity) if is_bool else identity))
+        return as_result(scan_axis(x, ax, bool_op if dtype_of(x).kind == "b" else op))
     scan.__name__ = scan.__qualname__ = fname
     scan.__module__ = "tracer.numpy"
     return scan
 
 
-cumsum = _cumulative("cumsum", ops.add, ops.bitwise_or, 0)
+cumsum = _cumulative("cumsum", ops.add, ops.bitwise_or)
 cumsum.__doc__ = """Cumulative sum along `axis` (of the flattened array if None).
 
-NumPy rule: dtypes as sum (bools and small ints accumulate in int64). Computed as a
-log-step prefix scan (O(n log n) adds).
+NumPy rule: dtypes as sum (bools and small ints accumulate in int64); added in
+NumPy's order (one sequential scan), so floats round exactly as NumPy's.
 
 cumsum([[1, 2], [3, 4]], axis=1) -> [[1, 3], [3, 7]]
 """
-cumprod = _cumulative("cumprod", ops.mul, ops.bitwise_and, 1)
+cumprod = _cumulative("cumprod", ops.mul, ops.bitwise_and)
 cumprod.__doc__ = """Cumulative product along `axis` (of the flattened array if None).
 
 NumPy rule: dtypes as prod.
@@ -441,7 +447,7 @@ cumprod([1, 2, 3, 4]) -> [1, 2, 6, 24]
 """
 
 
-# ------------------------------------------------------------------ counting, average
+# ------------------------------------------------------------------ counting
 def count_nonzero(a: Any, axis: Any = None, *, keepdims: bool = False) -> Any:
     """Number of nonzero elements along `axis`.
 
@@ -451,49 +457,3 @@ def count_nonzero(a: Any, axis: Any = None, *, keepdims: bool = False) -> Any:
     """
     x = uf.truth(_operand(a, "count_nonzero"))
     return sum(ops.convert_element_type(x, dtypes.int64), axis, keepdims=keepdims)
-
-
-def _align_weights(w: Any, shape: tuple[int, ...], axis: Any) -> Any:
-    """1-D weights for one axis, placed along that axis (NumPy's average)."""
-    if np.shape(w) == shape:
-        return w
-    if axis is None:
-        raise error(TracerTypeError, "average", "Axis must be specified when shapes of a "
-                    f"{shape} and weights {np.shape(w)} differ.")
-    if np.ndim(w) != 1 or isinstance(axis, (tuple, list)):
-        raise error(TracerTypeError, "average", "1D weights expected when shapes of a "
-                    f"{shape} and weights {np.shape(w)} differ.")
-    ax = normalize_axis(axis, len(shape), "average")
-    if np.shape(w)[0] != shape[ax]:
-        raise error(ShapeError, "average", f"Length of weights {np.shape(w)} not compatible "
-                    f"with specified axis {axis} of a {shape}.")
-    return ops.broadcast_in_dim(w, shape, (ax,))
-
-
-def average(a: Any, axis: Any = None, weights: Any = None, returned: bool = False, *,
-            keepdims: bool = False) -> Any:
-    """Weighted average along `axis`: sum(a * w) / sum(w).
-
-    NumPy rule: without weights it is mean; integer/bool a computes in at least
-    float64; 1-D weights need an int axis; weights summing to zero raise
-    ZeroDivisionError (checked outside a trace only). `returned` also gives sum(w).
-
-    average([1, 2, 4], weights=[1, 1, 2]) -> 2.75
-    """
-    x = _operand(a, "average")
-    if weights is None:
-        avg = mean(x, axis, keepdims=keepdims)
-        scale = math.prod(np.shape(x)) / builtins.max(math.prod(np.shape(avg)), 1)
-        scl = ops.broadcast_in_dim(np.asarray(scale, dtype_of(avg)), np.shape(avg), ())
-        return (avg, as_result(scl)) if returned else avg
-    w = _operand(weights, "average")
-    extra = (dtypes.float64,) if dtype_of(x).kind in "biu" else ()
-    rdt = dtypes.canonicalize(np.result_type(dtype_of(x), dtype_of(w), *extra))
-    w = _align_weights(cast(w, rdt), np.shape(x), axis)
-    scl = sum(w, axis, keepdims=keepdims)
-    if not tracing() and not isinstance(scl, Tracer) and np.any(scl == 0):
-        raise error(WeightsSumToZeroError, "average", "Weights sum to zero, can't be "
-                    "normalized")
-    avg = uf.divide(sum(uf.multiply(cast(x, rdt), w), axis, keepdims=keepdims), scl)
-    return (avg, as_result(broadcast_to_shape(scl, np.shape(avg), "average"))) \
-        if returned else avg

@@ -372,21 +372,26 @@ def _wrapped_int(value: Any, other: Any) -> Any:
     return value
 
 
-def where(condition: Any, x: Any = NOVALUE, y: Any = NOVALUE, /) -> Any:
+def where(condition: Any, x: Any = NOVALUE, y: Any = NOVALUE, /, *, size: Any = None,
+          fill_value: Any = None) -> Any:
     """Elements of x where condition is true, else of y.
 
     NumPy rule: condition is truth-tested (nonzero); x and y promote (NEP 50); all
     three broadcast. where(condition) alone is nonzero(condition): its shape depends
-    on the values, so it works only outside a trace.
+    on the values, so inside a trace it needs a static size= (and fill_value=), as
+    JAX's.
 
     where([True, False], [1, 2], [10, 20]) -> [1, 20]
     """
     if x is NOVALUE and y is NOVALUE:
-        if tracing() or isinstance(condition, Tracer):
+        if size is None and (tracing() or isinstance(condition, Tracer)):
             raise error(TracerTypeError, "where", "where(condition) with one argument is "
-                        "nonzero(condition), whose shape depends on the values; use "
-                        "where(condition, x, y) inside a trace")
-        return tuple(np.nonzero(np.asarray(condition)))
+                        "nonzero(condition), whose shape depends on the values; inside a "
+                        "trace pass a static size= (and fill_value=), or use "
+                        "where(condition, x, y)")
+        from ._sorting import nonzero  # tracer.numpy's nonzero, static size= rules
+
+        return nonzero(condition, size=size, fill_value=fill_value)
     if x is NOVALUE or y is NOVALUE:
         raise error(TracerValueError, "where", "either both or neither of x and y should "
                     "be given")

@@ -1,0 +1,128 @@
+"""Convolution on the numba `cpu` backend against JAX (when installed) and NumPy
+im2col + BLAS.
+
+    python -m bench.bench_conv            # all workloads
+    python -m bench.bench_conv resnet     # the workloads whose name contains "resnet"
+
+Each workload checks that the implementations agree, then prints medians and ratios
+(`bench.common.report`); the last line is the whole table as JSON. The headline is
+a ResNet-style layer: 32x64x56x56 float32 input, 64x64x3x3 filters, stride 1, SAME.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, Callable
+
+import numpy as np
+
+import tracer as tr
+from bench.common import report, timeit, try_import_jax
+from tracer import ops
+
+RESULTS: dict[str, dict[str, float]] = {}
+F32 = np.float32
+
+
+def numpy_im2col(x: np.ndarray, w: np.ndarray, stride: int, pad: tuple[int, int]) -> np.ndarray:
+    """NCHW / OIHW convolution as NumPy users write it: windows view, one matmul."""
+    o, _, kh, kw = w.shape
+    xp = np.pad(x, ((0, 0), (0, 0), pad, pad))
+    windows = np.lib.stride_tricks.sliding_window_view(xp, (kh, kw), axis=(2, 3))
+    windows = windows[:, :, ::stride, ::stride]                    # (N, C, H', W', kh, kw)
+    n, _, h, wd = windows.shape[:4]
+    cols = windows.transpose(0, 2, 3, 1, 4, 5).reshape(n * h * wd, -1)
+    out = cols @ w.reshape(o, -1).T                                 # (N H' W', O)
+    return np.ascontiguousarray(out.reshape(n, h, wd, o).transpose(0, 3, 1, 2))
+
+
+def _run(title: str, rows: list[tuple[str, Callable[[], Any]]], baseline: str,
+         rtol: float = 1e-4) -> None:
+    """Check every implementation against the first one, time them, report."""
+    expected = np.asarray(rows[0][1]())
+    atol = rtol * float(np.max(np.abs(expected), initial=1.0))  # sums of many products
+    for name, fn in rows[1:]:
+        np.testing.assert_allclose(np.asarray(fn()), expected, rtol=rtol, atol=atol,
+                                   err_msg=f"{title}: {name}")
+    times = [(name, timeit(fn, repeat=5)) for name, fn in rows]
+    RESULTS[title] = dict(times)
+    report(title, times, baseline)
+
+
+def _jax_rows(fn: Callable[..., Any], *args: np.ndarray) -> list:
+    jax = try_import_jax()
+    if jax is None:
+        return []
+    jitted = jax.jit(fn)
+    device_args = [jax.numpy.asarray(a) for a in args]
+    return [("jax", lambda: jitted(*device_args).block_until_ready())]
+
+
+def _layer(name: str, shape: tuple[int, ...], filters: tuple[int, ...], stride: int) -> None:
+    rng = np.random.default_rng(0)
+    x, w = rng.standard_normal(shape).astype(F32), rng.standard_normal(filters).astype(F32)
+    [pad] = ops.padtype_to_pads(shape[2:3], filters[2:3], (stride,), "SAME")
+    fn = tr.jit(lambda x, w: ops.conv(x, w, (stride, stride), "SAME"))
+    rows = [("tracer cpu", lambda: fn(x, w)), *_jax_rows(
+        lambda x, w: _lax().conv_general_dilated(x, w, (stride, stride), "SAME"), x, w),
+        ("numpy im2col + BLAS", lambda: numpy_im2col(x, w, stride, pad))]
+    _run(name, rows, "tracer cpu")
+
+
+def _lax() -> Any:
+    from jax import lax
+    return lax
+
+
+def resnet_3x3() -> None:
+    _layer("conv resnet 3x3 32x64x56x56 -> 64, stride 1", (32, 64, 56, 56), (64, 64, 3, 3), 1)
+
+
+def strided_3x3() -> None:
+    _layer("conv 3x3 stride 2 32x64x56x56 -> 128", (32, 64, 56, 56), (128, 64, 3, 3), 2)
+
+
+def pointwise_1x1() -> None:
+    _layer("conv 1x1 32x256x28x28 -> 64", (32, 256, 28, 28), (64, 256, 1, 1), 1)
+
+
+def training_step() -> None:
+    """Forward and both gradients of a 3x3 layer: the transposed convolutions."""
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((16, 32, 32, 32)).astype(F32)
+    w = rng.standard_normal((32, 32, 3, 3)).astype(F32)
+
+    def loss(x: Any, w: Any, conv: Callable[..., Any]) -> Any:
+        return (conv(x, w, (1, 1), "SAME") ** 2).sum()
+
+    grad = tr.jit(tr.grad(lambda x, w: loss(x, w, ops.conv), argnums=(0, 1)))
+    rows = [("tracer cpu", lambda: grad(x, w))]
+    jax = try_import_jax()
+    if jax is not None:
+        jgrad = jax.jit(jax.grad(lambda x, w: loss(x, w, _lax().conv), argnums=(0, 1)))
+        xs, ws = jax.numpy.asarray(x), jax.numpy.asarray(w)
+        rows.append(("jax", lambda: jax.block_until_ready(jgrad(xs, ws))))
+    expected = [np.asarray(g) for g in rows[0][1]()]
+    for name, fn in rows[1:]:
+        for e, g in zip(expected, fn(), strict=True):
+            np.testing.assert_allclose(np.asarray(g), e, rtol=1e-3,
+                                       atol=1e-3 * float(np.abs(e).max()), err_msg=name)
+    times = [(name, timeit(fn, repeat=5)) for name, fn in rows]
+    RESULTS["conv grad 16x32x32x32, 3x3"] = dict(times)
+    report("conv grad (lhs and rhs) 16x32x32x32, 32 3x3 filters", times, "tracer cpu")
+
+
+WORKLOADS = {"resnet_3x3": resnet_3x3, "strided_3x3": strided_3x3,
+             "pointwise_1x1": pointwise_1x1, "training_step": training_step}
+
+
+def main(selected: list[str]) -> None:
+    for name, run in WORKLOADS.items():
+        if not selected or any(s in name for s in selected):
+            run()
+    print(json.dumps(RESULTS))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,170 @@
+"""The numba `cuda` backend on a GPU: against the memory-bandwidth bound, CuPy and JAX.
+
+    python -m bench.bench_cuda            # all workloads (needs a CUDA GPU)
+    python -m bench.bench_cuda softmax    # the workloads whose name contains "softmax"
+
+Inputs live on the device (`tr.device_put`), so results stay there too and a
+timing is kernels plus launch overhead, synchronized. Element-wise and
+reduction workloads are compared with the time to move their bytes at the
+GPU's bandwidth (`TRACER_BENCH_BANDWIDTH`, bytes/s; default 4.8e12, an H200);
+the matmul with CuPy's (cuBLAS) and JAX's when they are installed. Targets
+(issue 7): GELU within 1.5x of the bound, row softmax within 2x, matmul 4096^2
+at least half the best GPU GEMM. Without a GPU it says so and measures nothing.
+The last line is the whole table as JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any, Callable
+
+import numpy as np
+
+from bench.common import report, timeit
+
+RESULTS: dict[str, dict[str, float]] = {}
+BANDWIDTH = float(os.environ.get("TRACER_BENCH_BANDWIDTH", "4.8e12"))
+F32 = np.float32
+C = F32(0.7978845608028654)  # sqrt(2 / pi)
+
+
+def _gpu() -> Any:
+    """numba.cuda when a real GPU is there, else None."""
+    if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
+        return None
+    try:
+        from numba import cuda
+    except ImportError:
+        return None
+    return cuda if cuda.is_available() else None
+
+
+def _cupy() -> Any:
+    try:
+        import cupy
+        cupy.zeros(1).sum()
+        return cupy
+    except Exception:  # noqa: BLE001 - optional: any failure means "absent"
+        return None
+
+
+def _jax() -> Any:
+    try:
+        import jax
+        return jax if jax.devices("gpu") else None
+    except Exception:  # noqa: BLE001 - optional, and only its GPU build counts
+        return None
+
+
+def _run(title: str, rows: list[tuple[str, Callable[[], Any]]], cuda: Any,
+         bound: float | None = None, rtol: float = 1e-4) -> None:
+    """Check the others against the first, time them synchronized, report (and the
+    bandwidth bound as a row of its own)."""
+    expected = np.asarray(rows[0][1]())
+    atol = rtol * float(np.max(np.abs(expected), initial=1.0))
+    for name, fn in rows[1:]:
+        np.testing.assert_allclose(np.asarray(fn()), expected, rtol=rtol, atol=atol,
+                                   err_msg=f"{title}: {name}")
+
+    def synced(fn: Callable[[], Any]) -> Callable[[], None]:
+        def call() -> None:
+            fn()
+            cuda.synchronize()
+        return call
+    times = [(name, timeit(synced(fn), repeat=5, min_time=0.2)) for name, fn in rows]
+    if bound is not None:
+        times.append((f"bandwidth bound ({BANDWIDTH / 1e12:.1f} TB/s)", bound))
+    RESULTS[title] = dict(times)
+    report(title, times, rows[0][0])
+
+
+def _others(cupy: Any, jax: Any, fn_cupy: Callable[..., Any] | None,
+            fn_jax: Callable[..., Any] | None, *args: np.ndarray) -> list:
+    rows = []
+    if cupy is not None and fn_cupy is not None:
+        cargs = [cupy.asarray(a) for a in args]
+        rows.append(("cupy", lambda: fn_cupy(cupy, *cargs)))
+    if jax is not None and fn_jax is not None:
+        jitted = jax.jit(lambda *xs: fn_jax(jax.numpy, *xs))
+        jargs = [jax.device_put(a, jax.devices("gpu")[0]) for a in args]
+        rows.append(("jax gpu", lambda: jitted(*jargs).block_until_ready()))
+    return rows
+
+
+# ------------------------------------------------------------------ workloads
+
+def _gelu(np_: Any, x: Any) -> Any:
+    return 0.5 * x * (1.0 + np_.tanh(C * (x + 0.044715 * x * x * x)))
+
+
+def gelu(cuda: Any, cupy: Any, jax: Any, n: int = 1 << 26) -> None:
+    import tracer as tr
+    import tracer.numpy as tnp
+    x = np.random.default_rng(0).normal(size=n).astype(F32)
+    f = tr.jit(lambda x: _gelu(tnp, x), backend="cuda")
+    d = tr.device_put(x, "cuda")
+    rows = [("tracer cuda", lambda: f(d))] + _others(cupy, jax, _gelu, _gelu, x)
+    _run(f"GELU, float32[{n}]", rows, cuda, bound=2 * x.nbytes / BANDWIDTH)
+
+
+def _softmax(np_: Any, x: Any) -> Any:
+    e = np_.exp(x - np_.max(x, axis=1, keepdims=True))
+    return e / np_.sum(e, axis=1, keepdims=True)
+
+
+def softmax(cuda: Any, cupy: Any, jax: Any, rows: int = 8192, cols: int = 4096) -> None:
+    import tracer as tr
+    import tracer.numpy as tnp
+    x = np.random.default_rng(1).normal(size=(rows, cols)).astype(F32)
+    f = tr.jit(lambda x: _softmax(tnp, x), backend="cuda")
+    d = tr.device_put(x, "cuda")
+    table = [("tracer cuda", lambda: f(d))] + _others(cupy, jax, _softmax, _softmax, x)
+    _run(f"row softmax, float32[{rows}, {cols}]", table, cuda, bound=2 * x.nbytes / BANDWIDTH)
+
+
+def total(cuda: Any, cupy: Any, jax: Any, n: int = 1 << 26) -> None:
+    import tracer as tr
+    import tracer.numpy as tnp
+    x = np.random.default_rng(2).random(n).astype(F32)
+    f = tr.jit(lambda x: tnp.sum(x), backend="cuda")
+    d = tr.device_put(x, "cuda")
+    rows = [("tracer cuda", lambda: f(d))]
+    rows += _others(cupy, jax, lambda np_, x: np_.sum(x), lambda np_, x: np_.sum(x), x)
+    _run(f"sum, float32[{n}]", rows, cuda, bound=x.nbytes / BANDWIDTH, rtol=1e-3)
+
+
+def matmul(cuda: Any, cupy: Any, jax: Any, n: int = 4096) -> None:
+    import tracer as tr
+    rng = np.random.default_rng(3)
+    a, b = rng.random((n, n)).astype(F32), rng.random((n, n)).astype(F32)
+    f = tr.jit(lambda a, b: a @ b, backend="cuda")
+    da, db = tr.device_put(a, "cuda"), tr.device_put(b, "cuda")
+    rows = [("tracer cuda", lambda: f(da, db))]
+    rows += _others(cupy, jax, lambda np_, a, b: a @ b, lambda np_, a, b: a @ b, a, b)
+    _run(f"matmul, float32[{n}, {n}] @ float32[{n}, {n}]", rows, cuda, rtol=1e-3)
+    for name, seconds in RESULTS[f"matmul, float32[{n}, {n}] @ float32[{n}, {n}]"].items():
+        print(f"  {name:<28} {2 * n ** 3 / seconds / 1e12:8.2f} TFLOP/s")
+
+
+WORKLOADS = {"gelu": gelu, "softmax": softmax, "sum": total, "matmul": matmul}
+
+
+def main(argv: list[str]) -> None:
+    cuda = _gpu()
+    if cuda is None:
+        print("bench_cuda: no GPU (numba.cuda finds no CUDA device, or the simulator is on); "
+              "nothing measured")
+        return
+    cupy, jax = _cupy(), _jax()
+    print(f"GPU: {cuda.get_current_device().name}; cupy: {cupy is not None}; "
+          f"jax gpu: {jax is not None}")
+    for name, workload in WORKLOADS.items():
+        if not argv or any(a in name for a in argv):
+            workload(cuda, cupy, jax)
+    print(json.dumps(RESULTS))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,142 @@
+"""Sorting, gather and scatter on the numba `cpu` backend against NumPy (and JAX when
+installed), on 10^6 elements: the workloads of issue #4's speed requirement.
+
+    python -m bench.bench_indexing             # all workloads
+    python -m bench.bench_indexing sort        # the workloads whose name contains "sort"
+
+Each workload checks that the implementations agree, then prints medians and ratios
+(`bench.common.report`); the last line is the whole table as JSON. The machine may be
+shared: the rows of one table are timed in alternating rounds so that load hits them
+alike, and each row reports its fastest round's median. "tracer cpu, 1 thread" runs the
+same compiled code with numba limited to one thread: the like-for-like comparison with
+NumPy, and the one to trust when other processes keep the cores busy (a parallel region
+then waits for its slowest, descheduled thread).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, Callable
+
+import numba
+import numpy as np
+
+import tracer as tr
+import tracer.numpy as tnp
+from bench.common import report, timeit, try_import_jax
+
+RESULTS: dict[str, dict[str, float]] = {}
+N = 1_000_000
+ROUNDS = 3
+
+
+def _run(title: str, rows: list[tuple[str, Callable[[], Any]]], baseline: str) -> None:
+    """Check every implementation against the first one, time them, report."""
+    expected = np.asarray(rows[0][1]())
+    for name, fn in rows[1:]:
+        np.testing.assert_allclose(np.asarray(fn()), expected, rtol=1e-5, atol=1e-5,
+                                   err_msg=f"{title}: {name}")
+    best = {name: float("inf") for name, _ in rows}
+    for _ in range(ROUNDS):
+        for name, fn in rows:
+            best[name] = min(best[name], timeit(fn, repeat=5))
+    RESULTS[title] = best
+    report(title, list(best.items()), baseline)
+
+
+def _tracer_rows(fn: Callable[[], Any]) -> list[tuple[str, Callable[[], Any]]]:
+    def one_thread() -> Any:
+        numba.set_num_threads(1)
+        try:
+            return fn()
+        finally:
+            numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+    return [("tracer cpu", fn), ("tracer cpu, 1 thread", one_thread)]
+
+
+def _jax_rows(fn: Callable[..., Any], *args: np.ndarray) -> list:
+    jax = try_import_jax()
+    if jax is None:
+        return []
+    jitted = jax.jit(lambda *xs: fn(jax.numpy, *xs))
+    device_args = [jax.numpy.asarray(a) for a in args]
+    return [("jax", lambda: jitted(*device_args).block_until_ready())]
+
+
+def _data() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(N).astype(np.float32)
+    return x, rng.integers(0, N, N), rng.standard_normal(N).astype(np.float32)
+
+
+# ------------------------------------------------------------------ sorting
+
+def sort_1d() -> None:
+    x = _data()[0]
+    f = tr.jit(tnp.sort)
+    rows = _tracer_rows(lambda: f(x)) + [("numpy", lambda: np.sort(x))]
+    _run(f"np.sort, float32[{N}]", rows + _jax_rows(lambda np_, x: np_.sort(x), x), "numpy")
+
+
+def sort_rows() -> None:
+    x = _data()[0].reshape(1000, N // 1000)
+    f = tr.jit(tnp.sort)
+    rows = _tracer_rows(lambda: f(x)) + [("numpy", lambda: np.sort(x))]
+    _run(f"np.sort rows, float32[1000,{N // 1000}]",
+         rows + _jax_rows(lambda np_, x: np_.sort(x), x), "numpy")
+
+
+def sort_columns() -> None:
+    x = _data()[0].reshape(1000, N // 1000)
+    f = tr.jit(lambda x: tnp.sort(x, axis=0))
+    rows = _tracer_rows(lambda: f(x)) + [("numpy", lambda: np.sort(x, axis=0))]
+    _run(f"np.sort axis=0, float32[1000,{N // 1000}]", rows, "numpy")
+
+
+def argsort_1d() -> None:
+    x = _data()[0]
+    f = tr.jit(lambda x: tnp.argsort(x, kind="stable"))
+    rows = _tracer_rows(lambda: f(x)) + [("numpy", lambda: np.argsort(x, kind="stable"))]
+    _run(f"np.argsort(kind='stable'), float32[{N}]", rows, "numpy")
+
+
+# ------------------------------------------------------------------ gather / scatter
+
+def gather() -> None:
+    x, idx, _ = _data()
+    f = tr.jit(lambda x, i: x[i])
+    rows = _tracer_rows(lambda: f(x, idx)) + [("numpy", lambda: x[idx])]
+    _run(f"x[idx] (gather), float32[{N}], int64[{N}]",
+         rows + _jax_rows(lambda np_, x, i: x[i], x, idx), "numpy")
+
+
+def _add_at(x: np.ndarray, idx: np.ndarray, v: np.ndarray) -> np.ndarray:
+    out = x.copy()  # a fresh result, as the functional update returns
+    np.add.at(out, idx, v)
+    return out
+
+
+def scatter_add() -> None:
+    x, idx, v = _data()
+    f = tr.jit(lambda x, i, v: x.at[i].add(v))
+    rows = _tracer_rows(lambda: f(x, idx, v)) + [("numpy", lambda: _add_at(x, idx, v))]
+    _run(f"np.add.at (scatter-add), float32[{N}]",
+         rows + _jax_rows(lambda np_, x, i, v: x.at[i].add(v), x, idx, v), "numpy")
+
+
+WORKLOADS: dict[str, Callable[[], None]] = {
+    "sort_1d": sort_1d, "sort_rows": sort_rows, "sort_columns": sort_columns,
+    "argsort_1d": argsort_1d, "gather": gather, "scatter_add": scatter_add,
+}
+
+
+def main(selected: list[str]) -> None:
+    for name, run in WORKLOADS.items():
+        if not selected or any(s in name for s in selected):
+            run()
+    print(json.dumps(RESULTS))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,324 @@
+"""The numba `cuda` backend against the interpreter (the oracle), on numba's CUDA
+simulator (see conftest.py; `TRACER_CUDA_REAL=1` runs the same tests on a GPU).
+
+The op table runs through `backend="cuda"` case by case (cases of ops that run
+on the host through the CPU backend are covered by one case each); then the
+kernel structure (one kernel per fused chain, one per row softmax), the
+reduction paths (chunked rows, order-keeping folds), GEMM layouts, scatter
+modes, control flow on device values, device arrays and jit caching.
+Simulated threads are Python threads, so shapes stay tiny.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("tracer.backend.numba_cuda", reason="numba-cuda is not installed "
+                    "(pip install 'numba-cuda[cu13]')", exc_type=ImportError)
+
+import tracer as tr  # noqa: E402
+import tracer.numpy as tnp  # noqa: E402
+from tests.op_db import all_cases  # noqa: E402
+from tracer import ops  # noqa: E402
+from tracer.backend.numba_cuda import (HOST_OPS, NumbaCudaBackend, device_ops,  # noqa: E402
+                                       is_device_array)
+from tracer.core import aval_of, subgraphs  # noqa: E402
+from tracer.interpret import run_graph  # noqa: E402
+from tracer.ops import OPS  # noqa: E402
+from tracer.tracing import trace_flat  # noqa: E402
+from tracer.tree_util import tree_flatten  # noqa: E402
+
+try:
+    CUDA = NumbaCudaBackend()
+except tr.TracerError as e:  # numba-cuda without a GPU and without the simulator
+    pytest.skip(str(e), allow_module_level=True)
+
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")  # NumPy in simulated kernels
+RTOL = {2: 2e-3, 4: 2e-5, 8: 1e-12, 16: 1e-12}  # libdevice differs from NumPy by an ulp or so
+
+
+def _leaves(x):
+    return tree_flatten(x)[0]
+
+
+def _trace(fn, args):
+    graph, captured = trace_flat(lambda *xs: _leaves(fn(*xs)), [aval_of(a) for a in args], "main")
+    assert not captured
+    return graph
+
+
+def _check(got, want, rtol=0.0, atol=0.0, what=""):
+    want = np.asarray(want)
+    assert got.dtype == want.dtype and got.shape == want.shape, \
+        (what, got.dtype, want.dtype, got.shape, want.shape)
+    if want.dtype.kind in "biu":
+        np.testing.assert_array_equal(got, want, err_msg=what)
+    else:
+        size = want.dtype.itemsize // (2 if want.dtype.kind == "c" else 1)
+        np.testing.assert_allclose(got, want, rtol=max(rtol, RTOL[size]), atol=atol, err_msg=what)
+
+
+def _compare(fn, args, rtol=0.0, atol=0.0):
+    graph = _trace(fn, args)
+    ins = [np.asarray(a, dtype=aval_of(a).dtype) for a in args]
+    with np.errstate(all="ignore"):
+        want = run_graph(graph, ins)
+    exe = CUDA.compile(graph)
+    got = exe(*ins)
+    assert len(got) == len(want)
+    for g, w in zip(got, want, strict=True):
+        _check(g, w, rtol, atol, getattr(fn, "__name__", ""))
+    return exe
+
+
+# ------------------------------------------------------------------ the op table
+
+def _ops_of(graph):
+    names = set()
+    for eqn in graph.eqns:
+        names.add(eqn.op.name)
+        for sub in subgraphs(eqn.params):
+            names |= _ops_of(sub)
+    return names
+
+
+def _selected():
+    """Every case of the ops with device code; one case of each op run on the host (those
+    test the CPU backend, which compiles each for seconds)."""
+    chosen, host_seen = [], set()
+    for case in all_cases():
+        host = (_ops_of(_trace(case.fn, case.args)) & HOST_OPS) - {"map"}
+        if host and host <= host_seen:
+            continue
+        host_seen |= host
+        chosen.append(case)
+    return chosen
+
+
+CASES = _selected()
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_op_table_case_matches_the_interpreter(case):
+    _compare(case.fn, case.args, rtol=case.rtol, atol=case.atol)
+
+
+def test_every_op_runs_on_the_device_or_is_a_listed_host_op():
+    on_host = sorted(set(OPS) - device_ops())
+    assert on_host == sorted(HOST_OPS - device_ops()), \
+        "an op without device code must be listed in cuda_emit_ops.HOST_OPS (or get a kernel)"
+    assert HOST_OPS <= set(OPS), f"HOST_OPS names unknown ops: {sorted(HOST_OPS - set(OPS))}"
+
+
+def test_host_ops_copy_through_the_cpu_backend():
+    x = np.array([3, 1, 2], np.int32)
+    exe = _compare(lambda x: [ops.sort(x * 2)[0] + 1], [x])
+    assert "host_ops[0](" in exe.source
+
+
+# ------------------------------------------------------------------ kernels
+
+def _kernels(exe):
+    return exe.source.count("@cuda.jit")
+
+
+def test_an_elementwise_chain_is_one_kernel():
+    def gelu(x):
+        return 0.5 * x * (1.0 + tnp.tanh(0.7978845608 * (x + 0.044715 * x ** 3)))
+    x = np.linspace(-3, 3, 9).astype(np.float32)
+    exe = _compare(gelu, [x])
+    assert _kernels(exe) == 1 and "tanh_f32(" in exe.source
+
+
+def test_row_softmax_is_one_kernel_of_one_block_per_row():
+    def softmax(x):
+        e = tnp.exp(x - tnp.max(x, axis=1, keepdims=True))
+        return e / tnp.sum(e, axis=1, keepdims=True)
+    x = np.random.default_rng(0).standard_normal((3, 37)).astype(np.float32)
+    exe = _compare(softmax, [x], rtol=1e-5)
+    assert _kernels(exe) == 1 and "def rows_" in exe.source
+
+
+def _layernorm(x, g):
+    mean = tnp.mean(x, axis=-1, keepdims=True)
+    var = tnp.mean((x - mean) ** 2, axis=-1, keepdims=True)
+    return (x - mean) / tnp.sqrt(var + 1e-5) * g
+
+
+def _logsumexp(x):
+    m = tnp.max(x, axis=1, keepdims=True)
+    return tnp.log(tnp.sum(tnp.exp(x - m), axis=1)) + m[:, 0]
+
+
+def _columns(x):
+    return tnp.sum(x * x, axis=0), tnp.argmax(x, axis=0), tnp.min(x[::-1], axis=(0, 1))
+
+
+def _mixed(x, w, i):
+    h = tnp.maximum(x @ w, 0.0)
+    centered = h - tnp.mean(h, axis=0)
+    return tnp.tanh(centered.T)[::-1] * 2.0, tnp.argmax(centered, axis=1), \
+        ops.dynamic_slice(h, [i, i], [2, 2])
+
+
+def _cosine(u, v):
+    return tnp.dot(u, v) / (tnp.sqrt(tnp.dot(u, u)) * tnp.sqrt(tnp.dot(v, v)))
+
+
+def _rows_3d(x):  # a row group whose reductions keep a dim after the shared ones
+    m = tnp.max(x, axis=2, keepdims=True)
+    return tnp.sum(tnp.exp(x - m), axis=(1, 2)), tnp.sum(x, axis=2)
+
+
+@pytest.mark.parametrize("fuse", [True, False])
+def test_fused_structures_match_the_interpreter(fuse):
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(6, 40)).astype(np.float32)
+    x[3, 7] = np.nan
+    g = rng.normal(size=40).astype(np.float32)
+    backend = CUDA if fuse else NumbaCudaBackend(fuse=False)
+    cases = [(_layernorm, [x, g]), (_logsumexp, [x]), (_columns, [x.astype(np.float64)]),
+             (_mixed, [x[:, :4], g[:5].reshape(1, 5).repeat(4, 0), np.int32(3)]),
+             (tr.vmap(_cosine), [x, x[::-1]]), (_rows_3d, [x.reshape(3, 4, 20)])]
+    for fn, args in cases:
+        graph = _trace(fn, args)
+        with np.errstate(all="ignore"):
+            want = run_graph(graph, [np.asarray(a) for a in args])
+        for got, w in zip(backend.compile(graph)(*args), want, strict=True):
+            _check(got, w, 2e-5, 1e-6, getattr(fn, "__name__", "vmap"))
+
+
+def test_long_rows_are_reduced_in_chunks_and_combined():
+    x = np.random.default_rng(1).standard_normal((2, 300)).astype(np.float32)
+    exe = _compare(lambda x: [tnp.sum(x, axis=1), tnp.max(x)], [x], rtol=1e-5)
+    assert "combine_" in exe.source
+
+
+def test_an_order_sensitive_fold_keeps_the_element_order():
+    """argmax with ties: the sequential fold picks the last maximum (seed golden)."""
+    def argmax(v):
+        k = ops.iota(np.int32, v.shape, 0)
+        return tuple(ops.reduce((v, k), (-np.inf, 0), _last_max, [0]))
+    v = np.zeros(200, np.float32)
+    v[[3, 77, 150]] = 5.0
+    _compare(argmax, [v])
+
+
+def _last_max(m, am, v, i):
+    take = ops.ge(v, m)
+    return ops.select(take, v, m), ops.select(take, i, am)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.float16])
+@pytest.mark.parametrize("layout", ["nn", "tn", "nt", "tt"])
+def test_gemm_layouts_and_dtypes(dtype, layout):
+    rng = np.random.default_rng(2)
+    a = (rng.standard_normal((5, 7)) * 4).astype(dtype)
+    b = (rng.standard_normal((7, 6)) * 4).astype(dtype)
+    a = a.T.copy() if layout[0] == "t" else a
+    b = b.T.copy() if layout[1] == "t" else b
+
+    def f(a, b):
+        return (a.T if layout[0] == "t" else a) @ (b.T if layout[1] == "t" else b)
+    _compare(f, [a, b], rtol=1e-5)
+
+
+def test_batched_gemm_with_dims_out_of_order():
+    rng = np.random.default_rng(3)
+    x, y = rng.standard_normal((3, 4, 2, 5)), rng.standard_normal((5, 2, 3))
+    dims = (((3, 2), (0, 1)), ((0,), (2,)))
+    _compare(lambda x, y: [ops.dot_general(x, y, dims)], [x, y])
+
+
+@pytest.mark.parametrize("mode", ["atomic", "unique", "serial"])
+def test_scatter_modes(mode):
+    operand = np.zeros((5, 3), np.float32 if mode == "atomic" else np.int32)
+    idx = np.array([[4], [0], [4], [2]], np.int32) if mode != "unique" else \
+        np.array([[4], [0], [9], [2]], np.int32)
+    upd = np.arange(12, dtype=operand.dtype).reshape(4, 3)
+    dn = ops.ScatterDimensionNumbers(update_window_dims=(1,), inserted_window_dims=(0,),
+                                     scatter_dims_to_operand_dims=(0,), index_vector_dim=1)
+    combine = ops.add if mode == "atomic" else (lambda a, b: b)
+    exe = _compare(lambda o, i, u: [ops.scatter(o, i, u, combine, dn,
+                                                unique_indices=mode == "unique")],
+                   [operand, idx, upd])
+    assert ("cuda.atomic.add" in exe.source) == (mode == "atomic")
+
+
+# ------------------------------------------------------------------ control flow, scalars
+
+def test_while_loop_reads_its_predicate_back_from_the_device():
+    def f(x):
+        return ops.while_loop(lambda c: tnp.sum(c[1]) < 100.0,
+                              lambda c: (c[0] + 1, c[1] * 2.0), (0, x))
+    _compare(f, [np.array([1.0, 2.0], np.float32)])
+
+
+def test_cond_scan_and_rank0_values():
+    def f(p, xs, s):
+        y = ops.cond(p > 0, lambda v: v * s, lambda v: v - s, xs)
+        carry, ys = ops.scan(lambda c, x: (c + x, c * x), s, y)
+        return carry, ys
+    xs = np.array([1.5, -2.0, 3.0], np.float16)
+    _compare(f, [np.int32(1), xs, np.float16(0.5)])
+    _compare(f, [np.int32(0), xs, np.float16(0.5)])
+
+
+def test_random_bits_are_the_cpu_backends_bits():
+    def draw(key):
+        k1, k2 = tr.random.split(key)
+        return tr.random.uniform(k1, (3, 5)), tr.random.randint(k2, (7,), 0, 1000), \
+            tr.random.normal(k2, (4,))
+    key = tr.random.key(42)
+    cpu = tr.jit(draw, backend="cpu")(key)
+    gpu = tr.jit(draw, backend="cuda")(key)
+    for a, b in zip(_leaves(cpu), _leaves(gpu), strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+# ------------------------------------------------------------------ data
+
+def test_device_put_round_trips_and_jit_keeps_results_on_the_device():
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    d = tr.device_put(x, "cuda")
+    assert is_device_array(d) and d.shape == (2, 3) and d.dtype == np.float32
+    np.testing.assert_array_equal(np.asarray(d), x)
+    f = tr.jit(lambda a, s: (a * s, tnp.sum(a)), backend="cuda")
+    out, total = f(d, np.float32(2))
+    assert is_device_array(out) and is_device_array(total) and total.shape == ()
+    np.testing.assert_array_equal(np.asarray(out), x * 2)
+    host_out, host_total = f(x, np.float32(2))
+    assert type(host_out) is np.ndarray and float(host_total) == 15.0
+    assert tr.device_put({"a": x}, "cpu")["a"] is not None
+    assert "cuda" in tr.devices()
+
+
+def test_jit_caches_by_shape_and_dtype_for_host_and_device_arguments():
+    f = tr.jit(lambda a: tnp.exp(a) + 1.0, backend="cuda")
+    x = np.ones(4, np.float32)
+    f(x)
+    f(tr.device_put(x, "cuda"))
+    f(x + 1)
+    info = f.cache_info()
+    assert (info.misses, info.hits) == (1, 2)
+    f(np.ones(5, np.float32))
+    assert f.cache_info().misses == 2
+
+
+def test_a_new_size_reuses_the_generated_module():
+    def softmax(x):
+        e = tnp.exp(x - tnp.max(x, axis=1, keepdims=True))
+        return e / tnp.sum(e, axis=1, keepdims=True)
+    first, second = (CUDA.compile(_trace(softmax, [np.zeros((n, 33), np.float32)]))
+                     for n in (8, 21))
+    assert first.source == second.source and not second.fresh_compile
+    assert "21" not in second.source and "33" not in second.source
+
+
+def test_special_values_and_empty_arrays():
+    x = np.array([np.nan, np.inf, -np.inf, -0.0, 1e30, -1e-30], np.float32)
+    _compare(lambda x: [tnp.exp(x), tnp.floor(x), tnp.sqrt(x), x.astype(np.int8),
+                        tnp.maximum(x, 0.0)], [x])
+    e = np.zeros((0, 3), np.float32)
+    _compare(lambda e: [tnp.sum(e, axis=0), e * 2, tnp.max(e, axis=1)], [e])

@@ -1,0 +1,85 @@
+"""median / quantile / percentile and their NaN-ignoring forms vs NumPy 2 (values and
+dtypes), eagerly and traced, for every interpolation method."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+import tracer as tr
+import tracer.numpy as tnp
+from tests.test_numpy_core import arrays, assert_same, compare
+
+METHODS = ["inverted_cdf", "averaged_inverted_cdf", "closest_observation",
+           "interpolated_inverted_cdf", "hazen", "weibull", "linear", "median_unbiased",
+           "normal_unbiased", "lower", "higher", "midpoint", "nearest"]
+RTOL = {"float16": 4e-3, "float32": 1e-5}
+
+
+@st.composite
+def data_axis(draw, nan=False):
+    dt = draw(st.sampled_from(["int8", "int64", "float16", "float32", "float64"]))
+    x = draw(arrays(dt, hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=5),
+                    lo=-20, hi=20, special=False))
+    if nan and x.dtype.kind == "f":
+        x = np.where(draw(hnp.arrays(np.bool_, x.shape)), np.nan, x).astype(x.dtype)
+    nd = x.ndim
+    axis = draw(st.one_of(st.none(), st.integers(-nd, nd - 1),
+                          st.lists(st.integers(0, nd - 1), min_size=1, unique=True).map(tuple)))
+    return x, axis
+
+
+QS = st.one_of(st.floats(0, 1), st.lists(st.floats(0, 1), min_size=1, max_size=3).map(np.array))
+
+
+@pytest.mark.parametrize("method", METHODS)
+@settings(max_examples=12, deadline=None)
+@given(case=data_axis(), q=QS, keepdims=st.booleans())
+def test_quantile_matches_numpy(method, case, q, keepdims):
+    x, axis = case
+    rtol = RTOL.get(str(x.dtype))
+    compare(tnp.quantile, np.quantile, x, q, axis=axis, method=method, keepdims=keepdims,
+            rtol=rtol)
+
+
+@pytest.mark.parametrize("name", ["nanquantile", "nanpercentile", "percentile"])
+@settings(max_examples=15, deadline=None)
+@given(case=data_axis(nan=True), q=QS, method=st.sampled_from(METHODS))
+def test_percentile_and_nan_forms_match_numpy(name, case, q, method):
+    x, axis = case
+    q = q * 100 if "percentile" in name else q
+    compare(getattr(tnp, name), getattr(np, name), x, q, axis=axis, method=method,
+            rtol=RTOL.get(str(x.dtype)))
+
+
+@pytest.mark.parametrize("name", ["median", "nanmedian"])
+@settings(max_examples=25, deadline=None)
+@given(case=data_axis(nan=True), keepdims=st.booleans())
+def test_median_matches_numpy(name, case, keepdims):
+    x, axis = case
+    compare(getattr(tnp, name), getattr(np, name), x, axis=axis, keepdims=keepdims,
+            rtol=RTOL.get(str(x.dtype)))
+
+
+def test_quantile_edge_rules():
+    compare(tnp.quantile, np.quantile, np.arange(5), np.array([0, 1]))  # integer indices
+    compare(tnp.quantile, np.quantile, np.array([1.0, np.inf]), 1.0)   # NumPy's lerp: NaN
+    with pytest.raises(ValueError, match="range"):
+        tnp.quantile(np.arange(3.0), 1.5)
+    with pytest.raises(ValueError, match="method"):
+        tnp.quantile(np.arange(3.0), 0.5, method="cubic")
+
+
+def test_compiled_order_statistics():
+    x = np.random.default_rng(4).normal(size=(50, 7))
+    x[3, 2] = np.nan
+    f = tr.jit(lambda v: (tnp.median(v, axis=0), tnp.nanmedian(v, axis=0),
+                          tnp.percentile(v, [5, 50, 95], axis=1),
+                          tnp.nanquantile(v, 0.3, axis=0, method="hazen")))
+    want = (np.median(x, axis=0), np.nanmedian(x, axis=0), np.percentile(x, [5, 50, 95], axis=1),
+            np.nanquantile(x, 0.3, axis=0, method="hazen"))
+    for got, w in zip(f(x), want, strict=True):
+        assert_same(got, w)

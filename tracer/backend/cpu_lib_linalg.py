@@ -1,0 +1,327 @@
+"""numba kernels of the decompositions (cholesky, triangular_solve, lu, qr, eigh, svd).
+
+Every kernel takes C-contiguous batches of matrices (batch, m, n), loops over the
+batch and writes preallocated outputs; it follows the reference conventions of
+`tracer.ops.decomp_impl` (one triangle read; a failed matrix -> NaN in all its
+outputs; LAPACK's pivot rule).
+
+- triangular_solve and lu are written here: substitution / partial-pivoting LU on
+  blocks of `BLOCK` rows, the off-diagonal block products through BLAS (`np.dot`).
+  Measured against LAPACK via SciPy (single thread, in bench/bench_linalg.py):
+  1000 x 32x32 solves ~4x faster than a loop of scipy calls; a 512x512 LU on par
+  with getrf.
+- cholesky: small matrices by the textbook loop (no LAPACK call overhead), larger
+  ones through numba's `np.linalg.cholesky` (LAPACK potrf); qr, eigh and svd through
+  numba's `np.linalg` (geqrf + orgqr, heevd, gesdd). Their exceptions (non-finite
+  input, no convergence, not positive definite) become NaN.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+BLOCK = 48        # rows per block of the blocked solve and LU
+SMALL_CHOLESKY = 24  # below this size the loop beats a LAPACK call
+NARROW = 8        # fewer right-hand sides than this: row-dot-product substitution
+
+_JIT = dict(cache=True, error_model="numpy", nogil=True)
+
+
+# --------------------------------------------------------------------------- helpers
+@njit(**_JIT)
+def _all_finite(x: np.ndarray) -> bool:
+    for v in x.ravel():
+        if not np.isfinite(v):
+            return False
+    return True
+
+
+@njit(**_JIT)
+def _lower_hermitian(a: np.ndarray, lower: bool, out: np.ndarray) -> None:
+    """out = the Hermitian matrix described by one triangle of a (diagonal: real part)."""
+    n = a.shape[0]
+    for i in range(n):
+        for j in range(i):
+            v = a[i, j] if lower else np.conj(a[j, i])
+            out[i, j] = v
+            out[j, i] = np.conj(v)
+        out[i, i] = a[i, i].real
+
+
+@njit(**_JIT)
+def _conj_transpose(x: np.ndarray, out: np.ndarray) -> None:
+    for i in range(x.shape[0]):
+        for j in range(x.shape[1]):
+            out[j, i] = np.conj(x[i, j])
+
+
+# --------------------------------------------------------------------------- cholesky
+@njit(**_JIT)
+def _cholesky_loop(h: np.ndarray, l: np.ndarray) -> bool:
+    """l = the lower Cholesky factor of Hermitian h (lower triangle read); False if it
+    is not positive definite."""
+    n = h.shape[0]
+    l[...] = 0
+    for j in range(n):
+        d = h[j, j].real
+        for k in range(j):
+            d -= (l[j, k] * np.conj(l[j, k])).real
+        if not d > 0:
+            return False
+        root = np.sqrt(d)
+        l[j, j] = root
+        for i in range(j + 1, n):
+            t = h[i, j]
+            for k in range(j):
+                t -= l[i, k] * np.conj(l[j, k])
+            l[i, j] = t / root
+    return True
+
+
+@njit(**_JIT)
+def _cholesky_one(h: np.ndarray, l: np.ndarray) -> None:
+    ok = True
+    if h.shape[0] < SMALL_CHOLESKY:
+        ok = _cholesky_loop(h, l)
+    else:
+        try:
+            l[...] = np.linalg.cholesky(h)
+        except Exception:  # not positive definite
+            ok = False
+    if not ok or not _all_finite(l):
+        l[...] = np.nan
+
+
+@njit(**_JIT)
+def cholesky_batch(a: np.ndarray, out: np.ndarray, lower: bool) -> None:
+    """out[b] = cholesky(a[b]): lower l (a = l lᴴ) or upper u = lᴴ, zeros elsewhere."""
+    n = a.shape[1]
+    h = np.empty((n, n), a.dtype)
+    l = np.empty((n, n), a.dtype)
+    for b in range(a.shape[0]):
+        _lower_hermitian(a[b], lower, h)
+        _cholesky_one(h, l)
+        if lower:
+            out[b] = l
+        else:
+            _conj_transpose(l, out[b])
+
+
+# --------------------------------------------------------------------------- triangular_solve
+@njit(**_JIT)
+def _substitute_block(m: np.ndarray, x: np.ndarray, i0: int, i1: int, unit: bool) -> None:
+    """Rows i0:i1 of x <- solved against the diagonal block of lower-triangular m."""
+    k = x.shape[1]
+    if k < NARROW:
+        for c in range(k):
+            for i in range(i0, i1):
+                s = x[i, c]
+                for j in range(i0, i):
+                    s -= m[i, j] * x[j, c]
+                x[i, c] = s if unit else s / m[i, i]
+        return
+    for i in range(i0, i1):
+        xi = x[i]
+        for j in range(i0, i):
+            f = m[i, j]
+            xj = x[j]
+            for c in range(k):
+                xi[c] -= f * xj[c]
+        if not unit:
+            d = m[i, i]
+            for c in range(k):
+                xi[c] /= d
+
+
+@njit(**_JIT)
+def lower_solve(m: np.ndarray, x: np.ndarray, unit: bool) -> None:
+    """x <- m⁻¹ x in place, m lower-triangular (only its lower triangle is read)."""
+    n, k = x.shape
+    for i0 in range(0, n, BLOCK):
+        i1 = min(i0 + BLOCK, n)
+        if i0 > 0 and k > 0:
+            x[i0:i1] -= np.dot(np.ascontiguousarray(m[i0:i1, :i0]), x[:i0])
+        _substitute_block(m, x, i0, i1, unit)
+
+
+@njit(**_JIT)
+def triangular_solve_batch(a: np.ndarray, b: np.ndarray, out: np.ndarray, left_side: bool,
+                           lower: bool, transpose_a: bool, conjugate_a: bool,
+                           unit_diagonal: bool) -> None:
+    """out[i] = op(a[i])⁻¹ b[i] (left_side) or b[i] op(a[i])⁻¹.
+
+    Each problem becomes m x = rhs with m lower-triangular: x op(a) = b is solved as
+    op(a)ᵀ xᵀ = bᵀ (flip), and an upper matrix is reversed (rows and columns) to a
+    lower one, the right-hand side's rows with it."""
+    n = a.shape[1]
+    flip = transpose_a != (not left_side)      # m[i, j] reads a[j, i]
+    rev = lower == flip                        # op(a) (or its transpose) is upper
+    k = b.shape[2] if left_side else b.shape[1]
+    m = np.zeros((n, n), a.dtype)
+    x = np.empty((n, k), b.dtype)
+    for p in range(a.shape[0]):
+        for i in range(n):
+            ii = n - 1 - i if rev else i
+            for j in range(i + 1):
+                jj = n - 1 - j if rev else j
+                v = a[p, jj, ii] if flip else a[p, ii, jj]
+                m[i, j] = np.conj(v) if conjugate_a else v
+            if unit_diagonal:
+                m[i, i] = 1
+            for c in range(k):
+                x[i, c] = b[p, ii, c] if left_side else b[p, c, ii]
+        lower_solve(m, x, unit_diagonal)
+        for i in range(n):
+            ii = n - 1 - i if rev else i
+            for c in range(k):
+                if left_side:
+                    out[p, ii, c] = x[i, c]
+                else:
+                    out[p, c, ii] = x[i, c]
+
+
+# --------------------------------------------------------------------------- lu
+@njit(**_JIT)
+def _magnitude(v: complex) -> float:
+    return abs(v.real) + abs(v.imag)
+
+
+@njit(**_JIT)
+def _lu_panel(a: np.ndarray, piv: np.ndarray, perm: np.ndarray, j0: int, j1: int) -> None:
+    """Unblocked LU of columns j0:j1 (all rows below j0); swaps move whole rows."""
+    m, n = a.shape
+    for j in range(j0, j1):
+        p = j
+        best = _magnitude(a[j, j])
+        for i in range(j + 1, m):  # LAPACK i?amax: the first strictly larger one
+            v = _magnitude(a[i, j])
+            if v > best:
+                best = v
+                p = i
+        piv[j] = p
+        if p != j:
+            for c in range(n):
+                a[j, c], a[p, c] = a[p, c], a[j, c]
+            perm[j], perm[p] = perm[p], perm[j]
+        d = a[j, j]
+        if d != 0:
+            for i in range(j + 1, m):
+                a[i, j] /= d
+        for i in range(j + 1, m):
+            f = a[i, j]
+            for c in range(j + 1, j1):
+                a[i, c] -= f * a[j, c]
+
+
+@njit(**_JIT)
+def _lu_one(a: np.ndarray, piv: np.ndarray, perm: np.ndarray) -> None:
+    """Right-looking blocked LU in place: panel, U12 = L11⁻¹ A12, A22 -= L21 U12."""
+    m, n = a.shape
+    for i in range(m):
+        perm[i] = i
+    for j0 in range(0, min(m, n), BLOCK):
+        j1 = min(j0 + BLOCK, min(m, n))
+        _lu_panel(a, piv, perm, j0, j1)
+        if j1 >= n:
+            continue
+        for i in range(j0, j1):
+            for j in range(j0, i):
+                f = a[i, j]
+                for c in range(j1, n):
+                    a[i, c] -= f * a[j, c]
+        if j1 < m:
+            a[j1:, j1:] -= np.dot(np.ascontiguousarray(a[j1:, j0:j1]),
+                                  np.ascontiguousarray(a[j0:j1, j1:]))
+
+
+@njit(**_JIT)
+def lu_batch(a: np.ndarray, lu: np.ndarray, piv: np.ndarray, perm: np.ndarray) -> None:
+    """lu[b], piv[b], perm[b] = the partial-pivoting LU of a[b] (see ops.lu)."""
+    for b in range(a.shape[0]):
+        lu[b] = a[b]
+        _lu_one(lu[b], piv[b], perm[b])
+
+
+# --------------------------------------------------------------------------- qr, eigh, svd
+@njit(**_JIT)
+def _qr_one(a: np.ndarray, q: np.ndarray, r: np.ndarray, full: bool) -> None:
+    m, n = a.shape
+    if m == 0 or n == 0:  # as NumPy: q is an identity, r empty or zero
+        q[...] = 0
+        for i in range(min(q.shape[0], q.shape[1])):
+            q[i, i] = 1
+        r[...] = 0
+        return
+    if full and m > n:
+        # A complete q is geqrf + orgqr of a padded with zero columns: their reflectors
+        # are identities (tau = 0), so q and r[:, :n] are a's complete QR.
+        padded = np.zeros((m, m), a.dtype)
+        padded[:, :n] = a
+        qq, rr = np.linalg.qr(padded)
+        q[...] = qq
+        r[...] = rr[:, :n]
+    else:
+        qq, rr = np.linalg.qr(a)
+        q[...] = qq
+        r[...] = rr
+
+
+@njit(**_JIT)
+def qr_batch(a: np.ndarray, q: np.ndarray, r: np.ndarray, full_matrices: bool) -> None:
+    for b in range(a.shape[0]):
+        try:
+            _qr_one(a[b], q[b], r[b], full_matrices)
+        except Exception:  # non-finite input
+            q[b] = np.nan
+            r[b] = np.nan
+
+
+@njit(**_JIT)
+def eigh_batch(a: np.ndarray, v: np.ndarray, w: np.ndarray, lower: bool) -> None:
+    n = a.shape[1]
+    h = np.empty((n, n), a.dtype)
+    for b in range(a.shape[0]):
+        if n == 0:
+            continue
+        _lower_hermitian(a[b], lower, h)
+        try:
+            vals, vecs = np.linalg.eigh(h)
+            w[b] = vals
+            v[b] = vecs
+        except Exception:  # non-finite input, no convergence
+            w[b] = np.nan
+            v[b] = np.nan
+
+
+@njit(**_JIT)
+def svd_batch(a: np.ndarray, u: np.ndarray, s: np.ndarray, vh: np.ndarray,
+              full_matrices: bool) -> None:
+    m, n = a.shape[1], a.shape[2]
+    for b in range(a.shape[0]):
+        if m == 0 or n == 0:  # no singular values; full u and vh are identities
+            if full_matrices:
+                u[b] = np.eye(m, dtype=u.dtype)
+                vh[b] = np.eye(n, dtype=vh.dtype)
+            continue
+        try:
+            uu, ss, vv = np.linalg.svd(a[b], full_matrices=full_matrices)
+            u[b] = uu
+            s[b] = ss
+            vh[b] = vv
+        except Exception:  # non-finite input, no convergence
+            u[b] = np.nan
+            s[b] = np.nan
+            vh[b] = np.nan
+
+
+@njit(**_JIT)
+def svdvals_batch(a: np.ndarray, s: np.ndarray) -> None:
+    m, n = a.shape[1], a.shape[2]
+    for b in range(a.shape[0]):
+        if m == 0 or n == 0:
+            continue
+        try:
+            s[b] = np.linalg.svd(a[b], full_matrices=False)[1]
+        except Exception:  # non-finite input, no convergence
+            s[b] = np.nan

@@ -1,0 +1,93 @@
+"""Generated CUDA modules, content-addressed on disk and imported once per process.
+
+A module is written to `<cache_dir>/cuda/tracer_<sha256>.py` (the hash covers
+the source and the versions of tracer, numba, numba-cuda, NumPy, the helper
+libraries and whether the simulator runs it) and imported from that file, so
+`@cuda.jit(cache=True)` keeps each kernel's compiled code next to it and a new
+process loads it instead of compiling. Writes are atomic (a temporary file,
+then a rename), so processes compiling the same graph at once cannot corrupt it.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.metadata
+import os
+import sys
+import threading
+import types
+import uuid
+from typing import Any, Callable
+
+import numba
+import numpy as np
+
+from ..config import config
+from .cuda_launch import SIMULATED
+
+_LOCK = threading.Lock()
+_MODULES: dict[str, types.ModuleType] = {}
+_LIBRARIES = ("cuda_mathlib.py", "cuda_arrays.py", "cuda_launch.py", "cpu_mathlib.py")
+
+
+@functools.cache
+def _versions() -> str:
+    from .._version import __version__ as tracer_version
+    helpers = hashlib.sha256()
+    here = os.path.dirname(__file__)
+    for name in _LIBRARIES:  # generated modules import these
+        with open(os.path.join(here, name), "rb") as f:
+            helpers.update(f.read())
+    try:
+        numba_cuda = importlib.metadata.version("numba-cuda")
+    except importlib.metadata.PackageNotFoundError:
+        numba_cuda = "?"
+    return (f"tracer {tracer_version}, numba {numba.__version__}, numba-cuda {numba_cuda}, "
+            f"numpy {np.__version__}, simulator {SIMULATED}, helpers "
+            f"{helpers.hexdigest()[:16]}")
+
+
+def load(source: str, function: str) -> tuple[Callable[..., Any], bool]:
+    """The host `function` of the module with `source`, and whether it was new to this
+    process (its kernels compile, or load from disk, on their first launch)."""
+    key = hashlib.sha256((_versions() + "\n" + source).encode()).hexdigest()
+    with _LOCK:
+        module = _MODULES.get(key)
+        fresh = module is None
+        if module is None:
+            module = _MODULES[key] = _import(key, source)
+    return getattr(module, function), fresh
+
+
+def _import(key: str, source: str) -> types.ModuleType:
+    directory = os.path.join(os.path.expanduser(config.cache_dir), "cuda")
+    os.makedirs(directory, exist_ok=True)
+    name = f"tracer_cuda_{key[:40]}"
+    path = os.path.join(directory, name + ".py")
+    text = f"# tracer generated module; key: {key}\n# {_versions()}\n{source}"
+    _write(path, text)
+    module = types.ModuleType(name)
+    module.__file__ = path
+    sys.modules[name] = module
+    exec(compile(text, path, "exec"), module.__dict__)  # noqa: S102 - our generated code
+    return module
+
+
+def _write(path: str, text: str) -> None:
+    try:
+        with open(path, encoding="utf-8") as f:
+            if f.read() == text:
+                return
+    except (FileNotFoundError, UnicodeDecodeError):
+        pass
+    tmp = f"{path}.{os.getpid()}.{uuid.uuid4().hex}.tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def clear_memory() -> None:
+    """Forget imported modules (the files and the kernels' disk cache stay)."""
+    with _LOCK:
+        _MODULES.clear()

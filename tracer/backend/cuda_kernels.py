@@ -1,0 +1,195 @@
+"""Loop nests as CUDA kernels: one `@cuda.jit` kernel per step of the fusion plan.
+
+An element-wise nest (element-wise chains, broadcasts, converts, selects,
+slices, iota, dynamic slices: everything `cpu_fusion` fuses) is a grid-stride
+loop over its elements: a 1-D grid over a vector; else a 2-D grid, x along the
+last dim and y along the rows (the other dims, split into their indices once
+per row), so no element pays for an integer division. The body is the CPU
+backend's (`cpu_loops.LoopBody`: values computed on demand at mapped indices)
+with CUDA scalar code (`cuda_scalar`). A rank-0 nest is one thread. Nests
+that reduce, and row groups, are in `cuda_reduce`.
+
+`emit_scalar_graph` writes a scalar computation (a reduction's or a scatter's
+combiner) inline into a kernel body.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from ..core import Atom, Eqn, Graph, Literal, Var
+from ..errors import UnsupportedOpError
+from .cpu_codegen import Ref, load, store_value, where
+from .cpu_fusion import ELEMENTWISE_FAMILIES, LoopNest, Plan, RowGroup, is_loop_op
+from .cpu_loops import Index, LoopBody
+from .cpu_scalar import cast, literal
+from .cuda_codegen import CudaGraphEmitter, Kernel
+from .cuda_scalar import CUDA_SCALAR_EMITTERS
+from .source import SourceWriter
+
+
+class CudaLoopBody(LoopBody):
+    """`cpu_loops.LoopBody` writing CUDA scalar code into a kernel body."""
+
+    def __init__(self, kernel: Kernel, plan: Plan, own: set[int], w: SourceWriter | None = None):
+        super().__init__(kernel.ge, plan, kernel.w if w is None else w, own, kernel.free,
+                         kernel.local)
+
+    def _compute(self, atom: Atom, index: Index) -> str:
+        if isinstance(atom, Literal) or (id(atom) in self.plan.materialized and
+                                         id(atom) not in self.own):
+            ref = self.ge.ref(atom)
+            if ref.scalar and isinstance(atom, Literal):
+                return ref.name
+            self.outer(ref.name)
+            if ref.scalar:
+                return ref.name
+            name = self.ge.mod.namer.fresh(f"{ref.name}_v", numbered=False)
+            self.w.line(f"{name} = {load(ref, index, self.ge.mod)}")
+            return name
+        eqn = self.plan.producers[id(atom)]
+        if eqn.op.family not in ELEMENTWISE_FAMILIES and eqn.op.name != "iota":
+            return self.value(eqn.inputs[0], self.operand_index(eqn, 0, index))
+        args = [self.value(a, self.operand_index(eqn, k, index))
+                for k, a in enumerate(eqn.inputs)]
+        expr = (cast(self, index[eqn.params["dimension"]], atom.aval.dtype)
+                if eqn.op.name == "iota" else CUDA_SCALAR_EMITTERS[eqn.op.name](self, eqn, args))
+        name = self.ge.fresh(eqn.op.hlo_name)
+        self.w.line(f"{name} = {expr}{comment(eqn)}")
+        return name
+
+
+def comment(eqn: Eqn) -> str:
+    text = where(eqn).strip()
+    return f"  # {text[1:-1]}" if text else ""
+
+
+def unflatten(w: SourceWriter, flat: str, sizes: Sequence[str], names: Sequence[str],
+              scratch: str) -> None:
+    """names[d] = the index along dim d of flat index `flat` over `sizes` (row-major)."""
+    if len(sizes) == 1:
+        w.line(f"{names[0]} = {flat}")
+        return
+    w.line(f"{scratch} = {flat}")
+    for d in range(len(sizes) - 1, 0, -1):
+        w.line(f"{names[d]} = {scratch} % {sizes[d]}")
+        w.line(f"{scratch} = {scratch} // {sizes[d]}")
+    w.line(f"{names[0]} = {scratch}")
+
+
+def product(sizes: Sequence[str]) -> str:
+    return " * ".join(sizes) or "1"
+
+
+def shape_atom(nest: LoopNest) -> Atom:
+    return nest.stores[0] if nest.stores else nest.reduces[0].inputs[0]
+
+
+def store(kernel: Kernel, body: LoopBody, v: Var, ref: Ref, index: Index) -> None:
+    """ref[index] = value of v (rank 0: element 0, in its register dtype)."""
+    kernel.outer(ref.name)
+    value = body.value(v, index)
+    if ref.scalar:
+        kernel.w.line(f"{ref.name} = {value}")
+    else:
+        kernel.w.line(f"{ref.at(index)} = {store_value(value, v.aval.dtype, kernel.mod)}")
+
+
+# ------------------------------------------------------------------ dispatch
+
+def emit_nest(ge: CudaGraphEmitter, plan: Plan, step: LoopNest | RowGroup) -> None:
+    from .cuda_reduce import emit_reduce_nest, emit_row_group
+    if isinstance(step, RowGroup):
+        emit_row_group(ge, plan, step)
+    elif not step.shape:
+        _scalar_nest(ge, plan, step)
+    elif step.reduces:
+        emit_reduce_nest(ge, plan, step)
+    else:
+        _elementwise(ge, plan, step)
+
+
+def describe_nest(nest: LoopNest) -> str:
+    names = ", ".join(dict.fromkeys(e.op.hlo_name for e in nest.eqns))
+    reduced = f", reducing dims {list(nest.reduce_dims)}" if nest.reduces else ""
+    return f"[{','.join('?' * len(nest.shape))}]{reduced}: {names}"
+
+
+def _elementwise(ge: CudaGraphEmitter, plan: Plan, nest: LoopNest) -> None:
+    """Grid-stride loops over the nest's elements storing each of its stored values: over
+    the flat index for one dim; else over rows (grid y) and the last dim (grid x), so
+    an element costs no integer division."""
+    k = Kernel(ge, "fused")
+    body = CudaLoopBody(k, plan, {id(v) for v in nest.stores})
+    outs = [ge.new_ref(v) for v in nest.stores]
+    atom = shape_atom(nest)
+    rank = len(nest.shape)
+    sizes = [k.dim(atom, d) for d in range(rank)]
+    index = tuple(f"i{d}" for d in range(rank))
+    host = [ge.dim(atom, d) for d in range(rank)]
+    if rank == 1:
+        with k.w.block(f"for {index[0]} in range(cuda.grid(1), {sizes[0]}, cuda.gridsize(1))"):
+            for v, ref in zip(nest.stores, outs, strict=True):
+                store(k, body, v, ref, index)
+        k.launch(f"launch.grid({host[0]})", "launch.CONFIG.block", describe_nest(nest))
+        return
+    row = k.fresh("row")
+    with k.w.block(f"for {row} in range(cuda.blockIdx.y * cuda.blockDim.y + cuda.threadIdx.y, "
+                   f"{product(sizes[:-1])}, cuda.gridDim.y * cuda.blockDim.y)"):
+        unflatten(k.w, row, sizes[:-1], index[:-1], k.fresh("rest"))
+        with k.w.block(f"for {index[-1]} in range(cuda.blockIdx.x * cuda.blockDim.x + "
+                       f"cuda.threadIdx.x, {sizes[-1]}, cuda.gridDim.x * cuda.blockDim.x)"):
+            for v, ref in zip(nest.stores, outs, strict=True):
+                store(k, body, v, ref, index)
+    grid, block = ge.fresh("grid"), ge.fresh("block")
+    ge.w.line(f"{grid}, {block} = launch.tiles({product(host[:-1])}, {host[-1]})")
+    k.launch(grid, block, describe_nest(nest))
+
+
+def _scalar_nest(ge: CudaGraphEmitter, plan: Plan, nest: LoopNest) -> None:
+    """Rank-0 values (and reductions of rank-0 operands): one thread."""
+    k = Kernel(ge, "scalar")
+    body = CudaLoopBody(k, plan, {id(v) for v in nest.stores})
+    outs = [ge.new_ref(v) for v in nest.stores]
+    reduced = [(v, ge.new_ref(v)) for e in nest.reduces for v in e.outputs]
+    with k.w.block("if cuda.grid(1) == 0"):
+        for v, ref in zip(nest.stores, outs, strict=True):
+            store(k, body, v, ref, ())
+        results = iter(reduced)
+        for eqn in nest.reduces:  # reducing no dims of a scalar: one application
+            n = len(eqn.outputs)
+            args = [body.value(a, ()) for a in eqn.inputs[n:]] + \
+                [body.value(a, ()) for a in eqn.inputs[:n]]
+            for value in emit_scalar_graph(k, eqn.params["to_apply"], args):
+                _, ref = next(results)
+                k.outer(ref.name)
+                k.w.line(f"{ref.name} = {value}")
+    k.launch("1", "1", describe_nest(nest))
+
+
+# ------------------------------------------------------------------ scalar computations
+
+def emit_scalar_graph(k: Kernel, graph: Graph, args: Sequence[str],
+                      w: SourceWriter | None = None) -> list[str]:
+    """Inline scalar code of `graph` (rank-0 element-wise ops) applied to the expressions
+    `args`; returns an expression per output."""
+    w = k.w if w is None else w
+    env: dict[int, str] = {id(v): a for v, a in zip(graph.inputs, args, strict=True)}
+
+    def value(atom: Atom) -> str:
+        if isinstance(atom, Literal):
+            return literal(atom.value, atom.aval.dtype)
+        return env[id(atom)]
+
+    for eqn in graph.eqns:
+        if not is_loop_op(eqn) or eqn.outputs[0].aval.ndim:
+            raise UnsupportedOpError(f"cuda backend: {eqn.op.name} inside a scalar computation "
+                                     f"(a reduction or scatter combiner) has no kernel code")
+        ins = [value(a) for a in eqn.inputs]
+        if eqn.op.family not in ELEMENTWISE_FAMILIES:  # rank-0 broadcast/reshape: identity
+            env[id(eqn.outputs[0])] = ins[0]
+            continue
+        name = k.fresh(eqn.op.hlo_name)
+        w.line(f"{name} = {CUDA_SCALAR_EMITTERS[eqn.op.name](k.mod, eqn, ins)}")
+        env[id(eqn.outputs[0])] = name
+    return [value(a) for a in graph.outputs]
