@@ -298,7 +298,7 @@ def test_every_kernel_plan_matches_the_reference(cfg: dict[str, Any], seed: int,
     x, w = operands(cfg, np.random.default_rng(seed), dtype)
     want = conv_of(cfg)(x, w)
     geo = _geometry(cfg, want.shape)
-    modes = [lib.BY_TAP, lib.BY_POSITION, lib.AUTO]
+    modes = [lib.IM2COL, lib.WINDOW, lib.AUTO]
     if all(s == 1 for s in geo[3]):
         modes.append(lib.SHIFTED)
     for mode in modes:

@@ -363,32 +363,7 @@ def _fill_by_tap(x, image, c0, cg, col, p0, pc, geo):  # noqa: ANN001, ANN202
 
 
 @_jit
-def _fill_by_position(x, image, c0, cg, col, p0, pc, geo):  # noqa: ANN001, ANN202
-    """col[position - p0, (c, tap)] for output positions [p0, p0 + pc) of channels
-    [c0, c0 + cg) of x[image]; runs along the window's last dim."""
-    in_sp, win, out_sp, st, lo, ld, rd = geo
-    n, taps, run, size = len(win), np.prod(win), win[-1], in_sp[-1]
-    rows = taps // run
-    y, k, in_pitch = np.zeros(n, np.int64), np.zeros(n, np.int64), _pitches(in_sp)
-    bases, starts = np.empty((pc, rows), np.int64), np.empty(pc, np.int64)
-    for p in range(pc):  # where each (position, window row) reads
-        _unravel(p0 + p, out_sp, y)
-        starts[p] = y[-1] * st[-1] - lo[-1]
-        for r in range(rows):
-            _unravel(r * run, win, k)
-            bases[p, r] = _source_base(y, k, st, lo, ld, rd, in_sp, in_pitch)
-    src, plane = x.reshape(x.size), x.shape[2]
-    for p in range(pc):
-        span = _span(starts[p], rd[-1], ld[-1], size, run)
-        for c in range(cg):
-            s0 = (image * x.shape[1] + c0 + c) * plane
-            for r in range(rows):
-                _put_run(col, (p * cg + c) * taps + r * run, src, s0, bases[p, r], starts[p],
-                         rd[-1], ld[-1], size, span, run)
-
-
-@_jit
-def _im2col_slot(x, out, wflat, geo, block, fgc, bgc, slot, items, by_position):  # noqa: ANN001, ANN202
+def _im2col_slot(x, out, wflat, geo, block, fgc, bgc, slot, items):  # noqa: ANN001, ANN202
     """Work items slot, slot + SLOTS, ... of the im2col plan: (image, group, block of
     `block` output rows): gathered columns, then one GEMM."""
     g, nb, o, taps, last = max(fgc, bgc), out.shape[0], out.shape[1], np.prod(geo[1]), \
@@ -402,18 +377,71 @@ def _im2col_slot(x, out, wflat, geo, block, fgc, bgc, slot, items, by_position):
         b, gi, r0 = item // (g * blocks), item // blocks % g, item % blocks * block
         pc = (min(rows, r0 + block) - r0) * last
         image, c0 = _image_of(b, gi, nb, cg, fgc, bgc)
-        if by_position:
-            _fill_by_position(x, image, c0, cg, col, r0 * last, pc, geo)
-        else:
-            _fill_by_tap(x, image, c0, cg, col, r0 * last, pc, geo)
-        _gemm_tiled(og, pc, kdim, wflat, gi * og * kdim, kdim, col, 0,
-                    kdim if by_position else pc, by_position, oflat,
+        _fill_by_tap(x, image, c0, cg, col, r0 * last, pc, geo)
+        _gemm_tiled(og, pc, kdim, wflat, gi * og * kdim, kdim, col, 0, pc, False, oflat,
                     (b * o + gi * og) * positions + r0 * last, positions, False)
+
+
+# ------------------------------------------------------------------ window plan
+
+@_jit
+def _window_grid(geo):  # noqa: ANN001, ANN202
+    """The window plan's input grid sizes, the grid column of every output position
+    and of every tap, and the window's width Qw on the grid."""
+    in_sp, win, out_sp, st, lo, ld, rd = geo
+    plane_sizes = (out_sp - 1) * st + (win - 1) * rd + 1
+    pitch, n = _pitches(plane_sizes), len(win)
+    at_position, at_tap = np.zeros(np.prod(out_sp), np.int64), np.zeros(np.prod(win), np.int64)
+    index = np.zeros(n, np.int64)
+    for p in range(at_position.size):
+        _unravel(p, out_sp, index)
+        at_position[p] = np.sum(index * st * pitch)
+    for t in range(at_tap.size):
+        _unravel(t, win, index)
+        at_tap[t] = np.sum(index * rd * pitch)
+    return plane_sizes, at_position, at_tap, at_tap[-1] + 1
+
+
+@_jit
+def _window_matrices(w, at_tap, width):  # noqa: ANN001, ANN202
+    """w (O, C, T) with its taps at their grid columns: (O, C, width), zeros between."""
+    o, cg, taps = w.shape
+    wg = np.zeros((o, cg, width), w.dtype)
+    for t in range(taps):
+        wg[:, :, at_tap[t]] = w[:, :, t]
+    return wg.reshape(wg.size)
+
+
+@_jit
+def _window_slot(x, out, wg, geo, at_position, width, batch, fgc, bgc, slot, items):  # noqa: ANN001, ANN202
+    """Work items slot, slot + SLOTS, ... of the window plan: (group, `batch` images).
+    Their padded grids side by side, out[b, :, p] for all b at once is, summed over
+    channels c, Wg[:, c] (O, Qw) @ grid[b, c, p's column:][:Qw]^T: one GEMM per
+    (position, channel), no im2col. For few positions and a large window."""
+    in_sp, win, out_sp, _, lo, ld, rd = geo
+    g, nb, o, positions = max(fgc, bgc), out.shape[0], out.shape[1], out.shape[2]
+    og, cg = o // g, wg.size // (o * width)
+    plane_sizes = (out_sp - 1) * geo[3] + (win - 1) * rd + 1
+    plane = np.prod(plane_sizes)
+    buf = np.zeros(batch * cg * plane, x.dtype)  # padding and holes stay zero
+    res = np.empty(og * batch, x.dtype)
+    for item in range(slot, items, SLOTS):
+        gi, b0 = item % g, item // g * batch
+        count = min(batch, nb - b0)
+        for i in range(count):
+            image, c0 = _image_of(b0 + i, gi, nb, cg, fgc, bgc)
+            _fill_grid(x, image, c0, cg, buf[i * cg * plane:], plane_sizes, in_sp, lo, ld)
+        for p in range(positions):
+            for c in range(cg):
+                _gemm_tiled(og, count, width, wg, (gi * og * cg + c) * width, cg * width, buf,
+                            c * plane + at_position[p], cg * plane, True, res, 0, count, c > 0)
+            for i in range(count):
+                out[b0 + i, gi * og:(gi + 1) * og, p] = res[i:og * count:count]
 
 
 # ------------------------------------------------------------------ entry points
 
-EMPTY, AUTO, SHIFTED, BY_TAP, BY_POSITION = 0, 1, 2, 3, 4
+EMPTY, AUTO, SHIFTED, IM2COL, WINDOW = 0, 1, 2, 3, 4
 
 
 @_jit
@@ -425,7 +453,7 @@ def _choose(mode, w, out, geo):  # noqa: ANN001, ANN202
         return mode
     if _shifted_pays(w.shape[2], out.shape[2], win, out_sp, st, rd):
         return SHIFTED
-    return BY_POSITION if win[-1] > out_sp[-1] else BY_TAP  # runs along the longer one
+    return WINDOW if np.prod(win) > out.shape[2] else IM2COL  # (weight gradients)
 
 
 @_jit
@@ -449,6 +477,12 @@ def plan_with(mode, x, w, out, in_sizes, window, out_sizes, strides, pad_low,  #
         offsets, q = _grid(geo[2], geo[1], geo[6], geo[2] + (geo[1] - 1) * geo[6])
         split, wmat = _parts(rows, units, SLOTS), _tap_matrices(w)
         units *= split
+    elif mode == WINDOW:
+        plane_sizes, offsets, at_tap, q = _window_grid(geo)
+        wmat, groups = _window_matrices(w, at_tap, q), units // out.shape[0]
+        split = max(1, min(-(-out.shape[0] * groups // SLOTS),
+                           COLUMN_BUDGET // max(1, w.shape[1] * np.prod(plane_sizes))))
+        units = groups * -(-out.shape[0] // split)
     else:
         kdim = w.shape[1] * w.shape[2]
         split = max(1, min(-(-rows // _parts(rows, units, SLOTS)),
@@ -488,8 +522,10 @@ def conv_slot(x, out, meta, table, wmat, offsets, slot):  # noqa: ANN001, ANN201
     geo = _rows(table)
     if mode == SHIFTED:
         _shifted_slot(x, out, wmat, geo, offsets, q, split, fgc, bgc, slot, items)
-    elif mode != EMPTY:
-        _im2col_slot(x, out, wmat, geo, split, fgc, bgc, slot, items, mode == BY_POSITION)
+    elif mode == WINDOW:
+        _window_slot(x, out, wmat, geo, offsets, q, split, fgc, bgc, slot, items)
+    elif mode == IM2COL:
+        _im2col_slot(x, out, wmat, geo, split, fgc, bgc, slot, items)
 
 
 @_jit
