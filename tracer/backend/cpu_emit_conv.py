@@ -4,9 +4,9 @@ The generated code brings both operands to the canonical layout (N, C, spatial..
 (O, I, window...), one transpose each when their dimension numbers differ from it,
 flattens the spatial dims and runs the plan `cpu_lib_conv.conv_plan` makes, the
 spatial geometry given as tuples of `dims` symbols (never literal sizes). The plan's
-work items run under `numba.prange` in one `parallel=True` function of the
-generated module (BLAS runs each of their GEMM tiles in the calling thread, so the
-two thread pools never overlap). The output buffer is written directly when the
+work items run one after another in one function of the generated module (a
+`parallel=True` version doubled the numba compile time of every module holding a
+convolution; the GEMM tiles still run in BLAS). The output buffer is written directly when the
 output layout is canonical; otherwise a canonical temporary is filled and one
 transposed copy puts it in place. float16 operands are widened to float32 and the
 result rounded once, as the reference does; a rank-2 convolution (no spatial dim)
@@ -98,7 +98,7 @@ def _conv(ge: GraphEmitter, eqn: Eqn) -> None:
         ("conv", id(eqn), "bgc"), p["batch_group_count"], "batch_groups")]
     ge.w.comment("(x, w, out, in sizes, window, out sizes, strides, low padding, lhs and rhs "
                  "dilation, feature groups, batch groups)")
-    ge.w.line(f"{_parallel_kernel(ge)}({', '.join(args)})")
+    ge.w.line(f"{_kernel(ge)}({', '.join(args)})")
     if not direct:
         _store(ge, eqn, result, buffer, sizes)
     ge.bind(out, Ref(buffer, out.aval))
@@ -109,20 +109,18 @@ _PARAMS = ("x, w, out, in_sizes, window, out_sizes, strides, pad_low, lhs_dilati
            "rhs_dilation, feature_groups, batch_groups")
 
 
-def _parallel_kernel(ge: GraphEmitter) -> str:
-    """The module's `parallel=True` function running a convolution's work items on
-    numba's threads (one per module, generic in dtypes and ranks). It lives in the
-    generated module: numba crashes loading a cached host that calls a parallel
-    function of another module (numba issue #8578)."""
+def _kernel(ge: GraphEmitter) -> str:
+    """The module's function running a convolution's work items (one per module,
+    generic in dtypes and ranks)."""
     if not any(f"def {_KERNEL}(" in k.text() for k in ge.mod.kernels):
         ge.mod.namer.reserve(_KERNEL)
         plan, slots, slot = (ge.mod.use(h, _LIB) for h in ("conv_plan", "conv_slots",
                                                             "conv_slot"))
         kernel = SourceWriter()
-        kernel.line(f"@numba.njit({NJIT_OPTIONS}, parallel=True)")
+        kernel.line(f"@numba.njit({NJIT_OPTIONS})")
         with kernel.block(f"def {_KERNEL}({_PARAMS})"):
             kernel.line(f"meta, table, weights, offsets = {plan}({_PARAMS})")
-            with kernel.block(f"for index in numba.prange({slots}(meta))"):
+            with kernel.block(f"for index in range({slots}(meta))"):
                 kernel.line(f"{slot}(x, out, meta, table, weights, offsets, index)")
         ge.mod.kernels.append(kernel)
     return _KERNEL

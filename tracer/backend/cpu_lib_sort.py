@@ -11,9 +11,13 @@ has the same digit. Short rows use insertion sort instead. `from_key` maps a
 sorted key back to its value, so sorting one array never moves an index.
 
 Arrays arrive as (outer, n, inner) views: rows are the n elements at one (outer,
-inner) position, sorted independently in parallel (`prange`). float16 arrays are
-their uint16 bits (the backend's storage type): the `half` flag reads those bits
-as an IEEE half. Generated modules import these functions by name.
+inner) position, sorted independently, in parallel (`prange`) when the caller allows
+it (`parallel`: false in graphs that call BLAS) and the array is large. Strided rows
+(inner > 1) go in tiles of adjacent rows, so their loads and stores share cache
+lines. Several keys are a lexsort: stable re-sorts of a permutation by each key,
+least significant first (`refine_rows`); riders follow it (`permute_rows`). float16
+arrays are their uint16 bits (the backend's storage type): the `half` flag reads
+those bits as an IEEE half. Generated modules import these functions by name.
 """
 
 from __future__ import annotations

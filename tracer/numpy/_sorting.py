@@ -25,8 +25,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import dtypes, ops
-from ..errors import (ConcretizationError, DTypeError, ParamError, ShapeError, TracerIndexError,
-                      TracerTypeError, TracerValueError)
+from ..errors import (ConcretizationError, ParamError, ShapeError, TracerTypeError,
+                      TracerValueError)
 from ..tracing import Tracer
 from ._promotion import as_result, asarray_like, desc, error, normalize_axis, promote
 
@@ -372,7 +372,7 @@ def unique(ar: Any, return_index: bool = False, return_inverse: bool = False,
     NumPy rule, with JAX's static size: under jit pass `size=`: the first `size` unique
     values are kept, missing ones are `fill_value` (default: the smallest), their
     index is that of the smallest and their count 0. equal_nan merges every NaN into
-    one. Only axis=None.
+    one. Only axis=None; the result is sorted whatever `sorted` says (NumPy allows it).
 
     unique([3, 1, 3, nan, nan]) -> [1, 3, nan]
     """
