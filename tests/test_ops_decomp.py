@@ -95,7 +95,8 @@ def test_triangular_solve_every_flag(batch, n, k, dtype, f, seed):
     a = (0.3 * rand(rng, batch + (n, n), dtype) + 2 * np.eye(n)).astype(dtype)
     b = rand(rng, batch + ((n, k) if f["left_side"] else (k, n)), dtype)
     junk = a.copy()
-    unread = np.triu(np.ones((n, n), bool), 1) if f["lower"] else np.tril(np.ones((n, n), bool), -1)
+    ones = np.ones((n, n), bool)
+    unread = np.triu(ones, 1) if f["lower"] else np.tril(ones, -1)
     if f["unit_diagonal"]:
         unread |= np.eye(n, dtype=bool)
     junk[..., unread] = np.nan
@@ -266,10 +267,13 @@ def test_cpu_blocked_triangular_solve_and_lu(k):
 
 def test_cpu_cholesky_loop_and_lapack_paths_agree_with_the_reference():
     rng = np.random.default_rng(3)
-    for n in (5, 40):
+    for n, lower in ((5, True), (5, False), (40, True), (40, False)):
         a = spd(rng, (3, n, n), np.float64)
         a[1] = -a[1]
-        out = both(lambda a: ops.cholesky(a, lower=False), a)[0]
+        ones = np.ones((n, n), bool)
+        unread = np.triu(ones, 1) if lower else np.tril(ones, -1)
+        a[:, unread] = np.nan
+        out = both(lambda a: ops.cholesky(a, lower=lower), a)[0]
         assert np.isnan(out[1]).all() and np.isfinite(out[[0, 2]]).all()
 
 

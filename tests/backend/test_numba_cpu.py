@@ -448,3 +448,10 @@ def test_dump_dir_gets_the_generated_source(tmp_path):
     with tr.config.override(dump_dir=str(tmp_path)):
         source = CPU.compile(_trace(lambda x: [tnp.exp(x)], [x])).source
     assert (tmp_path / "main.cpu.py").read_text() == source
+
+
+def test_index_maps_of_index_maps_keep_their_order_of_operations():
+    x = np.arange(64.0).reshape(4, 16)  # a slice of a strided slice, reversed
+    f = lambda x: [ops.rev(ops.slice(ops.slice(x, (0, 0), (4, 16), (1, 5)), (0, 2), (4, 4)),  # noqa
+                           (1,))]
+    _compare(f, [x])

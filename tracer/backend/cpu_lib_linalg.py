@@ -7,9 +7,9 @@ outputs; LAPACK's pivot rule).
 
 - triangular_solve and lu are written here: substitution / partial-pivoting LU on
   blocks of `BLOCK` rows, the off-diagonal block products through BLAS (`np.dot`).
-  Measured against LAPACK via SciPy (single thread, in bench/bench_linalg.py):
-  1000 x 32x32 solves ~4x faster than a loop of scipy calls; a 512x512 LU on par
-  with getrf.
+  Measured with one BLAS thread (bench/bench_linalg.py): 1000 triangular solves of
+  32x32 ~5x faster than a loop of SciPy calls, a 512x512 one on par with SciPy's
+  trsm; LU ~1.5-2x slower than LAPACK getrf (its panel is not recursive).
 - cholesky: small matrices by the textbook loop (no LAPACK call overhead), larger
   ones through numba's `np.linalg.cholesky` (LAPACK potrf); qr, eigh and svd through
   numba's `np.linalg` (geqrf + orgqr, heevd, gesdd). Their exceptions (non-finite
@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-BLOCK = 48        # rows per block of the blocked solve and LU
+BLOCK = 32        # rows per block of the blocked solve and LU
 SMALL_CHOLESKY = 24  # below this size the loop beats a LAPACK call
 NARROW = 8        # fewer right-hand sides than this: row-dot-product substitution
 
@@ -59,8 +59,8 @@ def _conj_transpose(x: np.ndarray, out: np.ndarray) -> None:
 # --------------------------------------------------------------------------- cholesky
 @njit(**_JIT)
 def _cholesky_loop(h: np.ndarray, l: np.ndarray) -> bool:
-    """l = the lower Cholesky factor of Hermitian h (lower triangle read); False if it
-    is not positive definite."""
+    """l = the lower Cholesky factor of the Hermitian matrix h's lower triangle
+    describes; False if it is not positive definite."""
     n = h.shape[0]
     l[...] = 0
     for j in range(n):
@@ -95,16 +95,18 @@ def _cholesky_one(h: np.ndarray, l: np.ndarray) -> None:
 
 @njit(**_JIT)
 def cholesky_batch(a: np.ndarray, out: np.ndarray, lower: bool) -> None:
-    """out[b] = cholesky(a[b]): lower l (a = l lᴴ) or upper u = lᴴ, zeros elsewhere."""
+    """out[b] = cholesky(a[b]): lower l (a = l lᴴ) or upper u = lᴴ, zeros elsewhere.
+    Both paths read only the lower triangle (and the real part of its diagonal), so an
+    upper factor is the conjugate transpose of the one of a[b]ᴴ."""
     n = a.shape[1]
     h = np.empty((n, n), a.dtype)
     l = np.empty((n, n), a.dtype)
     for b in range(a.shape[0]):
-        _lower_hermitian(a[b], lower, h)
-        _cholesky_one(h, l)
         if lower:
-            out[b] = l
+            _cholesky_one(a[b], out[b])
         else:
+            _conj_transpose(a[b], h)
+            _cholesky_one(h, l)
             _conj_transpose(l, out[b])
 
 
@@ -188,41 +190,86 @@ def _magnitude(v: complex) -> float:
 
 
 @njit(**_JIT)
-def _lu_panel(a: np.ndarray, piv: np.ndarray, perm: np.ndarray, j0: int, j1: int) -> None:
-    """Unblocked LU of columns j0:j1 (all rows below j0); swaps move whole rows."""
+def _lu_panel(a: np.ndarray, piv: np.ndarray, perm: np.ndarray, j0: int, j1: int,
+              work: np.ndarray) -> None:
+    """Unblocked LU of columns j0:j1 (rows j0:), done on a transposed copy so that the
+    pivot search and the updates run along contiguous memory; the swaps then move
+    whole rows of a, and the factored panel is copied back over them."""
+    m = a.shape[0]
+    w, h = j1 - j0, m - j0
+    p_t = work[:w * h].reshape((w, h))  # contiguous rows: unit-stride inner loops
+    for r in range(h):
+        for c in range(w):
+            p_t[c, r] = a[j0 + r, j0 + c]
+    for jj in range(w):
+        col = p_t[jj]
+        p, best = jj, _magnitude(col[jj])
+        for r in range(jj + 1, h):  # LAPACK i?amax: the first strictly larger one
+            v = _magnitude(col[r])
+            if v > best:
+                best, p = v, r
+        piv[j0 + jj] = j0 + p
+        if p != jj:
+            for c in range(w):
+                p_t[c, jj], p_t[c, p] = p_t[c, p], p_t[c, jj]
+            _swap_rows(a, perm, j0 + jj, j0 + p)
+        d = col[jj]
+        if d != 0:
+            for r in range(jj + 1, h):
+                col[r] /= d
+        for c in range(jj + 1, w):
+            f = p_t[c, jj]
+            other = p_t[c]
+            for r in range(jj + 1, h):
+                other[r] -= f * col[r]
+    for r in range(h):
+        for c in range(w):
+            a[j0 + r, j0 + c] = p_t[c, r]
+
+
+@njit(**_JIT)
+def _swap_rows(a: np.ndarray, perm: np.ndarray, i: int, j: int) -> None:
+    for c in range(a.shape[1]):
+        a[i, c], a[j, c] = a[j, c], a[i, c]
+    perm[i], perm[j] = perm[j], perm[i]
+
+
+@njit(**_JIT)
+def _lu_small(a: np.ndarray, piv: np.ndarray, perm: np.ndarray) -> None:
+    """Unblocked right-looking LU in place, for matrices of at most BLOCK columns (in
+    cache: the strided pivot search costs less than _lu_panel's copies)."""
     m, n = a.shape
-    for j in range(j0, j1):
-        p = j
-        best = _magnitude(a[j, j])
+    for j in range(min(m, n)):
+        p, best = j, _magnitude(a[j, j])
         for i in range(j + 1, m):  # LAPACK i?amax: the first strictly larger one
             v = _magnitude(a[i, j])
             if v > best:
-                best = v
-                p = i
+                best, p = v, i
         piv[j] = p
         if p != j:
-            for c in range(n):
-                a[j, c], a[p, c] = a[p, c], a[j, c]
-            perm[j], perm[p] = perm[p], perm[j]
+            _swap_rows(a, perm, j, p)
         d = a[j, j]
         if d != 0:
             for i in range(j + 1, m):
                 a[i, j] /= d
         for i in range(j + 1, m):
             f = a[i, j]
-            for c in range(j + 1, j1):
+            for c in range(j + 1, n):
                 a[i, c] -= f * a[j, c]
 
 
 @njit(**_JIT)
-def _lu_one(a: np.ndarray, piv: np.ndarray, perm: np.ndarray) -> None:
+def _lu_one(a: np.ndarray, piv: np.ndarray, perm: np.ndarray, work: np.ndarray) -> None:
     """Right-looking blocked LU in place: panel, U12 = L11⁻¹ A12, A22 -= L21 U12."""
     m, n = a.shape
     for i in range(m):
         perm[i] = i
+    if n <= BLOCK:
+        _lu_small(a, piv, perm)
+        return
     for j0 in range(0, min(m, n), BLOCK):
         j1 = min(j0 + BLOCK, min(m, n))
-        _lu_panel(a, piv, perm, j0, j1)
+        _lu_panel(a, piv, perm, j0, j1, work)
         if j1 >= n:
             continue
         for i in range(j0, j1):
@@ -238,9 +285,10 @@ def _lu_one(a: np.ndarray, piv: np.ndarray, perm: np.ndarray) -> None:
 @njit(**_JIT)
 def lu_batch(a: np.ndarray, lu: np.ndarray, piv: np.ndarray, perm: np.ndarray) -> None:
     """lu[b], piv[b], perm[b] = the partial-pivoting LU of a[b] (see ops.lu)."""
+    work = np.empty(BLOCK * a.shape[1], a.dtype)
     for b in range(a.shape[0]):
         lu[b] = a[b]
-        _lu_one(lu[b], piv[b], perm[b])
+        _lu_one(lu[b], piv[b], perm[b], work)
 
 
 # --------------------------------------------------------------------------- qr, eigh, svd

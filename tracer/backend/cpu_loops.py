@@ -109,12 +109,12 @@ class LoopBody:
         name, out = eqn.op.name, []
         for d, i in enumerate(index):
             if name == "rev":
-                out.append(f"{self.dim(operand, d)} - 1 - {i}" if d in eqn.params["dimensions"]
+                out.append(f"{self.dim(operand, d)} - 1 - ({i})" if d in eqn.params["dimensions"]
                            else i)
             elif name == "slice":
                 start = self._static(eqn, "start_indices", d, "start")
                 step = self._static(eqn, "strides", d, "stride")
-                out.append(f"{start} + {i} * {step}")
+                out.append(f"{start} + ({i}) * {step}")
             else:  # dynamic_slice: start clamped into [0, dim - size]
                 out.append(f"{self._dynamic_start(eqn, d)} + {i}")
         return tuple(out)

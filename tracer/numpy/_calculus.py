@@ -156,6 +156,8 @@ def _interp_real(x: Any, xp: Any, fp: Any, left: Any, right: Any) -> Any:
     y = uf.where(uf.equal(x, getitem(xp, n - 1)), last, y)
     y = uf.where(uf.less(x, getitem(xp, 0)), getitem(fp, 0) if left is None else left, y)
     y = uf.where(uf.greater(x, getitem(xp, n - 1)), last if right is None else right, y)
+    if n == 1:  # NumPy's single-point branch: neither below nor above gives fp[0], NaN too
+        return y
     return uf.where(uf.isnan(x), x, y)
 
 

@@ -45,7 +45,8 @@ def qr_jvp(primals: Sequence[Any], tangents: Sequence[Any], *,
 
 
 def _thin_qr_jvp(q: Any, r: Any, dx: Any) -> tuple[Any, Any]:
-    """JVP of the QR of [..., m, n] matrices with m >= n (j-towns.github.io/papers/qr-derivative.pdf)."""
+    """JVP of the QR of [..., m, n] matrices with m >= n
+    (j-towns.github.io/papers/qr-derivative.pdf)."""
     dx_rinv = tri_solve(r, dx)                     # dx r^-1
     qt_dx_rinv = matmul(H(q), dx_rinv)
     low = tril(qt_dx_rinv, -1)
