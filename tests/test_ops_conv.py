@@ -229,7 +229,8 @@ ERRORS = {
     "padding too negative": (lambda: ops.conv_with_general_padding(
         X4, W44, (1, 1), [(-3, -3), (0, 0)], None, None), ShapeError, "negative padding"),
     "zero stride": (lambda: ops.conv_general_dilated(X4, W4, (0, 1), "VALID",
-                                                     feature_group_count=2), ParamError, "positive"),
+                                                     feature_group_count=2),
+                    ParamError, "positive"),
     "stride count": (lambda: ops.conv_general_dilated(X4, W4, (1,), "VALID",
                                                       feature_group_count=2), ParamError,
                      "one entry per spatial"),
@@ -282,11 +283,9 @@ def _flat3(a: np.ndarray) -> np.ndarray:
 
 def run_plan(mode: int, x: np.ndarray, w: np.ndarray, out: np.ndarray, geo: tuple,
              groups: tuple[int, int]) -> None:
-    """cpu_lib_conv's kernel with its plan forced, its work items one after another."""
+    """cpu_lib_conv's kernel with its plan forced."""
     from tracer.backend import cpu_lib_conv as lib
-    meta, table, weights, offsets = lib.plan_with(mode, x, w, out, *geo, *groups)
-    for slot in range(lib.conv_slots(meta)):
-        lib.conv_slot(x, out, meta, table, weights, offsets, slot)
+    lib.convolution_with(mode, x, w, out, *geo, *groups)
 
 
 @EXAMPLES
@@ -347,13 +346,13 @@ def test_cpu_backend_layouts_and_dtypes(name: str) -> None:
     np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
 
 
-def test_generated_code_has_no_literal_sizes_and_runs_the_plan_in_parallel() -> None:
+def test_generated_code_has_no_literal_sizes_and_calls_the_library_kernel() -> None:
     x, w = np.ones((9, 5, 17, 19), np.float32), np.ones((7, 5, 6, 4), np.float32)
     fn = lambda x, w: ops.conv_general_dilated(x, w, (5, 4), [(4, 1), (-2, 6)],  # noqa: E731
                                                dimension_numbers=("NCHW", "OIHW", "NHWC"))
     source = tr.jit(fn).lower(x, w).compile().source
     code = "\n".join(line.split("#")[0] for line in source.split('"""')[-1].splitlines())
-    assert "numba.prange(conv_slots(meta))" in code and "convolution(lhs3" in code
+    assert "convolution(lhs3" in code and "import convolution" in code
     literals = set(re.findall(r"(?<![\w\[])\d+(?![\w\]])", code))
     assert literals <= {"0", "1", "2", "3"}, literals  # axis numbers of the transposes only
 
@@ -380,9 +379,9 @@ def test_kernels_never_index_out_of_bounds(tmp_path: Any) -> None:
 
 
 def test_compiled_module_reloads_from_the_disk_cache(tmp_path: Any) -> None:
-    """A second process loads the generated module (and its parallel kernel) from the
-    cache directory and must get the same result (numba issue #8578 crashes here when
-    the parallel function lives in another module)."""
+    """A second process loads the generated module from the cache directory, with the
+    library's parallel kernel it calls, and gets the same result (numba issue #8578
+    crashes here when a cached function reaches a parallel one through another)."""
     import os
     import subprocess
     import sys

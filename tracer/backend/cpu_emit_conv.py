@@ -2,15 +2,15 @@
 
 The generated code brings both operands to the canonical layout (N, C, spatial...) /
 (O, I, window...), one transpose each when their dimension numbers differ from it,
-flattens the spatial dims and runs the plan `cpu_lib_conv.conv_plan` makes, the
-spatial geometry given as tuples of `dims` symbols (never literal sizes). The plan's
-work items run one after another in one function of the generated module (a
-`parallel=True` version doubled the numba compile time of every module holding a
-convolution; the GEMM tiles still run in BLAS). The output buffer is written directly when the
-output layout is canonical; otherwise a canonical temporary is filled and one
-transposed copy puts it in place. float16 operands are widened to float32 and the
-result rounded once, as the reference does; a rank-2 convolution (no spatial dim)
-runs as one with a 1-wide spatial dim and a 1-tap window.
+flattens the spatial dims and calls `cpu_lib_conv.convolution`, the spatial
+geometry given as tuples of `dims` symbols (never literal sizes). That library
+function spreads the work over numba's threads (its GEMM tiles run in BLAS in the
+calling thread) and is compiled once per dtype, not per generated module. The
+output buffer is written directly when the output layout is canonical; otherwise a
+canonical temporary is filled and one transposed copy puts it in place. float16
+operands are widened to float32 and the result rounded once, as the reference does;
+a rank-2 convolution (no spatial dim) runs as one with a 1-wide spatial dim and a
+1-tap window.
 """
 
 from __future__ import annotations
@@ -20,9 +20,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..core import Atom, Eqn
-from .cpu_codegen import NJIT_OPTIONS, GraphEmitter, Ref
+from .cpu_codegen import GraphEmitter, Ref
 from .cpu_scalar import F16
-from .source import SourceWriter
 
 _LIB = "cpu_lib_conv"
 
@@ -42,7 +41,8 @@ def _canonical(ge: GraphEmitter, atom: Atom, spec: tuple[int, ...], hint: str) -
     source = ref.name
     if tuple(spec) != tuple(range(len(spec))):
         source = ge.fresh(f"{hint}_canonical")
-        ge.w.line(f"{source} = np.ascontiguousarray({ref.name}.transpose({_tuple([str(d) for d in spec])}))")
+        axes = _tuple([str(d) for d in spec])
+        ge.w.line(f"{source} = np.ascontiguousarray({ref.name}.transpose({axes}))")
     if atom.aval.dtype == F16:
         wide = ge.fresh(f"{hint}_f32")
         ge.w.line(f"{wide} = {ge.mod.use('widen_f16', _LIB)}({source})")
@@ -98,32 +98,10 @@ def _conv(ge: GraphEmitter, eqn: Eqn) -> None:
         ("conv", id(eqn), "bgc"), p["batch_group_count"], "batch_groups")]
     ge.w.comment("(x, w, out, in sizes, window, out sizes, strides, low padding, lhs and rhs "
                  "dilation, feature groups, batch groups)")
-    ge.w.line(f"{_kernel(ge)}({', '.join(args)})")
+    ge.w.line(f"{ge.mod.use('convolution', _LIB)}({', '.join(args)})")
     if not direct:
         _store(ge, eqn, result, buffer, sizes)
     ge.bind(out, Ref(buffer, out.aval))
-
-
-_KERNEL = "convolution"
-_PARAMS = ("x, w, out, in_sizes, window, out_sizes, strides, pad_low, lhs_dilation, "
-           "rhs_dilation, feature_groups, batch_groups")
-
-
-def _kernel(ge: GraphEmitter) -> str:
-    """The module's function running a convolution's work items (one per module,
-    generic in dtypes and ranks)."""
-    if not any(f"def {_KERNEL}(" in k.text() for k in ge.mod.kernels):
-        ge.mod.namer.reserve(_KERNEL)
-        plan, slots, slot = (ge.mod.use(h, _LIB) for h in ("conv_plan", "conv_slots",
-                                                            "conv_slot"))
-        kernel = SourceWriter()
-        kernel.line(f"@numba.njit({NJIT_OPTIONS})")
-        with kernel.block(f"def {_KERNEL}({_PARAMS})"):
-            kernel.line(f"meta, table, weights, offsets = {plan}({_PARAMS})")
-            with kernel.block(f"for index in range({slots}(meta))"):
-                kernel.line(f"{slot}(x, out, meta, table, weights, offsets, index)")
-        ge.mod.kernels.append(kernel)
-    return _KERNEL
 
 
 def _store(ge: GraphEmitter, eqn: Eqn, result: str, buffer: str, sizes: list[str]) -> None:
