@@ -7,7 +7,9 @@ Inputs live on the device (`tr.device_put`), so results stay there too and a
 timing is kernels plus launch overhead, synchronized. Element-wise and
 reduction workloads are compared with the time to move their bytes at the
 GPU's bandwidth (`TRACER_BENCH_BANDWIDTH`, bytes/s; default 4.8e12, an H200);
-the matmul with CuPy's (cuBLAS) and JAX's when they are installed. Targets
+the matmul with CuPy's (cuBLAS) and JAX's when they are installed; pooling and its
+gradient, batch norm, a 3x3 convolution and the RNG (ops that used to run on the
+host) against the bandwidth bound and JAX. Targets
 (issue 7): GELU within 1.5x of the bound, row softmax within 2x, matmul 4096^2
 at least half the best GPU GEMM. Without a GPU it says so and measures nothing.
 The last line is the whole table as JSON.
@@ -148,7 +150,80 @@ def matmul(cuda: Any, cupy: Any, jax: Any, n: int = 4096) -> None:
         print(f"  {name:<28} {2 * n ** 3 / seconds / 1e12:8.2f} TFLOP/s")
 
 
-WORKLOADS = {"gelu": gelu, "softmax": softmax, "sum": total, "matmul": matmul}
+def _max_pool(lax: Any, x: Any) -> Any:
+    return lax.reduce_window(x, -np.inf, lax.max, (1, 1, 2, 2), (1, 1, 2, 2), "VALID")
+
+
+def pooling(cuda: Any, cupy: Any, jax: Any, shape: tuple[int, ...] = (64, 64, 112, 112)) -> None:
+    """2x2 max pool (reduce_window) and its gradient (select_and_scatter), on the device."""
+    import tracer as tr
+    from tracer import ops
+    x = np.random.default_rng(4).normal(size=shape).astype(F32)
+    d = tr.device_put(x, "cuda")
+    pool = tr.jit(lambda x: _max_pool(ops, x), backend="cuda")
+    grad = tr.jit(tr.grad(lambda x: (_max_pool(ops, x) ** 2).sum()), backend="cuda")
+    rows = [("tracer cuda", lambda: pool(d))]
+    grows = [("tracer cuda", lambda: grad(d))]
+    if jax is not None:
+        rows += _others(None, jax, None, lambda jnp, x: _max_pool(jax.lax, x), x)
+        grows += _others(None, jax, None, lambda jnp, x: jax.grad(
+            lambda x: (_max_pool(jax.lax, x) ** 2).sum())(x), x)
+    _run(f"max pool 2x2, float32{list(shape)}", rows, cuda, bound=1.25 * x.nbytes / BANDWIDTH)
+    _run(f"max pool 2x2 gradient, float32{list(shape)}", grows, cuda,
+         bound=2.25 * x.nbytes / BANDWIDTH)
+
+
+def batch_norm(cuda: Any, cupy: Any, jax: Any, shape: tuple[int, ...] = (64, 64, 56, 56)) -> None:
+    """batch_norm_training over the feature dim 1 (one block per feature)."""
+    import tracer as tr
+    from tracer import ops
+    x = np.random.default_rng(5).normal(size=shape).astype(F32)
+    ones, zeros = np.ones(shape[1], F32), np.zeros(shape[1], F32)
+    f = tr.jit(lambda x: ops.batch_norm_training(x, ones, zeros, 1e-5, 1)[0], backend="cuda")
+    d = tr.device_put(x, "cuda")
+
+    def reference(jnp: Any, x: Any) -> Any:
+        mean = x.mean(axis=(0, 2, 3), keepdims=True)
+        var = ((x - mean) ** 2).mean(axis=(0, 2, 3), keepdims=True)
+        return (x - mean) / jnp.sqrt(var + 1e-5)
+    rows = [("tracer cuda", lambda: f(d))] + _others(cupy, jax, reference, reference, x)
+    _run(f"batch_norm_training, float32{list(shape)}", rows, cuda,
+         bound=4 * x.nbytes / BANDWIDTH, rtol=1e-3)
+
+
+def conv(cuda: Any, cupy: Any, jax: Any, n: int = 32, c: int = 64, hw: int = 56) -> None:
+    """A 3x3 SAME convolution (the direct kernel), NCHW / OIHW."""
+    import tracer as tr
+    from tracer import ops
+    rng = np.random.default_rng(6)
+    x = rng.normal(size=(n, c, hw, hw)).astype(F32)
+    w = (rng.normal(size=(c, c, 3, 3)) / 24).astype(F32)
+    f = tr.jit(lambda x, w: ops.conv(x, w, (1, 1), "SAME"), backend="cuda")
+    dx, dw = tr.device_put(x, "cuda"), tr.device_put(w, "cuda")
+    rows = [("tracer cuda", lambda: f(dx, dw))]
+    if jax is not None:
+        rows += _others(None, jax, None, lambda jnp, x, w: jax.lax.conv_general_dilated(
+            x, w, (1, 1), "SAME"), x, w)
+    title = f"conv 3x3 SAME, float32[{n}, {c}, {hw}, {hw}] * [{c}, {c}, 3, 3]"
+    _run(title, rows, cuda, rtol=1e-3)
+    for name, seconds in RESULTS[title].items():
+        print(f"  {name:<28} {2 * n * c * c * 9 * hw * hw / seconds / 1e12:8.2f} TFLOP/s")
+
+
+def random_bits(cuda: Any, cupy: Any, jax: Any, n: int = 1 << 26) -> None:
+    """rng_bit_generator (three_fry, uint32): one Threefry block per two words."""
+    import tracer as tr
+    from tracer import ops
+    state = np.array([42, 0], np.uint64)
+    f = tr.jit(lambda s: ops.rng_bit_generator(s, (n,), np.uint32)[1], backend="cuda")
+    d = tr.device_put(state, "cuda")
+    rows = [("tracer cuda", lambda: f(d))]
+    _run(f"rng_bit_generator three_fry, uint32[{n}]", rows, cuda, bound=4 * n / BANDWIDTH)
+
+
+WORKLOADS = {"gelu": gelu, "softmax": softmax, "sum": total, "matmul": matmul,
+             "pooling": pooling, "batch_norm": batch_norm, "conv": conv,
+             "random_bits": random_bits}
 
 
 def main(argv: list[str]) -> None:

@@ -62,15 +62,22 @@ class Compiled:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         leaves, tree = tree_flatten(self.lowered._split_args(args, kwargs))
-        arrays = [np.asarray(x) for x in leaves]
-        avals = tuple(ShapedArray(a.shape, a.dtype) for a in arrays)
+        arrays = [x if _on_device(x) else np.asarray(x) for x in leaves]
+        avals = tuple(ShapedArray(tuple(a.shape), np.dtype(a.dtype)) for a in arrays)
         expected = tuple(a.strip_weak() for a in self.lowered.in_avals)
         if tree != self.lowered.in_tree or avals != expected:
             raise TracerTypeError(
                 f"{self.lowered.name}: compiled for ({', '.join(map(str, expected))}) but called "
                 f"with ({', '.join(map(str, avals))}); call the jitted function to retrace")
-        arrays = [np.asarray(x, dtype=a.dtype) for x, a in zip(arrays, expected, strict=True)]
+        arrays = [x if _on_device(x) else np.asarray(x, dtype=a.dtype)
+                  for x, a in zip(arrays, expected, strict=True)]
         return tree_unflatten(self.lowered.out_tree, list(self.executable(*arrays)))
+
+
+def _on_device(x: Any) -> bool:
+    """A numba device array (real or simulated): passed to the executable as it is, so
+    results stay on the device (checked without importing numba.cuda)."""
+    return bool(getattr(type(x), "__cuda_ndarray__", False))
 
 
 # Flops per output element of element-wise families; dot_general is counted exactly.

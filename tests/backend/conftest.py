@@ -2,11 +2,14 @@
 
 `NUMBA_ENABLE_CUDASIM` is read when numba.cuda is imported, so it is set here,
 before any test module imports it; `TRACER_CUDA_REAL=1` keeps the real GPU
-(run the same tests on a machine with one).
+(run the same tests on a machine with one). The PTX test's compile job starts
+in the background as soon as collection has selected that test.
 """
 
 import os
 import sys
+
+import pytest
 
 if os.environ.get("TRACER_CUDA_REAL") != "1":
     os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
@@ -14,3 +17,26 @@ if os.environ.get("TRACER_CUDA_REAL") != "1":
         import numba  # already imported: make numba.cuda see the variable when it loads
 
         numba.core.config.reload_config()
+
+
+def pytest_collection_finish(session):
+    """Start the PTX compile job of test_cuda_ptx in the background once collection has
+    selected its test (not under pytest-xdist, whose workers each collect every test)."""
+    if os.environ.get("PYTEST_XDIST_WORKER") is not None or session.config.option.collectonly:
+        return
+    for item in session.items:
+        if item.name == "test_every_generated_kernel_compiles_to_ptx_for_sm90":
+            item.module.start_job()
+            return
+
+
+@pytest.fixture(scope="module")
+def simulator_threads():
+    """Switch threads every 0.1 ms (Python's default: 5 ms) while a module of simulator
+    tests runs: each simulated CUDA thread is a Python thread, and the simulator's block
+    scheduler polls them while holding the interpreter lock, so with the default each
+    launch waits out whole intervals (4x slower)."""
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-4)
+    yield
+    sys.setswitchinterval(interval)

@@ -1,8 +1,8 @@
 """The numba `cuda` backend against the interpreter (the oracle), on numba's CUDA
 simulator (see conftest.py; `TRACER_CUDA_REAL=1` runs the same tests on a GPU).
 
-The op table runs through `backend="cuda"` case by case (cases of ops that run
-on the host through the CPU backend are covered by one case each); then the
+The op table runs through `backend="cuda"` case by case (an op that runs on the
+host is covered by one case, run by the interpreter there); then the
 kernel structure (one kernel per fused chain, one per row softmax), the
 reduction paths (chunked rows, order-keeping folds), GEMM layouts, scatter
 modes, control flow on device values, device arrays and jit caching.
@@ -10,6 +10,8 @@ Simulated threads are Python threads, so shapes stay tiny.
 """
 
 from __future__ import annotations
+
+import re
 
 import numpy as np
 import pytest
@@ -21,8 +23,8 @@ import tracer as tr  # noqa: E402
 import tracer.numpy as tnp  # noqa: E402
 from tests.op_db import all_cases  # noqa: E402
 from tracer import ops  # noqa: E402
-from tracer.backend.numba_cuda import (HOST_OPS, NumbaCudaBackend, device_ops,  # noqa: E402
-                                       is_device_array)
+from tracer.backend.numba_cuda import (HOST_FALLBACKS, HOST_OPS,  # noqa: E402
+                                       NumbaCudaBackend, device_ops, is_device_array)
 from tracer.core import aval_of, subgraphs  # noqa: E402
 from tracer.interpret import run_graph  # noqa: E402
 from tracer.ops import OPS  # noqa: E402
@@ -34,7 +36,8 @@ try:
 except tr.TracerError as e:  # numba-cuda without a GPU and without the simulator
     pytest.skip(str(e), allow_module_level=True)
 
-pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")  # NumPy in simulated kernels
+pytestmark = [pytest.mark.filterwarnings("ignore::RuntimeWarning"),  # NumPy in kernels
+              pytest.mark.usefixtures("simulator_threads")]
 RTOL = {2: 2e-3, 4: 2e-5, 8: 1e-12, 16: 1e-12}  # libdevice differs from NumPy by an ulp or so
 
 
@@ -84,11 +87,10 @@ def _ops_of(graph):
 
 
 def _selected():
-    """Every case of the ops with device code; one case of each op run on the host (those
-    test the CPU backend, which compiles each for seconds)."""
+    """Every case of the ops with device code; one case of each op run on the host."""
     chosen, host_seen = [], set()
     for case in all_cases():
-        host = (_ops_of(_trace(case.fn, case.args)) & HOST_OPS) - {"map"}
+        host = _ops_of(_trace(case.fn, case.args)) & HOST_OPS
         if host and host <= host_seen:
             continue
         host_seen |= host
@@ -99,6 +101,19 @@ def _selected():
 CASES = _selected()
 
 
+@pytest.fixture
+def host_ops_by_reference(monkeypatch):
+    """Host ops run by the interpreter instead of the CPU backend: what is tested here is
+    the cuda side (operands out, results back in); the CPU backend's code for each op is
+    tested with the CPU backend, and compiling it again here costs seconds per op
+    (`test_host_ops_copy_through_the_cpu_backend` runs the real thing)."""
+    from tracer.backend import base
+    real = base.get_backend
+    monkeypatch.setattr(base, "get_backend",
+                        lambda name: real("interpreter" if name == "cpu" else name))
+
+
+@pytest.mark.usefixtures("host_ops_by_reference")
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_op_table_case_matches_the_interpreter(case):
     _compare(case.fn, case.args, rtol=case.rtol, atol=case.atol)
@@ -109,11 +124,14 @@ def test_every_op_runs_on_the_device_or_is_a_listed_host_op():
     assert on_host == sorted(HOST_OPS - device_ops()), \
         "an op without device code must be listed in cuda_emit_ops.HOST_OPS (or get a kernel)"
     assert HOST_OPS <= set(OPS), f"HOST_OPS names unknown ops: {sorted(HOST_OPS - set(OPS))}"
+    assert not HOST_OPS & device_ops() and set(HOST_FALLBACKS) <= device_ops()
+    assert sorted(HOST_OPS) == ["cholesky", "custom_call", "custom_lin", "eigh", "fft", "lu",
+                                "qr", "sort", "svd", "triangular_solve"]
 
 
 def test_host_ops_copy_through_the_cpu_backend():
-    x = np.array([3, 1, 2], np.int32)
-    exe = _compare(lambda x: [ops.sort(x * 2)[0] + 1], [x])
+    x = np.array([3, 1, 2, 0], np.complex64)
+    exe = _compare(lambda x: [ops.fft(x * 2, "FFT", (4,)) + 1], [x])
     assert "host_ops[0](" in exe.source
 
 
@@ -265,16 +283,19 @@ def test_cond_scan_and_rank0_values():
     _compare(f, [np.int32(0), xs, np.float16(0.5)])
 
 
-def test_random_bits_are_the_cpu_backends_bits():
+def test_random_bits_are_the_references_bits():
+    """tracer.random on the device: the same bits as the reference (and so as the CPU
+    backend, which its own tests hold to the reference bit for bit)."""
     def draw(key):
         k1, k2 = tr.random.split(key)
         return tr.random.uniform(k1, (3, 5)), tr.random.randint(k2, (7,), 0, 1000), \
-            tr.random.normal(k2, (4,))
-    key = tr.random.key(42)
-    cpu = tr.jit(draw, backend="cpu")(key)
-    gpu = tr.jit(draw, backend="cuda")(key)
-    for a, b in zip(_leaves(cpu), _leaves(gpu), strict=True):
-        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+            tr.random.bits(k2, (4,)), tr.random.normal(k2, (4,))
+    key = np.asarray(tr.random.key(42))
+    *exact, normal = CUDA.compile(_trace(draw, [key]))(key)
+    *want, want_normal = tr.jit(draw, backend="interpreter")(key)
+    for got, w in zip(exact, want, strict=True):
+        np.testing.assert_array_equal(got, w)
+    _check(normal, want_normal, what="normal")  # (libdevice's log and erf_inv's ulps)
 
 
 # ------------------------------------------------------------------ data
@@ -313,7 +334,8 @@ def test_a_new_size_reuses_the_generated_module():
     first, second = (CUDA.compile(_trace(softmax, [np.zeros((n, 33), np.float32)]))
                      for n in (8, 21))
     assert first.source == second.source and not second.fresh_compile
-    assert "21" not in second.source and "33" not in second.source
+    code = re.sub(r"#.*", "", second.source)  # (comments name the user's lines)
+    assert "21" not in code and "33" not in code
 
 
 def test_special_values_and_empty_arrays():

@@ -6,6 +6,10 @@ A rank-0 value lives in a 1-element array of its *register* dtype (float32 for
 float16, as in the CPU backend), so kernels read it as `x[0]` and the host
 only copies it back when it must (a loop predicate, a branch index).
 
+Device arrays never pass through the host: a change of dtype (a float16
+scalar to its float32 register and back) or of layout (a strided view made
+contiguous) is a copy kernel (`astype`, `contiguous`), compiled once per rank.
+
 `device_put` / `is_device_array` are the user-facing part (`tr.device_put`).
 """
 
@@ -13,10 +17,13 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
+import functools
+
 import numpy as np
 from numba import cuda
 
 from ..core import ShapedArray
+from . import cuda_launch as launch
 from .cpu_scalar import F16
 
 F32 = np.dtype(np.float32)
@@ -62,12 +69,9 @@ def host_value(x: Any) -> Any:
 
 def put_row(ys: Any, i: int, value: Any) -> None:
     """ys[i] = value for a scan's stacked outputs (`value` a device array; for 1-D `ys`
-    a rank-0 value, converted from its register dtype when `ys` is float16)."""
+    a rank-0 value, converted on the device from its register dtype)."""
     if ys.ndim == 1:
-        if value.dtype != ys.dtype:
-            ys[i:i + 1].copy_to_device(value.copy_to_host().astype(ys.dtype))
-        else:
-            ys[i:i + 1].copy_to_device(value)
+        ys[i:i + 1].copy_to_device(astype(value, ys.dtype))
     else:
         ys[i].copy_to_device(value)
 
@@ -76,23 +80,62 @@ def row(xs: Any, i: int) -> Any:
     """xs[i] for a scan's scanned inputs: a view, or for 1-D `xs` a rank-0 value."""
     if xs.ndim > 1:
         return xs[i]
-    if xs.dtype == F16:
-        return cuda.to_device(xs[i:i + 1].copy_to_host().astype(F32))
-    return xs[i:i + 1]
+    return astype(xs[i:i + 1], register_dtype(xs.dtype))
+
+
+# ------------------------------------------------------------------ copy kernels
+
+@functools.cache
+def copy_kernel(ndim: int) -> Any:
+    """`copy(src, dst)`: dst[i...] = src[i...] for a C-contiguous `dst` of `src`'s shape;
+    `src` of any layout, the dtypes may differ (a conversion). One kernel per rank: the
+    flat index of `dst` is split into the indices of `src`."""
+    index = ", ".join(f"i{d}" for d in range(ndim))
+    lines = ["def copy(src, dst):",
+             "    for flat in range(cuda.grid(1), dst.size, cuda.gridsize(1)):",
+             "        rest = flat"]
+    for d in range(ndim - 1, 0, -1):
+        lines += [f"        i{d} = rest % src.shape[{d}]", f"        rest //= src.shape[{d}]"]
+    lines += ["        i0 = rest", f"        dst[{index}] = src[{index}]"]
+    scope: dict[str, Any] = {"cuda": cuda}
+    exec("\n".join(lines), scope)  # noqa: S102 - the fixed text above
+    return cuda.jit(scope["copy"])
+
+
+def _copy_into(src: Any, dst: Any) -> Any:
+    if dst.size:
+        copy_kernel(src.ndim)[launch.grid(dst.size), launch.CONFIG.block](src, dst)
+    return dst
+
+
+def astype(x: Any, dtype: Any) -> Any:
+    """Device array `x` as `dtype` (itself when it already is, C-contiguous), converted by
+    a kernel on the device."""
+    dtype = np.dtype(dtype)
+    if x.dtype == dtype and x.is_c_contiguous():
+        return x
+    if x.ndim == 0:
+        return _copy_into(x.reshape((1,)), empty((1,), dtype)).reshape(())
+    return _copy_into(x, empty(x.shape, dtype))
+
+
+def contiguous(x: Any) -> Any:
+    """Device array `x`, or a C-contiguous copy made on the device if it is a strided view."""
+    return astype(x, x.dtype)
 
 
 # ------------------------------------------------------------------ the executable's edges
 
 def to_device(x: Any, aval: ShapedArray) -> Any:
-    """An argument as the host code takes it (copied in when it is a NumPy value)."""
+    """An argument as the host code takes it: a device array stays on the device (a
+    rank-0 one converted to its register dtype there); a NumPy value is copied in."""
+    if is_device_array(x):
+        if aval.ndim == 0:
+            return astype(x.reshape((1,)), register_dtype(aval.dtype))
+        return contiguous(x)
     if aval.ndim == 0:
         reg = register_dtype(aval.dtype)
-        if is_device_array(x) and x.dtype == reg:
-            return x.reshape((1,))
-        value = x.copy_to_host() if is_device_array(x) else np.asarray(x)
-        return cuda.to_device(np.asarray(value, aval.dtype).astype(reg).reshape((1,)))
-    if is_device_array(x):
-        return x if x.is_c_contiguous() else device_put(x.copy_to_host())
+        return cuda.to_device(np.asarray(x, aval.dtype).astype(reg).reshape((1,)))
     return cuda.to_device(np.ascontiguousarray(np.asarray(x, aval.dtype)))
 
 
@@ -105,11 +148,10 @@ def to_host(x: Any, aval: ShapedArray) -> np.ndarray:
 
 
 def as_output(x: Any, aval: ShapedArray) -> Any:
-    """A result as a device array of the graph's output type (rank 0: shape ())."""
+    """A result as a device array of the graph's output type (rank 0: shape (),
+    converted from its register dtype on the device)."""
     if aval.ndim == 0:
-        if x.dtype == aval.dtype:
-            return x.reshape(())
-        return cuda.to_device(to_host(x, aval))
+        return astype(x, aval.dtype).reshape(())
     return x
 
 

@@ -2,9 +2,10 @@
 
 A module is written to `<cache_dir>/cuda/tracer_<sha256>.py` (the hash covers
 the source and the versions of tracer, numba, numba-cuda, NumPy, the helper
-libraries and whether the simulator runs it) and imported from that file, so
-`@cuda.jit(cache=True)` keeps each kernel's compiled code next to it and a new
-process loads it instead of compiling. Writes are atomic (a temporary file,
+modules the source imports, directly or through each other, and whether the
+simulator runs it) and imported from that file, so `@cuda.jit(cache=True)` keeps
+each kernel's compiled code next to it and a new process loads it instead of
+compiling. Writes are atomic (a temporary file,
 then a rename), so processes compiling the same graph at once cannot corrupt it.
 """
 
@@ -14,6 +15,7 @@ import functools
 import hashlib
 import importlib.metadata
 import os
+import re
 import sys
 import threading
 import types
@@ -28,44 +30,66 @@ from .cuda_launch import SIMULATED
 
 _LOCK = threading.Lock()
 _MODULES: dict[str, types.ModuleType] = {}
-_LIBRARIES = ("cuda_mathlib.py", "cuda_arrays.py", "cuda_launch.py", "cpu_mathlib.py")
+_IMPORT = re.compile(r"^from tracer\.backend\.(\w+) import", re.MULTILINE)
+_RELATIVE = re.compile(r"^from \.(\w+) import", re.MULTILINE)  # (within tracer.backend)
+_ALWAYS = ("cuda_arrays", "cuda_launch")  # (imported as `rt` and `launch`)
 
 
 @functools.cache
 def _versions() -> str:
     from .._version import __version__ as tracer_version
-    helpers = hashlib.sha256()
-    here = os.path.dirname(__file__)
-    for name in _LIBRARIES:  # generated modules import these
-        with open(os.path.join(here, name), "rb") as f:
-            helpers.update(f.read())
     try:
         numba_cuda = importlib.metadata.version("numba-cuda")
     except importlib.metadata.PackageNotFoundError:
         numba_cuda = "?"
     return (f"tracer {tracer_version}, numba {numba.__version__}, numba-cuda {numba_cuda}, "
-            f"numpy {np.__version__}, simulator {SIMULATED}, helpers "
-            f"{helpers.hexdigest()[:16]}")
+            f"numpy {np.__version__}, simulator {SIMULATED}")
+
+
+@functools.cache
+def _helper_hash(module: str) -> str:
+    """The hash of a helper module's source and of the backend modules it imports, directly
+    or not (a kernel's machine code, cached next to the generated file, depends on the
+    helpers it calls: `cuda_mathlib`, `cpu_lib_rng`, ...)."""
+    here = os.path.dirname(__file__)
+    digest, seen, todo = hashlib.sha256(), set(), [module]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        with open(os.path.join(here, f"{name}.py"), encoding="utf-8") as f:
+            text = f.read()
+        digest.update(f"{name}\n{text}".encode())
+        todo += _RELATIVE.findall(text)
+    return digest.hexdigest()[:16]
+
+
+def _header(source: str) -> str:
+    """The versions and the hashes of the helper modules `source` imports."""
+    helpers = sorted({*_ALWAYS, *_IMPORT.findall(source)})
+    return f"{_versions()}, helpers {' '.join(f'{m}:{_helper_hash(m)}' for m in helpers)}"
 
 
 def load(source: str, function: str) -> tuple[Callable[..., Any], bool]:
     """The host `function` of the module with `source`, and whether it was new to this
     process (its kernels compile, or load from disk, on their first launch)."""
-    key = hashlib.sha256((_versions() + "\n" + source).encode()).hexdigest()
+    header = _header(source)
+    key = hashlib.sha256((header + "\n" + source).encode()).hexdigest()
     with _LOCK:
         module = _MODULES.get(key)
         fresh = module is None
         if module is None:
-            module = _MODULES[key] = _import(key, source)
+            module = _MODULES[key] = _import(key, header, source)
     return getattr(module, function), fresh
 
 
-def _import(key: str, source: str) -> types.ModuleType:
+def _import(key: str, header: str, source: str) -> types.ModuleType:
     directory = os.path.join(os.path.expanduser(config.cache_dir), "cuda")
     os.makedirs(directory, exist_ok=True)
     name = f"tracer_cuda_{key[:40]}"
     path = os.path.join(directory, name + ".py")
-    text = f"# tracer generated module; key: {key}\n# {_versions()}\n{source}"
+    text = f"# tracer generated module; key: {key}\n# {header}\n{source}"
     _write(path, text)
     module = types.ModuleType(name)
     module.__file__ = path

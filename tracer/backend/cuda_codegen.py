@@ -83,6 +83,7 @@ class CudaModuleBuilder(ModuleBuilder):
         self.consts: list[np.ndarray] = []
         self.const_names: list[str] = []
         self.host_ops: list[Callable[..., Any]] = []
+        self.scalar_literals: dict[tuple[str, np.dtype], Literal] = {}
 
     def use(self, helper: str, module: str | None = None) -> str:
         """Import `helper` into the generated module (default: from `cuda_mathlib`)."""
@@ -158,6 +159,12 @@ class CudaGraphEmitter(GraphEmitter):
     mod: CudaModuleBuilder
 
     # ---- values
+    def ref(self, atom: Atom) -> Ref:
+        ref = super().ref(atom)
+        if isinstance(atom, Literal) and ref.scalar:  # (`array_of` may need it on the device)
+            self.mod.scalar_literals[(ref.name, atom.aval.dtype)] = atom
+        return ref
+
     def _const(self, atom: Literal) -> Ref:
         if id(atom) not in self.consts:
             name = self.mod.namer.fresh("const", numbered=True)
@@ -201,11 +208,15 @@ class CudaGraphEmitter(GraphEmitter):
         return Ref(name, ShapedArray((), dtype))
 
     def array_of(self, ref: Ref) -> str:
-        """The device array holding `ref` (a rank-0 literal or host scalar is copied in)."""
+        """The device array holding `ref`: a rank-0 literal is a constant of the module
+        (copied to the device once); a host scalar (a size) is copied in."""
         if not ref.scalar:
             return ref.name
         if ref.name.endswith("[0]"):
             return ref.name[:-3]
+        atom = self.mod.scalar_literals.get((ref.name, ref.aval.dtype))
+        if atom is not None:
+            return self._const(atom).name[:-3]
         return self.view(f"rt.scalar({ref.name}, np.{storage(ref.aval).name})",
                          ref.aval, "scalar").name[:-3]
 

@@ -330,7 +330,7 @@ def _map(ge: CudaGraphEmitter, eqn: Eqn) -> None:
 
 
 INDEX_EMITTERS = {
-    "map": _map, 
+    "map": _map,
     "dynamic_update_slice": _dynamic_update_slice, "gather": _gather, "scatter": _scatter,
     "pad": _pad, "concatenate": _concatenate,
 }

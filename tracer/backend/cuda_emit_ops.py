@@ -6,9 +6,11 @@ and friends) runs on the host with its sub-graphs emitted inline; a loop
 predicate or branch index computed on the device is copied back (one small
 synchronizing copy per test). Reshapes are views. `dot_general` is
 `cuda_gemm`; gather, scatter, dynamic_update_slice, pad and concatenate are
-`cuda_emit_index`. The ops in `HOST_OPS` run through the CPU backend's
-compiled code for that one eqn, with their operands copied to the host and
-their results copied back.
+`cuda_emit_index`; convolution `cuda_emit_conv`; the RNG ops `cuda_emit_rng`, the windowed ops
+`cuda_emit_window`, batch norm `cuda_emit_batch_norm`, the bit-level ops
+`cuda_emit_bits`. The ops in `HOST_OPS` (and the cases in `HOST_FALLBACKS`)
+run through the CPU backend's compiled code for that one eqn, with their
+operands copied to the host and their results copied back.
 """
 
 from __future__ import annotations
@@ -20,22 +22,27 @@ from ..errors import TracerValueError, UnsupportedOpError
 from .cpu_codegen import Ref
 from .cpu_scalar import literal
 from .cuda_codegen import CudaGraphEmitter, array_type
-from . import cuda_emit_bits
+from . import cuda_emit_batch_norm, cuda_emit_bits, cuda_emit_rng, cuda_emit_window
+from .cuda_emit_conv import emit_conv
 from .cuda_emit_index import INDEX_EMITTERS
 from .cuda_gemm import emit_dot_general
 
 OpEmitter = Callable[[CudaGraphEmitter, Eqn], None]
 
-# Ops without a device kernel yet: run by the CPU backend on copies of their operands
-# (`map`, `reduce_precision` and `bitcast_convert_type` only in the cases their device
-# emitters leave to the host: a computation that is not element-wise, rank-0 values).
+# Ops without a device kernel: run by the CPU backend on copies of their operands.
 HOST_OPS = frozenset({
-    "sort", "conv_general_dilated", "fft", "reduce_window", "select_and_scatter",
-    "rng_bit_generator", "rng_uniform", "rng_normal", "batch_norm_training",
-    "batch_norm_inference", "batch_norm_grad", "cholesky", "triangular_solve", "lu", "qr",
-    "eigh", "svd", "custom_call", "custom_lin",
-    "map", "reduce_precision", "bitcast_convert_type",
+    "sort", "fft", "cholesky", "triangular_solve", "lu", "qr", "eigh",
+    "svd", "custom_call", "custom_lin",
 })
+
+# Ops with a device kernel that hand one kind of eqn to the host all the same: their
+# scalar computation is not element-wise code a kernel can inline (it holds a loop, a
+# reduction, ...). Each reason names the case.
+HOST_FALLBACKS = {
+    "map": "a computation that is not element-wise scalar code",
+    "reduce_window": "a computation that is not element-wise scalar code",
+    "select_and_scatter": "a select or scatter computation that is not element-wise",
+}
 
 
 def _refs(ge: CudaGraphEmitter, eqn: Eqn) -> list[Ref]:
@@ -201,8 +208,9 @@ DEVICE_EMITTERS: dict[str, OpEmitter] = {
     "checkpoint": _inline("to_apply"), "composite": _inline("to_apply"),
     "custom_jvp_call": _inline("call"), "custom_vjp_call": _inline("call"),
     "stop_gradient": _identity, "optimization_barrier": _identity,
-    "dot_general": emit_dot_general, "reshape": _reshape,
+    "dot_general": emit_dot_general, "conv_general_dilated": emit_conv, "reshape": _reshape,
     "get_dimension_size": _get_dimension_size, **INDEX_EMITTERS, **cuda_emit_bits.EMITTERS,
+    **cuda_emit_rng.EMITTERS, **cuda_emit_window.EMITTERS, **cuda_emit_batch_norm.EMITTERS,
     **{name: _collective for name in ("all_reduce", "all_gather", "reduce_scatter",
                                       "all_to_all", "collective_permute", "replica_id")},
 }

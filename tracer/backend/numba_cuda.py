@@ -9,7 +9,8 @@ Pipeline: the CPU backend's fusion plan (`cpu_fusion`) decides the steps;
 `cuda_codegen` writes a module whose host function launches one kernel per
 loop nest (`cuda_kernels`, `cuda_reduce`) or op (`cuda_emit_ops`,
 `cuda_emit_index`, `cuda_gemm`) on device arrays, with no copy to the host in
-between (except a loop predicate or branch index, and the `HOST_OPS`);
+between (except a loop predicate or branch index, and the `HOST_OPS`); device
+arrays in give device arrays out, with nothing copied through the host;
 `cuda_cache` imports it from the content-addressed cache directory. Launch
 configurations come from the static shapes (`cuda_launch`).
 
@@ -29,16 +30,18 @@ from ..config import config
 from ..core import Graph
 from ..errors import TracerValueError
 from . import cuda_cache
-from .cuda_arrays import as_output, device_put, is_device_array, to_device, to_host
+from .cuda_arrays import as_output, copy, device_put, is_device_array, to_device, to_host
 from .cuda_codegen import CudaModule, generate
-from .cuda_emit_ops import DEVICE_EMITTERS, HOST_OPS
+from .cuda_emit_ops import DEVICE_EMITTERS, HOST_FALLBACKS, HOST_OPS
 
 _HOST = "main"
 
 
 class CudaExecutable:
     """A compiled graph. NumPy (or scalar) arguments are copied to the device and the
-    results copied back; if any argument is a device array, results stay on the device."""
+    results copied back; if any argument is a device array, every result is a device
+    array and nothing is copied through the host (rank-0 and strided arguments are
+    converted by kernels, see `cuda_arrays.to_device`)."""
 
     def __init__(self, module: CudaModule, host: Callable[..., list[Any]], graph: Graph,
                  fresh_compile: bool):
@@ -53,18 +56,26 @@ class CudaExecutable:
         self._d_dims = cuda.to_device(np.array(module.dims or [0], np.int64))
         self._consts = [cuda.to_device(c) for c in module.consts]
         self._host_ops = module.host_ops
+        # Literal results, uploaded once; each call returns a copy made on the device.
+        self._literals = {k: cuda.to_device(np.array(payload, aval.dtype))
+                          for k, ((kind, payload), aval) in
+                          enumerate(zip(module.outputs, self._out_avals, strict=True))
+                          if kind == "literal"}
 
     def __call__(self, *args: Any) -> list[Any]:
         on_device = any(map(is_device_array, args))
         ins = [to_device(a, v) for a, v in zip(args, self._in_avals, strict=True)]
         values = self._host(*ins, *self._consts, self._dims, self._d_dims, self._host_ops)
         outs = []
-        for (kind, payload), aval in zip(self._outputs, self._out_avals, strict=True):
+        for k, ((kind, payload), aval) in enumerate(zip(self._outputs, self._out_avals,
+                                                        strict=True)):
             if kind == "literal":
-                value = np.array(payload, aval.dtype)
-                outs.append(cuda.to_device(value) if on_device else value)
+                outs.append(copy(self._literals[k]) if on_device else np.array(payload,
+                                                                               aval.dtype))
                 continue
             x = values[payload] if kind == "value" else ins[payload]
+            if any(x is c for c in self._consts):  # (never hand out this executable's own)
+                x = copy(x)
             outs.append(as_output(x, aval) if on_device else to_host(x, aval))
         return outs
 
@@ -108,6 +119,6 @@ def device_ops() -> frozenset[str]:
     return frozenset(CUDA_SCALAR_EMITTERS) | INDEX_OPS | {"reduce"} | frozenset(DEVICE_EMITTERS)
 
 
-__all__ = ["HOST_OPS", "CudaExecutable", "NumbaCudaBackend", "device_ops", "device_put",
+__all__ = ["HOST_FALLBACKS", "HOST_OPS", "CudaExecutable", "NumbaCudaBackend", "device_ops", "device_put",
            "is_device_array"]
 
