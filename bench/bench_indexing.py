@@ -125,9 +125,29 @@ def scatter_add() -> None:
          rows + _jax_rows(lambda np_, x, i, v: x.at[i].add(v), x, idx, v), "numpy")
 
 
+def gather_rows() -> None:
+    """`b[..., perm, :]`: whole rows (the row permutation of a linear solve)."""
+    rng = np.random.default_rng(1)
+    b, perm = rng.standard_normal((512, 512)), rng.permutation(512)
+    f = tr.jit(lambda b, p: b[..., p, :])
+    rows = _tracer_rows(lambda: f(b, perm)) + [("numpy", lambda: b[..., perm, :])]
+    _run("b[..., perm, :] (gather rows), float64[512,512]",
+         rows + _jax_rows(lambda np_, b, p: b[..., p, :], b, perm), "numpy")
+
+
+def take_along_rows() -> None:
+    x = _data()[0].reshape(1000, N // 1000)
+    order = np.argsort(x, axis=-1)
+    f = tr.jit(lambda x, i: tnp.take_along_axis(x, i, -1))
+    rows = _tracer_rows(lambda: f(x, order)) + [
+        ("numpy", lambda: np.take_along_axis(x, order, -1))]
+    _run(f"np.take_along_axis rows, float32[1000,{N // 1000}]", rows, "numpy")
+
+
 WORKLOADS: dict[str, Callable[[], None]] = {
     "sort_1d": sort_1d, "sort_rows": sort_rows, "sort_columns": sort_columns,
-    "argsort_1d": argsort_1d, "gather": gather, "scatter_add": scatter_add,
+    "argsort_1d": argsort_1d, "gather": gather, "gather_rows": gather_rows,
+    "take_along_rows": take_along_rows, "scatter_add": scatter_add,
 }
 
 

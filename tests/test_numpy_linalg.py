@@ -302,7 +302,7 @@ def test_transposed_operand_is_read_by_blas_not_copied():
     a, b = sample((5, 3)), sample((5, 4))
     for fn in (lambda x, y: x.T @ y, lambda x, y: tnp.dot(tnp.swapaxes(x, 0, 1), y)):
         compiled = tr.jit(fn).lower(a, b).compile()
-        assert "transpose" not in compiled.as_text()
+        assert "loop nest" not in compiled.source  # folded into the dot: no transpose copy
         np.testing.assert_allclose(compiled(a, b), a.T @ b, rtol=1e-12)
     # A permutation that would reorder the free dims keeps its transpose (and is right).
     c, d = sample((2, 3, 4)), sample((2, 5))

@@ -1,16 +1,15 @@
-"""conv_general_dilated / conv_with_general_padding / conv (tracer/ops/conv.py) and its
-cpu lowering (tracer/backend/cpu_emit_conv.py, cpu_lib_conv.py).
+"""conv_general_dilated / conv_with_general_padding / conv (tracer/ops/conv.py): shapes,
+parameters, errors and the NumPy reference.
 
-The NumPy reference is checked against an independent loop oracle written from the
-seed's pseudo-code (always) and against `jax.lax.conv_general_dilated` (when jax is
-installed); the cpu backend against the reference, over random layouts, paddings
-(negative included), strides, dilations, groups and dtypes.
+The reference is checked against an independent loop oracle written from the seed's
+pseudo-code (always) and against `jax.lax.conv_general_dilated` (when jax is
+installed), over random layouts, paddings (negative included), strides, dilations,
+groups and dtypes. The cpu lowering: tests/test_ops_conv_cpu.py.
 """
 
 from __future__ import annotations
 
 import itertools
-import re
 from typing import Any
 
 import numpy as np
@@ -265,140 +264,3 @@ def test_errors_are_clear(name: str) -> None:
 def test_error_names_operands_when_traced() -> None:
     with pytest.raises(ShapeError, match=r"f32\[2,4,5,5\]"):
         tr.jit(lambda x, w: ops.conv(x, w, (1, 1), "SAME"))(X4, W4)
-
-
-# --------------------------------------------------------------------------- cpu backend
-def _geometry(cfg: dict[str, Any], out_shape: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
-    """The kernel's spatial tuples for a canonical-layout config (one 1-wide dim if none)."""
-    if len(out_shape) == 2:
-        return (1,), (1,), (1,), (1,), (0,), (1,), (1,)
-    return tuple(tuple(int(v) for v in values) for values in (
-        cfg["lhs_shape"][2:], cfg["rhs_shape"][2:], out_shape[2:], cfg["strides"],
-        [lo for lo, _ in cfg["padding"]], cfg["lhs_dilation"], cfg["rhs_dilation"]))
-
-
-def _flat3(a: np.ndarray) -> np.ndarray:
-    return np.ascontiguousarray(a.reshape(a.shape[0], a.shape[1], -1))
-
-
-def run_plan(mode: int, x: np.ndarray, w: np.ndarray, out: np.ndarray, geo: tuple,
-             groups: tuple[int, int]) -> None:
-    """cpu_lib_conv's kernel with its plan forced."""
-    from tracer.backend import cpu_lib_conv as lib
-    lib.convolution_with(mode, x, w, out, *geo, *groups)
-
-
-@EXAMPLES
-@given(conv_configs(canonical=True), st.integers(0, 2 ** 31),
-       st.sampled_from([np.float64, np.float32, np.int32]))
-def test_every_kernel_plan_matches_the_reference(cfg: dict[str, Any], seed: int,
-                                                 dtype: Any) -> None:
-    from tracer.backend import cpu_lib_conv as lib
-    x, w = operands(cfg, np.random.default_rng(seed), dtype)
-    want = conv_of(cfg)(x, w)
-    geo = _geometry(cfg, want.shape)
-    modes = [lib.IM2COL, lib.WINDOW, lib.AUTO]
-    if all(s == 1 for s in geo[3]):
-        modes.append(lib.SHIFTED)
-    for mode in modes:
-        out = np.full(_flat3(want).shape, 77, dtype)  # every element must be written
-        run_plan(mode, _flat3(x), _flat3(w), out, geo,
-                 (cfg["feature_group_count"], cfg["batch_group_count"]))
-        np.testing.assert_allclose(out.reshape(want.shape), want,
-                                   rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-5)
-
-
-@settings(max_examples=15, deadline=None)
-@given(conv_configs(spatial=2, canonical=True), st.integers(0, 2 ** 31))
-def test_cpu_backend_matches_reference_with_one_compiled_module(cfg: dict[str, Any],
-                                                                seed: int) -> None:
-    """Sizes, strides, padding, dilations and groups are all run-time values: every
-    example reuses the module compiled for the first."""
-    x, w = operands(cfg, np.random.default_rng(seed))
-    got = tr.jit(conv_of(cfg), backend="cpu")(x, w)
-    np.testing.assert_allclose(got, conv_of(cfg)(x, w), rtol=1e-12, atol=1e-12)
-
-
-STRUCTURES = {
-    "nhwc_f32": ((2, 9, 8, 6), (3, 3, 6, 4), ("NHWC", "HWIO", "NHWC"), (1, 2), "SAME",
-                 np.float32),
-    "to_nhwc_f16": ((2, 3, 7, 6), (4, 3, 2, 2), ("NCHW", "OIHW", "NHWC"), (1, 1),
-                    [(1, -1), (0, 2)], np.float16),
-    "int8_wraps": ((2, 3, 6, 6), (4, 3, 3, 3), None, (1, 1), "SAME", np.int8),
-    "complex64_1d": ((2, 3, 9), (4, 3, 3), None, (2,), [(2, 0)], np.complex64),
-    "volume_f64": ((1, 2, 4, 5, 6), (2, 3, 2, 2, 3), ("NCDHW", "DHWIO", "NDHWC"), (1, 1, 1),
-                   "SAME", np.float64),
-    "no_spatial": ((3, 4), (5, 4), None, (), (), np.float64),
-}
-
-
-@pytest.mark.parametrize("name", sorted(STRUCTURES))
-def test_cpu_backend_layouts_and_dtypes(name: str) -> None:
-    lhs, rhs, dn, strides, padding, dtype = STRUCTURES[name]
-    rng = np.random.default_rng(3)
-    x = (rng.standard_normal(lhs) * (100 if dtype == np.int8 else 1)).astype(dtype)
-    w = (rng.standard_normal(rhs) * (100 if dtype == np.int8 else 1)).astype(dtype)
-    fn = lambda x, w: ops.conv_general_dilated(x, w, strides, padding,  # noqa: E731
-                                               dimension_numbers=dn)
-    got, want = tr.jit(fn, backend="cpu")(x, w), tr.jit(fn, backend="interpreter")(x, w)
-    assert got.dtype == want.dtype and got.shape == want.shape
-    tol = {np.float16: 2e-3, np.float32: 1e-5, np.complex64: 1e-5}.get(dtype, 1e-12)
-    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
-
-
-def test_generated_code_has_no_literal_sizes_and_calls_the_library_kernel() -> None:
-    x, w = np.ones((9, 5, 17, 19), np.float32), np.ones((7, 5, 6, 4), np.float32)
-    fn = lambda x, w: ops.conv_general_dilated(x, w, (5, 4), [(4, 1), (-2, 6)],  # noqa: E731
-                                               dimension_numbers=("NCHW", "OIHW", "NHWC"))
-    source = tr.jit(fn).lower(x, w).compile().source
-    code = "\n".join(line.split("#")[0] for line in source.split('"""')[-1].splitlines())
-    assert "convolution(lhs3" in code and "import convolution" in code
-    literals = set(re.findall(r"(?<![\w\[])\d+(?![\w\]])", code))
-    assert literals <= {"0", "1", "2", "3"}, literals  # axis numbers of the transposes only
-
-
-def test_kernels_never_index_out_of_bounds(tmp_path: Any) -> None:
-    """The plans under numba's bounds checking (a fresh cache, so nothing compiled
-    without it is reused), on configurations with negative padding and holes."""
-    import os
-    import subprocess
-    import sys
-    script = (
-        "from hypothesis import given, settings, strategies as st\n"
-        "import numpy as np\n"
-        "import tests.test_ops_conv as t\n"
-        "run = settings(max_examples=40, deadline=None, derandomize=True)(given(\n"
-        "    t.conv_configs(canonical=True), st.integers(0, 2 ** 31),\n"
-        "    st.sampled_from([np.float64, np.int32]))(\n"
-        "    t.test_every_kernel_plan_matches_the_reference.hypothesis.inner_test))\n"
-        "run()\n")
-    env = dict(os.environ, NUMBA_BOUNDSCHECK="1", NUMBA_CACHE_DIR=str(tmp_path))
-    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
-                          text=True, timeout=900, cwd=os.path.dirname(os.path.dirname(__file__)))
-    assert done.returncode == 0, done.stderr[-3000:]
-
-
-def test_compiled_module_reloads_from_the_disk_cache(tmp_path: Any) -> None:
-    """A second process loads the generated module from the cache directory, with the
-    library's parallel kernel it calls, and gets the same result (numba issue #8578
-    crashes here when a cached function reaches a parallel one through another)."""
-    import os
-    import subprocess
-    import sys
-    script = (
-        "import numpy as np, tracer as tr\n"
-        "from tracer import ops\n"
-        "from tracer.backend.numba_cpu import compile_count\n"
-        "x = np.arange(2 * 3 * 9 * 8, dtype=np.float32).reshape(2, 3, 9, 8) % 7\n"
-        "w = np.arange(4 * 3 * 3 * 3, dtype=np.float32).reshape(4, 3, 3, 3) % 5\n"
-        "f = lambda x, w: ops.conv(x, w, (1, 1), 'SAME')\n"
-        "got = tr.jit(f)(x, w)\n"
-        "assert np.array_equal(got, f(x, w))\n"
-        "print(compile_count())\n")
-    env = dict(os.environ, TRACER_CACHE_DIR=str(tmp_path))
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    runs = [subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
-                           text=True, timeout=900, cwd=root) for _ in range(2)]
-    for run in runs:
-        assert run.returncode == 0, run.stderr[-3000:]
-    assert runs[1].stdout.split()[-1] == "0"  # nothing compiled the second time

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 import tracer as tr
 from tracer import errors, ops
+from tracer.backend.cpu_emit_index import GATHER_PARALLEL_MIN
 from tracer.core import aval_of, typecheck
 from tracer.interpret import run_graph
 from tracer.ops.sort import default_comparator, default_num_keys, total_order_key
@@ -163,9 +164,11 @@ def test_comparator_paths_agree(comparator):
 # ---------------------------------------------------------------- the cpu kernels
 
 @pytest.mark.parametrize("dtype", DTYPES + ["uint8", "complex64"])
-@pytest.mark.parametrize("shape,dimension", [((1000,), 0), ((70, 37), 0), ((2, 45, 5), 1)])
+@pytest.mark.parametrize("shape,dimension", [((1000,), 0), ((70, 37), 0), ((2, 45, 5), 1),
+                                             ((5000, 3), 0)])
 def test_cpu_radix_kernels_match_the_reference(dtype, shape, dimension):
-    """Contiguous rows, tiles of strided rows, and riders moved by the permutation."""
+    """A contiguous row and tiles of few long strided rows (radix sort), many short rows
+    (the sorting network), and riders moved by the permutation."""
     rng = np.random.default_rng(5)
     x = (rng.standard_normal(shape) * 100).astype(dtype) if dtype != "bool" else \
         _sample(rng, shape, dtype)
@@ -176,6 +179,20 @@ def test_cpu_radix_kernels_match_the_reference(dtype, shape, dimension):
     rider = rng.integers(0, 9, shape).astype(np.int16)
     fn = lambda x, r: [ops.sort(x, dimension=dimension),  # noqa: E731
                        *ops.sort((x, r), dimension=dimension)]
+    for got, want in zip(tr.jit(fn)(x, rider), fn(x, rider), strict=True):
+        _same_bits(got, want)
+
+
+@pytest.mark.parametrize("n,rows", [(2, 5), (15, 4), (16, 9), (17, 33), (4096, 4), (4097, 4),
+                                    (100, 3)])
+def test_cpu_network_and_radix_sort_agree_at_their_edges(n, rows):
+    """Rows of n keys past a multiple of the network's 16-position blocks, at its
+    NETWORK_MAX and NETWORK_MIN_ROWS limits; riders pack their position with the key."""
+    rng = np.random.default_rng(n)
+    x = rng.integers(-50, 50, (rows, n)).astype(np.float32)
+    x[:, ::7] = -0.0
+    rider = np.arange(rows * n, dtype=np.int32).reshape(rows, n)
+    fn = lambda x, r: [ops.sort(x), *ops.sort((x, r))]  # noqa: E731
     for got, want in zip(tr.jit(fn)(x, rider), fn(x, rider), strict=True):
         _same_bits(got, want)
 
@@ -229,11 +246,11 @@ def test_hlo_text_shows_the_comparator_region():
 # ---------------------------------------------------------------- gather at benchmark size
 
 def test_large_gather_runs_its_batch_loop_in_parallel_and_clamps():
-    """bench_indexing's x[idx] path: the gather loop is a prange kernel past
-    PARALLEL_MIN_ELEMENTS, still clamping every start into bounds."""
+    """bench_indexing's x[idx] path: the gather loop is a prange kernel from
+    GATHER_PARALLEL_MIN elements, still clamping every start into bounds."""
     rng = np.random.default_rng(0)
     x = rng.standard_normal(50_000).astype(np.float32)
-    idx = rng.integers(-60_000, 60_000, (40_000, 1))
+    idx = rng.integers(-60_000, 60_000, (GATHER_PARALLEL_MIN, 1))
     dn = ops.GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=(0,),
                                     start_index_map=(0,), index_vector_dim=1)
     fn = tr.jit(lambda x, i: ops.gather(x, i, dn, (1,)))

@@ -222,17 +222,54 @@ def _source(fn: Any, *args: Any) -> str:
     return CPU.compile(graph).source
 
 
+def _half_minus(acc: Any, x: Any) -> Any:
+    return ops.sub(ops.mul(acc, np.float32(0.5)), x)
+
+
 def test_generated_code_is_shape_generic_and_checks_only_padded_dims() -> None:
-    pool = lambda x: ops.reduce_window(x, -np.inf, ops.max, (1, 3), (1, 2),  # noqa: E731
-                                       [(0, 0), (1, 1)])
+    """Both loop structures: the runs of an add, max or min (padding handled by the
+    bounds of the loops along the last dim) and the tap-by-tap fold of any other
+    computation (a bounds check on the padded dim only)."""
+    pads = [(0, 0), (1, 1)]
+    pool = lambda x: ops.reduce_window(x, -np.inf, ops.max, (1, 3), (1, 2), pads)  # noqa
+    other = lambda x: ops.reduce_window(x, 1.0, _half_minus, (1, 3), (1, 2), pads)  # noqa
     small, big = np.zeros((2, 9), np.float32), np.zeros((5, 31), np.float32)
-    source = _source(pool, small)
-    assert source == _source(pool, big)
-    code = [line.split("#")[0] for line in source.split('"""')[-1].splitlines()]
-    assert not any(str(n) in line for line in code for n in (9, 31))
-    assert "q1_1 = o1_1 * stride" in source and "0 <= q1_1 < n" in source
-    assert "q0_" not in source  # dimension 0: no padding, no check
-    _compare(pool, [np.random.default_rng(0).standard_normal((5, 31)).astype(np.float32)], CPU)
+    sources = {}
+    for name, fn in (("pool", pool), ("other", other)):
+        sources[name] = _source(fn, small)
+        assert sources[name] == _source(fn, big)
+        code = [line.split("#")[0] for line in sources[name].split('"""')[-1].splitlines()]
+        assert not any(str(n) in line for line in code for n in (9, 31))
+        assert "q0_" not in sources[name]  # dimension 0: no padding, no check
+        _compare(fn, [np.random.default_rng(0).standard_normal((5, 31)).astype(np.float32)],
+                 CPU)
+    pool_code = sources["pool"].split('"""')[-1]
+    assert "arg0[o0_1, u64(i_1 - low" in pool_code and "if 0 <=" not in pool_code
+    assert "q1_1 = o1_1 * stride" in sources["other"] and "0 <= q1_1 < n" in sources["other"]
+
+
+RUNS = {"add": (ops.add, 0.5), "max": (ops.max, -np.inf), "min": (ops.min, 2.0)}
+
+
+@settings(max_examples=5, deadline=None)
+@given(st.lists(st.tuples(geometries(max_rank=4), st.sampled_from(sorted(RUNS))), min_size=4,
+                max_size=4),
+       st.sampled_from([np.float32, np.float64, np.int32, np.float16]), st.integers(0, 2**32 - 1))
+def test_cpu_runs_of_add_max_min_match_the_interpreter(cases: Any, dtype: Any,
+                                                       seed: int) -> None:
+    """The runs along the last dim (`_Fold.runs`) over random geometries: padding
+    (negative too), strides, both dilations, every dtype family; four windows per
+    compiled module (a last dim with base dilation, or without window and stride,
+    takes the tap-by-tap fold)."""
+    rng = np.random.default_rng(seed)
+    xs = [(rng.standard_normal(shape) * 8).astype(dtype) for (shape, _), _ in cases]
+    inits = [np.asarray(max(RUNS[name][1], -100) if dtype == np.int32 else RUNS[name][1],
+                        dtype) for _, name in cases]
+
+    def pools(*xs: Any) -> list[Any]:
+        return [ops.reduce_window(x, init, RUNS[name][0], **_call_geo(geo))
+                for x, init, ((_, geo), name) in zip(xs, inits, cases, strict=True)]
+    _compare(pools, xs, CPU)
 
 
 def test_large_windows_run_in_parallel_kernels() -> None:

@@ -4,12 +4,18 @@
 promotes with `result_type`, which treats *weak* values (Python scalars and
 traced values that came from Python scalars) the NEP 50 way: they take the
 dtype of the strongly typed array they meet.
+
+bfloat16 is `ml_dtypes.bfloat16` (NumPy kind 'V'): `kind` reports it as 'f', and
+it promotes on JAX's lattice (it joins every integer as bfloat16, float16 as
+float32, wider floats as themselves), since NumPy knows no promotion for most of
+its pairs.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 HLO_NAMES: dict[np.dtype, str] = {
@@ -23,6 +29,7 @@ HLO_NAMES: dict[np.dtype, str] = {
     np.dtype(np.uint32): "u32",
     np.dtype(np.uint64): "u64",
     np.dtype(np.float16): "f16",
+    np.dtype(ml_dtypes.bfloat16): "bf16",
     np.dtype(np.float32): "f32",
     np.dtype(np.float64): "f64",
     np.dtype(np.complex64): "c64",
@@ -35,6 +42,7 @@ bool_ = np.dtype(np.bool_)
 int8, int16, int32, int64 = (np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64))
 uint8, uint16, uint32, uint64 = (np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64))
 float16, float32, float64 = (np.dtype(t) for t in (np.float16, np.float32, np.float64))
+bfloat16 = np.dtype(ml_dtypes.bfloat16)
 complex64, complex128 = np.dtype(np.complex64), np.dtype(np.complex128)
 
 # The dtype a weak Python scalar gets when nothing strong is around (NumPy's defaults).
@@ -86,23 +94,50 @@ def result_type(*items: Any) -> tuple[np.dtype, bool]:
     anything with `.dtype` and `.weak_type` (an abstract value or a tracer). The
     result is weak only when every input is weak.
     """
-    probes, all_weak = [], True
+    weak, strong = [], []
     for item in items:
         if is_python_scalar(item):
-            probes.append(item)
+            weak.append(item)
         elif getattr(item, "weak_type", False):
-            probes.append(_WEAK_PROBE[np.dtype(item.dtype).kind])
+            weak.append(_WEAK_PROBE[kind(item.dtype)])
         else:
-            all_weak = False
-            probes.append(np.dtype(item.dtype) if hasattr(item, "dtype") else np.dtype(item))
-    if all_weak:
+            strong.append(np.dtype(item.dtype) if hasattr(item, "dtype") else np.dtype(item))
+    if not strong:
         # Only Python kinds meet: NumPy's defaults decide (int + float -> float64).
-        return canonicalize(np.result_type(*[weak_dtype(p) for p in probes])), True
-    return canonicalize(np.result_type(*probes)), False
+        return canonicalize(np.result_type(*[weak_dtype(p) for p in weak])), True
+    if bfloat16 not in strong:
+        return canonicalize(np.result_type(*strong, *weak)), False
+    return canonicalize(_promote_bfloat16(strong, weak)), False
+
+
+def _promote_bfloat16(strong: list[np.dtype], weak: list[Any]) -> np.dtype:
+    """JAX's lattice around bfloat16: the other strong dtypes promote NumPy's way
+    first, then join bfloat16 (ints -> bf16, f16 -> f32, wider stays); a weak
+    Python value then takes bf16, a weak complex makes complex64."""
+    others = [d for d in strong if d != bfloat16]
+    joined = np.result_type(*others) if others else bfloat16
+    if joined.kind in "biu" or joined == bfloat16:
+        joined = bfloat16
+    elif joined == float16:
+        joined = float32
+    if joined != bfloat16:
+        return np.result_type(joined, *weak)
+    return complex64 if any(isinstance(w, complex) for w in weak) else bfloat16
+
+
+def kind(dtype: Any) -> str:
+    """NumPy's dtype kind ('b', 'i', 'u', 'f', 'c'), with bfloat16 (kind 'V') as 'f'."""
+    dt = np.dtype(dtype)
+    return "f" if dt == bfloat16 else dt.kind
+
+
+def finfo(dtype: Any) -> Any:
+    """Machine limits of a float dtype (`ml_dtypes.finfo`: NumPy's, plus bfloat16)."""
+    return ml_dtypes.finfo(np.dtype(dtype))
 
 
 def is_float(dtype: np.dtype) -> bool:
-    return np.dtype(dtype).kind == "f"
+    return kind(dtype) == "f"
 
 
 def is_complex(dtype: np.dtype) -> bool:
@@ -110,7 +145,7 @@ def is_complex(dtype: np.dtype) -> bool:
 
 
 def is_inexact(dtype: np.dtype) -> bool:
-    return np.dtype(dtype).kind in "fc"
+    return kind(dtype) in "fc"
 
 
 def is_integer(dtype: np.dtype) -> bool:
@@ -132,7 +167,7 @@ def real_dtype(dtype: np.dtype) -> np.dtype:
 
 
 def complex_dtype(dtype: np.dtype) -> np.dtype:
-    """complex64 for float32/float16, complex128 for float64."""
+    """complex64 for float32/float16/bfloat16, complex128 for float64."""
     return complex128 if np.dtype(dtype) == float64 else complex64
 
 

@@ -25,7 +25,7 @@ from ..core import Atom, Eqn, Graph, Literal, ShapedArray, Var
 from .cpu_fallback import new_table, runner
 from .cpu_fastmath import __all__ as FAST_HELPERS
 from .cpu_fusion import OpStep, plan_graph
-from .cpu_scalar import DTYPE_ALIASES, F16, literal, storage_dtype
+from .cpu_scalar import DTYPE_ALIASES, HALVES, literal, storage_dtype
 from .source import Namer, SourceWriter
 
 PARALLEL_MIN_ELEMENTS = 1 << 15  # below this, threads cost more than they save
@@ -233,14 +233,14 @@ def load(ref: Ref, index: Sequence[str], helpers: ModuleBuilder) -> str:
     if ref.scalar:
         return ref.name
     text = ref.at(index)
-    if ref.aval.dtype == F16:
-        return f"{helpers.use('f16_to_f32')}({text})"
+    if ref.aval.dtype in HALVES:
+        return f"{helpers.use(HALVES[ref.aval.dtype].load)}({text})"
     return text
 
 
 def store_value(expr: str, dtype: np.dtype, helpers: ModuleBuilder) -> str:
-    if dtype == F16:
-        return f"{helpers.use('f16_bits')}({expr})"
+    if dtype in HALVES:
+        return f"{helpers.use(HALVES[dtype].store)}({expr})"
     return expr
 
 
@@ -266,8 +266,8 @@ def _host_input(mod: ModuleBuilder, w: SourceWriter, var: Var, k: int) -> Ref:
         return Ref(name, var.aval)
     scalar = mod.namer.fresh(f"arg{k}_value", numbered=False)
     value = f"{name}[()]"
-    w.line(f"{scalar} = {mod.use('f16_to_f32')}({value})" if var.aval.dtype == F16
-           else f"{scalar} = {value}")
+    w.line(f"{scalar} = {mod.use(HALVES[var.aval.dtype].load)}({value})"
+           if var.aval.dtype in HALVES else f"{scalar} = {value}")
     return Ref(scalar, var.aval)
 
 

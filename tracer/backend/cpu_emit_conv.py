@@ -2,28 +2,30 @@
 
 The generated code brings both operands to the canonical layout (N, C, spatial...) /
 (O, I, window...), one transpose each when their dimension numbers differ from it,
-flattens the spatial dims and calls `cpu_lib_conv.convolution`, the spatial
-geometry given as tuples of `dims` symbols (never literal sizes). That library
-function spreads the work over numba's threads (its GEMM tiles run in BLAS in the
-calling thread) and is compiled once per dtype, not per generated module. The
-output buffer is written directly when the output layout is canonical; otherwise a
-canonical temporary is filled and one transposed copy puts it in place. float16
-operands are widened to float32 and the result rounded once, as the reference does;
-a rank-2 convolution (no spatial dim) runs as one with a 1-wide spatial dim and a
-1-tap window.
+flattens the spatial dims and calls `cpu_lib_conv_entry.convolution`, the spatial
+geometry given as tuples of `dims` symbols (never literal sizes). That call reaches
+the library (`cpu_lib_conv`) through a C entry point compiled once per dtype, so a
+generated module does not compile the library's code again. The output buffer is
+written directly when the output layout is canonical; otherwise a canonical
+temporary is filled and one transposed copy puts it in place. float16 operands are
+widened to float32 and the result rounded once, as the reference does; a rank-2
+convolution (no spatial dim) runs as one with a 1-wide spatial dim and a 1-tap
+window.
 """
 
 from __future__ import annotations
 
+from contextlib import ExitStack
 from typing import Any, Sequence
 
 import numpy as np
 
 from ..core import Atom, Eqn
 from .cpu_codegen import GraphEmitter, Ref
-from .cpu_scalar import F16
+from .cpu_scalar import F16, HALVES
 
 _LIB = "cpu_lib_conv"
+_ENTRY = "cpu_lib_conv_entry"  # (the library behind a C entry point: not compiled per module)
 
 
 def _tuple(items: Sequence[str]) -> str:
@@ -40,17 +42,37 @@ def _canonical(ge: GraphEmitter, atom: Atom, spec: tuple[int, ...], hint: str) -
     ref = ge.ref(atom)
     source = ref.name
     if tuple(spec) != tuple(range(len(spec))):
-        source = ge.fresh(f"{hint}_canonical")
-        axes = _tuple([str(d) for d in spec])
-        ge.w.line(f"{source} = np.ascontiguousarray({ref.name}.transpose({axes}))")
-    if atom.aval.dtype == F16:
+        source = _permuted(ge, ref.name, [ge.dim(atom, d) for d in range(len(spec))], spec,
+                           f"{hint}_canonical")
+    if atom.aval.dtype in HALVES:
         wide = ge.fresh(f"{hint}_f32")
-        ge.w.line(f"{wide} = {ge.mod.use('widen_f16', _LIB)}({source})")
+        widen = ge.mod.use("widen_f16", _LIB) if atom.aval.dtype == F16 else \
+            ge.mod.use("widen_bf16")  # (cpu_mathlib)
+        ge.w.line(f"{wide} = {widen}({source})")
         source = wide
     sizes = [ge.dim(atom, d) for d in spec]
     name = ge.fresh(f"{hint}3")
     ge.w.line(f"{name} = {source}.reshape(({sizes[0]}, {sizes[1]}, {_product(sizes[2:])}))")
     return name
+
+
+def _permuted(ge: GraphEmitter, source: str, sizes: Sequence[str], perm: Sequence[int],
+              hint: str, into: str | None = None) -> str:
+    """A C-contiguous array (`into`, else a new one) whose dim k is dim perm[k] of the
+    array `source` of `sizes`: a loop nest (numba takes seconds, per rank and dtype, to
+    compile np.ascontiguousarray of a transposed array)."""
+    target = into or ge.fresh(hint)
+    if into is None:
+        ge.w.line(f"{target} = np.empty({_tuple([sizes[d] for d in perm])}, {source}.dtype)")
+    index = [ge.fresh(f"t{k}") for k in range(len(perm))]
+    at = [""] * len(perm)
+    for k, d in enumerate(perm):
+        at[d] = index[k]
+    with ExitStack() as loops:
+        for k, d in enumerate(perm):
+            loops.enter_context(ge.w.block(f"for {index[k]} in range({sizes[d]})"))
+        ge.w.line(f"{target}[{', '.join(index)}] = {source}[{', '.join(at)}]")
+    return target
 
 
 def _geometry(ge: GraphEmitter, eqn: Eqn) -> list[str]:
@@ -86,19 +108,19 @@ def _conv(ge: GraphEmitter, eqn: Eqn) -> None:
     buffer = ge.alloc(out)
     sizes = [ge.dim(out, d) for d in out_spec]
     shape3 = f"({sizes[0]}, {sizes[1]}, {_product(sizes[2:])})"
-    direct = out_spec == tuple(range(len(out_spec))) and out.aval.dtype != F16
+    direct = out_spec == tuple(range(len(out_spec))) and out.aval.dtype not in HALVES
     result = ge.fresh("conv3")
     if direct:
         ge.w.line(f"{result} = {buffer}.reshape({shape3})")
     else:
-        work = np.float32 if out.aval.dtype == F16 else out.aval.dtype
+        work = np.float32 if out.aval.dtype in HALVES else out.aval.dtype
         ge.w.line(f"{result} = np.empty({shape3}, np.{np.dtype(work).name})")
     args = [x3, w3, result, *_geometry(ge, eqn), ge.mod.size(
         ("conv", id(eqn), "fgc"), p["feature_group_count"], "feature_groups"), ge.mod.size(
         ("conv", id(eqn), "bgc"), p["batch_group_count"], "batch_groups")]
     ge.w.comment("(x, w, out, in sizes, window, out sizes, strides, low padding, lhs and rhs "
                  "dilation, feature groups, batch groups)")
-    ge.w.line(f"{ge.mod.use('convolution', _LIB)}({', '.join(args)})")
+    ge.w.line(f"{ge.mod.use('convolution', _ENTRY)}({', '.join(args)})")
     if not direct:
         _store(ge, eqn, result, buffer, sizes)
     ge.bind(out, Ref(buffer, out.aval))
@@ -108,12 +130,18 @@ def _store(ge: GraphEmitter, eqn: Eqn, result: str, buffer: str, sizes: list[str
     """Put the canonical `result` in the output buffer: transposed, float16-rounded."""
     out = eqn.outputs[0]
     out_spec = tuple(eqn.params["dimension_numbers"].out_spec)
-    value = f"{result}.reshape({_tuple(sizes)})"
+    value = ge.fresh("conv_view")
+    ge.w.line(f"{value} = {result}.reshape({_tuple(sizes)})")
     if out_spec != tuple(range(len(out_spec))):
-        inverse = tuple(int(d) for d in np.argsort(out_spec))
-        value = f"np.ascontiguousarray({value}.transpose({_tuple([str(d) for d in inverse])}))"
-    if out.aval.dtype == F16:
-        ge.w.line(f"{ge.mod.use('narrow_f16', _LIB)}({value}, {buffer})")
+        inverse = [int(d) for d in np.argsort(out_spec)]
+        if out.aval.dtype not in HALVES:
+            _permuted(ge, value, sizes, inverse, "", into=buffer)
+            return
+        value = _permuted(ge, value, sizes, inverse, "conv_out")
+    if out.aval.dtype in HALVES:
+        narrow = ge.mod.use("narrow_f16", _LIB) if out.aval.dtype == F16 else \
+            ge.mod.use("narrow_bf16")  # (cpu_mathlib)
+        ge.w.line(f"{narrow}({value}, {buffer})")
     else:
         ge.w.line(f"{buffer}[...] = {value}")
 

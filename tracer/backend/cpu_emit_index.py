@@ -3,8 +3,14 @@ gather and scatter (dynamic_slice is an index map, fused in `cpu_loops`).
 
 numba does not bounds-check, so the generated code applies the seeds' rules
 itself, exactly as the reference does: dynamic_update_slice and gather clamp
-each start into [0, dim - size] (after saturating the index to int64 at
-+-2**62); scatter skips every update window that does not fit entirely.
+each start into [0, dim - size] (unsigned indices are first saturated to int64 at
+2**62); scatter skips every update window that does not fit entirely.
+
+An index array whose element-wise producers the fusion plan leaves to the op
+(NumPy's wrap of negative indices) is computed per element inside the op's loop,
+so it never takes a pass or a buffer of its own. A gather's batch loop runs in
+parallel only from GATHER_PARALLEL_MIN elements: copies are memory-bound, and a
+parallel region that waits for a descheduled thread costs milliseconds.
 """
 
 from __future__ import annotations
@@ -12,12 +18,13 @@ from __future__ import annotations
 import re
 from typing import Callable, Sequence
 
-from ..core import Eqn
-from .cpu_codegen import (NJIT_OPTIONS, PARALLEL_MIN_ELEMENTS, GraphEmitter, Ref, load,
-                          store_value)
+from ..core import Atom, Eqn, Literal
+from .cpu_codegen import NJIT_OPTIONS, GraphEmitter, Ref, load, store_value
+from .cpu_loops import LoopBody
 from .source import SourceWriter
 
 Loops = list[tuple[str, str]]
+GATHER_PARALLEL_MIN = 1 << 20
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -86,15 +93,24 @@ def _dynamic_update_slice(ge: GraphEmitter, eqn: Eqn) -> None:
 
 # ------------------------------------------------------------------ gather
 
-def _index_vector(ge: GraphEmitter, indices: Ref, ivd: int, batch: Sequence[str],
+def _index_vector(ge: GraphEmitter, indices: Atom, ivd: int, batch: Sequence[str],
                   k: int) -> str:
-    """Element k of the index vector at batch position `batch` (ivd == rank: implicit 1)."""
-    if indices.scalar:
-        return indices.name
+    """Element k of the index vector at batch position `batch` (ivd == rank: implicit 1):
+    read from memory, or computed here from its producers when the fusion plan left
+    them to this loop (NumPy's wrap of negative indices)."""
     position = list(batch)
     if ivd < indices.aval.ndim:
         position.insert(ivd, str(k))
-    return load(indices, position, ge.mod)
+    plan = getattr(ge, "plan", None)  # set once the fusion plan can inline index arrays
+    if isinstance(indices, Literal) or plan is None or id(indices) in plan.materialized:
+        return load(ge.ref(indices), position, ge.mod)
+    return LoopBody(ge, plan, ge.w, set(), {}, set()).value(indices, tuple(position))
+
+
+def _signed(indices: Atom) -> bool:
+    """Signed indices are exact in int64 arithmetic; unsigned ones (uint64 past 2**63
+    would compare as floats) go through the saturating helpers first."""
+    return indices.aval.dtype.kind == "i"
 
 
 def _batch_axis(sd: int, ivd: int) -> int:
@@ -104,7 +120,7 @@ def _batch_axis(sd: int, ivd: int) -> int:
 
 def _gather(ge: GraphEmitter, eqn: Eqn) -> None:
     p = eqn.params
-    operand, indices = (ge.ref(a) for a in eqn.inputs)
+    operand, indices = ge.ref(eqn.inputs[0]), eqn.inputs[1]
     out = eqn.outputs[0]
     rank_out = out.aval.ndim
     batch_dims = [d for d in range(rank_out) if d not in p["offset_dims"]]
@@ -134,8 +150,8 @@ def _gather(ge: GraphEmitter, eqn: Eqn) -> None:
                 ge.w.line(f"{target}[{', '.join(out_index)}] = {value}")
         _for_each(ge, [(o[j], ge.dim(out, d)) for j, d in enumerate(p["offset_dims"])], copy)
     loops = [(g[j], ge.dim(out, d)) for j, d in enumerate(batch_dims)]
-    if target and loops and not operand.scalar and not indices.scalar and \
-            ge.mod.parallel_ok and out.aval.size >= PARALLEL_MIN_ELEMENTS:
+    if target and loops and not operand.scalar and indices.aval.ndim and \
+            ge.mod.parallel_ok and out.aval.size >= GATHER_PARALLEL_MIN:
         # every window writes its own part of the result: the batch loop runs in parallel
         _in_kernel(ge, "gather", lambda: _for_each(ge, loops, per_window, parallel=True))
     else:
@@ -143,7 +159,7 @@ def _gather(ge: GraphEmitter, eqn: Eqn) -> None:
     ge.bind(out, Ref(target, out.aval) if target else Ref(result, out.aval))
 
 
-def _gather_starts(ge: GraphEmitter, eqn: Eqn, indices: Ref, g: list[str]) -> list[str]:
+def _gather_starts(ge: GraphEmitter, eqn: Eqn, indices: Atom, g: list[str]) -> list[str]:
     p = eqn.params
     operand = eqn.inputs[0]
     ivd = p["index_vector_dim"]
@@ -151,8 +167,9 @@ def _gather_starts(ge: GraphEmitter, eqn: Eqn, indices: Ref, g: list[str]) -> li
     for k, d in enumerate(p["start_index_map"]):
         s = ge.fresh(f"start{d}")
         high = f"{ge.dim(operand, d)} - {_param(ge, eqn, 'slice_sizes', d, 'size')}"
-        ge.w.line(f"{s} = {ge.mod.use('clamp_index')}"
-                  f"({_index_vector(ge, indices, ivd, g, k)}, {high})")
+        i = _index_vector(ge, indices, ivd, g, k)
+        ge.w.line(f"{s} = min(max({i}, 0), {high})" if _signed(indices) else
+                  f"{s} = {ge.mod.use('clamp_index')}({i}, {high})")
         starts[d] = s
     for od, sd in zip(p["operand_batching_dims"], p["start_indices_batching_dims"], strict=True):
         starts[od] = g[_batch_axis(sd, ivd)]
@@ -164,8 +181,8 @@ def _gather_starts(ge: GraphEmitter, eqn: Eqn, indices: Ref, g: list[str]) -> li
 def _scatter(ge: GraphEmitter, eqn: Eqn) -> None:
     p = eqn.params
     n = len(eqn.outputs)
-    refs = [ge.ref(a) for a in eqn.inputs]
-    operands, indices, updates = refs[:n], refs[n], refs[n + 1:]
+    operands = [ge.ref(a) for a in eqn.inputs[:n]]
+    indices, updates = eqn.inputs[n], [ge.ref(a) for a in eqn.inputs[n + 1:]]
     results = [_copy(ge, r, v.aval, "scattered", v) for r, v in zip(operands, eqn.outputs,
                                                                   strict=True)]
     update = eqn.inputs[n + 1]
@@ -187,7 +204,7 @@ def _scatter(ge: GraphEmitter, eqn: Eqn) -> None:
         ge.bind(v, r)
 
 
-def _scatter_window(ge: GraphEmitter, eqn: Eqn, indices: Ref,
+def _scatter_window(ge: GraphEmitter, eqn: Eqn, indices: Atom,
                     g: list[str]) -> tuple[list[str], list[str]]:
     """Unclamped start and window extent per operand dim."""
     p = eqn.params
@@ -201,7 +218,8 @@ def _scatter_window(ge: GraphEmitter, eqn: Eqn, indices: Ref,
             sizes[d] = ge.dim(update, next(window_dims))
     for k, d in enumerate(p["scatter_dims_to_operand_dims"]):
         s = ge.fresh(f"start{d}")
-        ge.w.line(f"{s} = {ge.mod.use('index_i64')}({_index_vector(ge, indices, ivd, g, k)})")
+        i = _index_vector(ge, indices, ivd, g, k)
+        ge.w.line(f"{s} = {i}" if _signed(indices) else f"{s} = {ge.mod.use('index_i64')}({i})")
         starts[d] = s
     for od, sd in zip(p["input_batching_dims"], p["scatter_indices_batching_dims"],
                       strict=True):

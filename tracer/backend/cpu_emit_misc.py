@@ -7,13 +7,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from ..core import Eqn
 from ..errors import UnsupportedOpError
 from ..ops.misc import custom_call_target
 from .cpu_codegen import GraphEmitter, Ref
 from .cpu_custom_calls import code_digest, publish
+from .cpu_scalar import HALVES
 
 
 def _composite(ge: GraphEmitter, eqn: Eqn) -> None:
@@ -41,9 +40,10 @@ def _custom_call(ge: GraphEmitter, eqn: Eqn) -> None:
     p = eqn.params
     fn = custom_call_target(p["target"], p["revision"])
     avals = [v.aval for v in eqn.outputs] + [a.aval for a in eqn.inputs]
-    if any(a.dtype == np.float16 for a in avals):
-        raise UnsupportedOpError(f"custom_call {p['target']!r}: float16 buffers cannot be "
-                                 f"passed to numba code; convert to float32 around the call")
+    if any(a.dtype in HALVES for a in avals):
+        raise UnsupportedOpError(f"custom_call {p['target']!r}: float16 / bfloat16 buffers "
+                                 f"cannot be passed to numba code; convert to float32 around "
+                                 f"the call")
     target = ge.mod.use(publish(p["target"], p["revision"], fn, avals), "cpu_custom_calls")
     ge.w.comment(f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', '?')}, "
                  f"code digest {code_digest(fn)}")

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..core import Atom, Eqn
 from .cpu_codegen import GraphEmitter, Ref, store_value
-from .cpu_scalar import F16, literal, storage_dtype
+from .cpu_scalar import F16, HALVES, literal, storage_dtype
 
 HAVE_ROCKET_FFT = importlib.util.find_spec("rocket_fft") is not None
 _FFT_KERNELS = {"FFT": "fft_forward", "IFFT": "fft_inverse", "RFFT": "fft_real_forward",
@@ -83,9 +83,9 @@ def _reduce_precision(ge: GraphEmitter, eqn: Eqn) -> None:
 
 
 def _scalar_of(ge: GraphEmitter, stored: str, dtype: np.dtype) -> str:
-    """A scalar variable holding the stored element `stored` (float16: its f32 value)."""
+    """A scalar variable holding the stored element `stored` (16-bit floats: f32 value)."""
     name = ge.fresh("value")
-    ge.w.line(f"{name} = {ge.mod.use('f16_to_f32')}({stored})" if dtype == F16
+    ge.w.line(f"{name} = {ge.mod.use(HALVES[dtype].load)}({stored})" if dtype in HALVES
               else f"{name} = {stored}")
     return name
 
@@ -122,10 +122,12 @@ def _as_3d(ge: GraphEmitter, name: str, atom: Atom, fi: int) -> str:
 def _widened(ge: GraphEmitter, atom: Atom) -> str:
     """The array of `atom` as the kernel reads it (float16 widened to float32)."""
     ref = ge.ref(atom)
-    if atom.aval.dtype != F16:
+    if atom.aval.dtype not in HALVES:
         return ref.name
     name = ge.fresh("wide")
-    ge.w.line(f"{name} = {ge.mod.use('widen_f16', 'cpu_lib_bits')}({ref.name})")
+    widen = ge.mod.use("widen_f16", "cpu_lib_bits") if atom.aval.dtype == F16 else \
+        ge.mod.use("widen_bf16")  # (cpu_mathlib)
+    ge.w.line(f"{name} = {widen}({ref.name})")
     return name
 
 
@@ -141,14 +143,16 @@ def _emit_batch_norm(kernel: str, kinds: str) -> Callable[[GraphEmitter, Eqn], N
         for var, kind in zip(eqn.outputs, kinds[n_in:], strict=True):
             buffer = written = ge.alloc(var)
             ge.bind(var, Ref(buffer, var.aval))
-            if var.aval.dtype == F16:  # the kernel writes float32, rounded afterwards
+            if var.aval.dtype in HALVES:  # the kernel writes float32, rounded afterwards
                 written = ge.fresh("wide")
                 ge.w.line(f"{written} = np.empty({ge.shape_tuple(var)}, np.float32)")
                 finish.append((written, buffer))
             args.append(_as_3d(ge, written, var, fi) if kind == "o" else written)
         ge.w.line(f"{ge.mod.use(kernel, 'cpu_lib_batch_norm')}({', '.join(args)})")
+        narrow = ge.mod.use("narrow_f16", "cpu_lib_bits") if eqn.outputs[0].aval.dtype == F16 \
+            else ge.mod.use("narrow_bf16")  # (cpu_mathlib)
         for wide, target in finish:
-            ge.w.line(f"{ge.mod.use('narrow_f16', 'cpu_lib_bits')}({wide}, {target})")
+            ge.w.line(f"{narrow}({wide}, {target})")
     return emit
 
 

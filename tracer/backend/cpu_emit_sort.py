@@ -4,8 +4,9 @@ Every operand is viewed as (outer, n, inner) around the sorted dimension, so one
 code path serves every rank and dimension. Two strategies:
 
 - The default comparator (ascending, total order, `num_keys` keys; recognised by
-  `tracer.ops.sort.default_num_keys`) never calls a comparator: the radix kernels
-  of `cpu_lib_sort` sort total-order integer keys, in parallel over rows. One key
+  `tracer.ops.sort.default_num_keys`) never calls a comparator: the kernels of
+  `cpu_lib_sort` (a vectorized sorting network for many short rows, else a radix
+  sort) sort total-order integer keys, in parallel over rows. One key
   sorts its values directly (`sort_rows`, with the permutation when other operands
   ride along); several keys, and complex keys (real part, then imaginary part), are
   a least-significant-key-first lexsort of a permutation (`refine_rows`). The
@@ -23,7 +24,7 @@ from typing import Any
 from ..core import Eqn, ShapedArray
 from ..ops.sort import default_num_keys
 from .cpu_codegen import GraphEmitter, Ref, load
-from .cpu_scalar import F16
+from .cpu_scalar import HALVES
 
 _LIB = "cpu_lib_sort"
 
@@ -55,7 +56,7 @@ def _sort(ge: GraphEmitter, eqn: Eqn) -> None:
 
 
 def _half(atom: Any) -> str:
-    return "True" if atom.aval.dtype == F16 else "False"
+    return "True" if atom.aval.dtype in HALVES else "False"  # (bf16 bits order like f16's)
 
 
 def _key_sort(ge: GraphEmitter, eqn: Eqn, keys: int) -> None:

@@ -3,10 +3,15 @@
 Each is one loop nest with its scalar sub-computation inlined per element
 (`emit_graph` of the computation on scalar refs):
 
-- reduce_window: per row of outputs (every index but the last) the row is filled
-  with the init values, then each window tap is folded into the whole row in
-  memory, so the innermost loop runs along the row with independent iterations;
-  rank <= 1 keeps accumulators in registers around the taps. A tap's position in
+- reduce_window of an add, max or min (pooling; `_run_kind`): per row of outputs,
+  the taps of the dims before the last are folded into each spot of the padded
+  operand row the row's windows cover, then the last dim's taps into each spot, and
+  output o takes spot o * stride: loops along the row with unit stride, which
+  vectorize (strided taps do not). Any other computation: per row of outputs (every
+  index but the last) the row is filled with the init values, then each window tap
+  is folded into the whole row in memory, so the innermost loop runs along the row
+  with independent iterations; rank <= 1 keeps accumulators in registers around the
+  taps. The seeds leave the evaluation order to the backend. A tap's position in
   the padded, base-dilated operand is `o * stride + k * window_dilation - low`;
   where padding or a base dilation can put it outside the operand or on a hole,
   the code checks it and folds the init value instead (the seed rule), so
@@ -31,10 +36,12 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
+import numpy as np
+
 from ..core import Eqn, Graph, ShapedArray
 from .cpu_codegen import (NJIT_OPTIONS, PARALLEL_MIN_ELEMENTS, GraphEmitter, Ref, load,
                           store_value)
-from .cpu_scalar import literal
+from .cpu_scalar import HALVES, alias, literal
 from .source import SourceWriter
 
 Loops = list[tuple[str, str]]
@@ -158,10 +165,30 @@ def _reduce_window(ge: GraphEmitter, eqn: Eqn) -> None:
                  [Ref(ge.fresh("acc"), _scalar(v.aval)) for v in eqn.outputs])
     taps = math.prod(eqn.params["window_dimensions"])
     parallel = rank > 0 and _parallel(ge, out.aval.size * taps)
-    _emit(ge, parallel, "reduce_window", [r.name for r in refs + fold.targets],
-          lambda w: (fold.rows if rank >= 2 else fold.registers)(w, parallel))
+    kind = _run_kind(eqn)
+    write = ((lambda w: fold.runs(w, parallel, kind)) if kind else
+             (lambda w: (fold.rows if rank >= 2 else fold.registers)(w, parallel)))
+    _emit(ge, parallel, "reduce_window", [r.name for r in refs + fold.targets], write)
     for v, result in zip(eqn.outputs, fold.targets or fold.accs, strict=True):
         ge.bind(v, Ref(result.name, v.aval))
+
+
+def _run_kind(eqn: Eqn) -> str | None:
+    """"add", "max" or "min" when `_Fold.runs` can reduce this reduce_window: one operand
+    whose computation is that op of its two parameters (associative and commutative,
+    and evaluation order is the backend's to choose), numbers, and a last dim with a
+    window or a stride but no base dilation; None otherwise."""
+    graph, aval, p = eqn.params["to_apply"], eqn.outputs[0].aval, eqn.params
+    if len(eqn.outputs) != 1 or len(graph.eqns) != 1 or not aval.ndim:
+        return None
+    [op] = graph.eqns
+    same = len(op.inputs) == 2 and {id(a) for a in op.inputs} == {id(v) for v in graph.inputs}
+    if op.op.name not in ("add", "max", "min") or not same or graph.outputs[0] is not \
+            op.outputs[0] or (aval.dtype.kind not in "iuf" and aval.dtype not in HALVES):
+        return None
+    last = aval.ndim - 1
+    moves = p["window_dimensions"][last] > 1 or p["window_strides"][last] > 1
+    return op.op.name if moves and p["base_dilation"][last] == 1 else None
 
 
 @dataclass
@@ -194,6 +221,108 @@ class _Fold:
             _nested(w, loops[-1:], lambda: self.store(w, self.inits))
             taps.open(w, fold_in_row, loops[-1:])
         _nested(w, loops[:-1], per_row, parallel)
+
+    def runs(self, w: SourceWriter, parallel: bool, kind: str) -> None:
+        """An add, max or min (see `_run_kind`): per row of outputs, `col` folds the taps
+        of every dim but the last into each spot of the padded operand row under the
+        row's windows, `run` then the last dim's taps into each spot, and output o takes
+        spot o * stride. The folds run along the row with unit stride (they vectorize,
+        strided taps do not); `col` starts at the identity (the init value for max and
+        min, which may be folded in again), so the init value is folded in once."""
+        ge, eqn, last = self.ge, self.eqn, len(self.o) - 1
+        p, aval = eqn.params, self.targets[0].aval
+        window, stride, dilation = (
+            _param(ge, eqn, name, last, hint) for name, hint in (
+                ("window_dimensions", "window"), ("window_strides", "stride"),
+                ("window_dilation", "wdil")))
+        low = _param(ge, eqn, "padding", last, "low", 0) if p["padding"][last][0] else "0"
+        n = self._spans(w, window, stride, dilation, low)
+        register = np.dtype(np.float32) if aval.dtype in HALVES else aval.dtype
+        start = self.inits[0].name if kind != "add" else \
+            literal(-0.0 if register.kind == "f" else 0, register)  # (-0.0 + x is x)
+        taps = _Taps(ge, eqn, self.o[:-1])
+
+        def scratch() -> None:
+            for name, size in ((n["col"], n["spots"]), (n["run"], n["starts"])):
+                w.line(f"{name} = np.empty({size}, {alias(aval.dtype)})")
+
+        def per_row() -> None:
+            with w.block(f"for {n['i']} in range({n['spots']})"):
+                w.line(f"{n['col']}[{n['i']}] = {start}")
+            taps.open(w, lambda: self._fold_col(w, taps, n, low))
+            self._fold_run(w, n, dilation, window)
+            with w.block(f"for {self.o[-1]} in range({ge.dim(eqn.outputs[0], last)})"):
+                spot = Ref(f"{n['run']}[u64({self.o[-1]} * {stride})]", _scalar(aval))
+                self.store(w, _inline(ge, w, p["to_apply"], [self.inits[0], spot]))
+
+        outer = self.loops()[:-1]
+        if not outer:
+            scratch()
+            per_row()
+            return
+        _nested(w, outer[:1], lambda: (scratch(), _nested(w, outer[1:], per_row)), parallel)
+
+    def _spans(self, w: SourceWriter, window: str, stride: str, dilation: str,
+               low: str) -> dict[str, str]:
+        """The names `runs` uses, and the spans along the last dim: `spots` of the padded
+        row under a row of windows, the first `starts` of them where windows start, the
+        operand's spots [real, past)."""
+        ge, last = self.ge, len(self.o) - 1
+        n = {k: ge.fresh(k) for k in ("spots", "starts", "real", "past", "col", "run", "i", "k")}
+        w.line(f"{n['starts']} = ({ge.dim(self.eqn.outputs[0], last)} - 1) * {stride} + 1")
+        w.line(f"{n['spots']} = {n['starts']} + ({window} - 1) * {dilation}")
+        size = ge.dim(self.eqn.inputs[0], last)
+        if low == "0":
+            n["real"] = "0"
+            w.line(f"{n['past']} = min({size}, {n['spots']})  # the operand's spots: [0, past)")
+        else:
+            w.line(f"{n['real']} = min(max({low}, 0), {n['spots']})  # the operand's spots")
+            w.line(f"{n['past']} = min(max({low} + {size}, {n['real']}), {n['spots']})")
+        return n
+
+    def _fold_col(self, w: SourceWriter, taps: _Taps, n: dict[str, str], low: str) -> None:
+        """col[i] = f(col[i], padded operand row at spot i) for one tap of the dims
+        before the last: the init value on the padding (and on the whole row when the
+        tap is off the operand: no operand spots, `on` = `off`), the operand's spots
+        [on, off). Computed indices are unsigned (`u64`): numba's fix-up of a negative
+        index would keep the loops from vectorizing, and these never are."""
+        ge, i = self.ge, n["i"]
+        on, off = n["real"], n["past"]
+        if taps.checks:
+            on, off = ge.fresh("on"), ge.fresh("off")
+            w.line(f"{on}, {off} = ({n['real']}, {n['past']}) if "
+                   f"{' and '.join(taps.checks)} else (0, 0)")
+        last = self.eqn.params["padding"][-1]
+        if taps.checks or last[0] > 0 or last[1] > 0:  # spots on the padding, if any
+            spot = ge.fresh("spot")
+            with w.block(f"for {i} in range({n['spots']} - ({off} - {on}))"):
+                w.line(f"{spot} = {i} if {i} < {on} else {i} + {off} - {on}")
+                self._fold_into(w, n["col"], f"u64({spot})", self.inits[0])
+        with w.block(f"for {i} in range({off})" if on == "0" else
+                     f"for {i} in range({on}, {off})"):
+            where = i if low == "0" else f"u64({i} - {low})"
+            value = Ref(load(self.xs[0], taps.index + [where], ge.mod), self.xs[0].aval)
+            self._fold_into(w, n["col"], i if on == "0" else f"u64({i})", value)
+
+    def _fold_run(self, w: SourceWriter, n: dict[str, str], dilation: str,
+                  window: str) -> None:
+        """run[i] = f(col[i], col[i + dilation], ...): the last dim's taps at spot i."""
+        i, k = n["i"], n["k"]
+        with w.block(f"for {i} in range({n['starts']})"):
+            w.line(f"{n['run']}[{i}] = {n['col']}[{i}]")
+        if self.eqn.params["window_dimensions"][-1] == 1:
+            return
+        with w.block(f"for {k} in range(1, {window})"):
+            with w.block(f"for {i} in range({n['starts']})"):
+                value = Ref(f"{n['col']}[u64({i} + {k} * {dilation})]", self.xs[0].aval)
+                self._fold_into(w, n["run"], i, value)
+
+    def _fold_into(self, w: SourceWriter, array: str, i: str, value: Ref) -> None:
+        """array[i] = computation(array[i], value)."""
+        ge, aval = self.ge, _scalar(self.xs[0].aval)
+        current = _named(ge, w, f"{array}[{i}]", aval, "acc")
+        [new] = _inline(ge, w, self.eqn.params["to_apply"], [current, Ref(value.name, aval)])
+        w.line(f"{array}[{i}] = {new.name}")
 
     def registers(self, w: SourceWriter, parallel: bool) -> None:
         """Rank <= 1: accumulators in registers around the tap loops."""

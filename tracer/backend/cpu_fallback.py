@@ -20,6 +20,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..core import Eqn, ShapedArray
+from .cpu_scalar import HALVES
 
 Runner = Callable[..., tuple[Any, ...]]
 
@@ -27,7 +28,7 @@ _TABLES: dict[int, list[Runner]] = {}
 _IDS = itertools.count(1)
 _LOCK = threading.Lock()
 
-_NUMBA_NAMES = {"b": "boolean", "f2": "float32"}  # float16 lives in float32 registers
+_NUMBA_NAMES = {"b": "boolean"}
 
 
 def new_table() -> tuple[int, list[Runner]]:
@@ -45,10 +46,11 @@ def run(table: int, index: int, *operands: Any) -> tuple[Any, ...]:
 def numba_type(aval: ShapedArray) -> str:
     """The numba type string of a value as generated code holds it."""
     key = aval.dtype.kind if aval.dtype.kind == "b" else f"{aval.dtype.kind}{aval.dtype.itemsize}"
-    name = _NUMBA_NAMES.get(key, aval.dtype.name)
+    # float16 / bfloat16 live in float32 registers and as uint16 bits in arrays
+    name = "float32" if aval.dtype in HALVES else _NUMBA_NAMES.get(key, aval.dtype.name)
     if not aval.ndim:
         return name
-    storage = "uint16" if aval.dtype == np.float16 else name
+    storage = "uint16" if aval.dtype in HALVES else name
     return f"{storage}[{', '.join([':'] * (aval.ndim - 1) + ['::1'])}]"
 
 
@@ -67,14 +69,14 @@ def runner(eqn: Eqn) -> Runner:
 
 
 def _from_kernel(x: Any, aval: ShapedArray) -> np.ndarray:
-    if aval.dtype == np.float16 and aval.ndim:
-        return np.asarray(x).view(np.float16)
+    if aval.dtype in HALVES and aval.ndim:
+        return np.asarray(x).view(aval.dtype)
     return np.asarray(x, dtype=aval.dtype)
 
 
 def _to_kernel(x: Any, aval: ShapedArray) -> Any:
     if not aval.ndim:  # (ascontiguousarray would make a 0-d array 1-d)
         scalar = np.asarray(x, dtype=aval.dtype)[()]
-        return np.float32(scalar) if aval.dtype == np.float16 else scalar
+        return np.float32(scalar) if aval.dtype in HALVES else scalar
     value = np.ascontiguousarray(x, dtype=aval.dtype)
-    return value.view(np.uint16) if aval.dtype == np.float16 else value
+    return value.view(np.uint16) if aval.dtype in HALVES else value

@@ -11,10 +11,15 @@ A graph becomes a list of steps in execution order:
 
 A value is *materialized* (held in an array, or a scalar variable at rank 0)
 when it is a graph output, feeds an op that is not fused, is consumed by
-several loop nests, or is an expensive value that a broadcast would recompute
-for every element. Pure index maps (broadcast_in_dim, transpose, slice, ...)
-are never materialized for their consumers' sake: each consumer nest recomputes
-them, which is just different index arithmetic.
+several loop nests (unless it is a cheap expansion of smaller arrays, such as a
+one-hot matrix), is read by one nest through several index paths (the shifted
+slices of a stencil, which would otherwise recompute it per path, step after
+step), or is an expensive value that a broadcast would recompute for every
+element. Index maps (broadcast_in_dim, transpose, slice, ... and pad and
+concatenate, which pick by the index the operand to read) are never
+materialized for their consumers' sake: each consumer nest recomputes them,
+which is just different index arithmetic (a pad read through several paths is
+the exception: it is stored, so that its test runs once per element).
 
 Then two passes join nests. A nest *merges* into an earlier one over the same
 shape when it reads that nest's stores, and only at its own index (the shape
@@ -22,11 +27,12 @@ rules then guarantee the two shapes are equal for every size, which keeps the
 generated code shape-generic), or when the two are independent siblings over the
 same static shape and reduced dims. Consecutive nests form a *row group* when each
 reads what the earlier ones produced only at the same outer indices (or reads none
-of it and has the same outer sizes): they
-share their outer loops, so a row is computed, reduced and normalized while it
-is in cache, and values only the group reads need a row (or a scalar), not a
-whole array. A row softmax is three nests (max; exp and its sum; divide) in one
-row group. The plan knows nothing about numba, so the CUDA backend reuses it.
+of it and has the same outer sizes); a nest that reads nothing of the open group
+and cannot join it runs before it, so that later nests still can. Nests of a
+row group share their outer loops, so a row is computed, reduced and normalized
+while it is in cache, and values only the group reads need a row (or a scalar),
+not a whole array. A row softmax is three nests (max; exp and its sum; divide) in
+one row group. The plan knows nothing about numba, so the CUDA backend reuses it.
 """
 
 from __future__ import annotations
@@ -38,9 +44,10 @@ from typing import Union
 from ..core import Atom, Eqn, Graph, Literal, Var
 
 ELEMENTWISE_FAMILIES = frozenset({"unary", "binary", "compare", "ternary"})
-# Index-mapping ops: out[i] = operand[f(i)] (or a function of i alone, for iota).
+# Index-mapping ops: out[i] = operand[f(i)] (or a function of i alone, for iota); pad and
+# concatenate choose by the index which operand to read (or the padding value).
 INDEX_OPS = frozenset({"broadcast_in_dim", "transpose", "rev", "slice", "iota",
-                       "dynamic_slice", "reshape"})
+                       "dynamic_slice", "reshape", "pad", "concatenate"})
 # Cheap enough to recompute per element when a broadcast repeats them.
 CHEAP_OPS = frozenset({"add", "sub", "mul", "neg", "abs", "max", "min", "select", "clamp",
                        "compare", "convert_element_type", "bitwise_and", "bitwise_or",
@@ -119,11 +126,11 @@ def plan_graph(graph: Graph, fuse: bool = True) -> Plan:
             if isinstance(a, Var):
                 users.setdefault(id(a), []).append(eqn)
     outputs = {id(a) for a in graph.outputs if isinstance(a, Var)}
-    nest_of: dict[int, set[int]] = {}    # id(eqn) -> ids of the nests computing it
-    nests: dict[int, LoopNest] = {}
-    materialized: set[int] = {id(v) for v in graph.inputs}
+    ctx = _Assignment(users, producers, outputs if fuse else set(producers), {}, {}, {},
+                      {id(v) for v in graph.inputs})
     for eqn in reversed(graph.eqns):
-        _assign(eqn, users, outputs if fuse else set(producers), nest_of, nests, materialized)
+        _assign(eqn, ctx)
+    nest_of, nests, materialized = ctx.nest_of, ctx.nests, ctx.materialized
     steps = _schedule(graph, nest_of, nests)
     plan = Plan(steps, materialized, producers, users, outputs)
     if fuse:
@@ -132,37 +139,100 @@ def plan_graph(graph: Graph, fuse: bool = True) -> Plan:
     return plan
 
 
-def _assign(eqn: Eqn, users: dict[int, list[Eqn]], outputs: set[int],
-            nest_of: dict[int, set[int]], nests: dict[int, LoopNest],
-            materialized: set[int]) -> None:
+# A read path: the index-mapping eqns (with operand slots) a nest reads a value through.
+Path = tuple[tuple[int, int], ...]
+
+
+@dataclass
+class _Assignment:
+    """What `_assign` has decided so far (it walks the graph backwards)."""
+
+    users: dict[int, list[Eqn]]
+    producers: dict[int, Eqn]
+    outputs: set[int]                  # ids of values that must be stored
+    nest_of: dict[int, set[int]]       # id(eqn) -> ids of the nests computing it
+    nests: dict[int, LoopNest]
+    paths: dict[int, set[Path]]        # id(var) -> the index paths nests read it through
+    materialized: set[int]
+
+
+def _assign(eqn: Eqn, ctx: _Assignment) -> None:
     """Decide (in reverse order) whether `eqn` is inlined into its consumers' nest."""
     if is_reduce(eqn):
         dims = tuple(eqn.params["dimensions"])
-        _new_nest(eqn, LoopNest(eqn.inputs[0].aval.shape, reduces=[eqn], reduce_dims=dims),
-                  nest_of, nests, materialized)
+        _new_nest(eqn, LoopNest(eqn.inputs[0].aval.shape, reduces=[eqn], reduce_dims=dims), ctx)
         return
     if not is_loop_op(eqn):
-        materialized.update(id(v) for v in eqn.outputs)
+        ctx.materialized.update(id(v) for v in eqn.outputs)
         return
     out = eqn.outputs[0]
-    targets, opaque = _consumer_nests(users.get(id(out), []), nest_of)
-    stored = id(out) in outputs or opaque or out.aval.ndim == 0
-    if not stored and eqn.op.name in INDEX_OPS:
-        nest_of[id(eqn)] = targets  # recomputed inside every consumer nest
+    targets, opaque = _consumer_nests(ctx.users.get(id(out), []), ctx.nest_of)
+    paths = _read_paths(out, ctx)
+    stored = id(out) in ctx.outputs or opaque or out.aval.ndim == 0
+    if not stored and _recomputed(eqn, ctx, targets, paths):
+        ctx.nest_of[id(eqn)] = targets  # computed inside every nest that reads it
+        ctx.paths[id(out)] = paths
         return
-    if not stored and len(targets) == 1:
-        target = nests[next(iter(targets))]
-        if eqn.op.name in CHEAP_OPS or out.aval.size >= math.prod(target.shape):
-            nest_of[id(eqn)] = targets
-            return
-    _new_nest(eqn, LoopNest(out.aval.shape, stores=[out]), nest_of, nests, materialized)
+    _new_nest(eqn, LoopNest(out.aval.shape, stores=[out]), ctx)
 
 
-def _new_nest(eqn: Eqn, nest: LoopNest, nest_of: dict[int, set[int]],
-              nests: dict[int, LoopNest], materialized: set[int]) -> None:
-    nests[id(nest)] = nest
-    nest_of[id(eqn)] = {id(nest)}
-    materialized.update(id(v) for v in eqn.outputs)
+def _recomputed(eqn: Eqn, ctx: _Assignment, targets: set[int], paths: set[Path]) -> bool:
+    """Whether the nests reading `eqn`'s value compute it themselves.
+
+    Index maps are just index arithmetic, except that a pad read through several
+    paths is stored (its test then runs once per element). A value a nest reads
+    through several index paths (the shifted slices of a stencil) is computed once
+    per path, and a chain of such steps would multiply: it is stored unless cheap
+    and read at most twice. A value several nests read is stored, unless it is a
+    cheap expansion of smaller arrays (a one-hot matrix from labels), cheaper to
+    recompute than to write and read back."""
+    if eqn.op.name in INDEX_OPS:
+        return eqn.op.name != "pad" or len(paths) < 2
+    cheap = eqn.op.name in CHEAP_OPS
+    if len(paths) > (2 if cheap else 1):
+        return False
+    if len(targets) == 1:
+        return cheap or eqn.outputs[0].aval.size >= math.prod(ctx.nests[next(iter(targets))].shape)
+    return len(targets) > 1 and cheap and _expands(eqn, ctx.producers, 4)
+
+
+def _expands(eqn: Eqn, producers: dict[int, Eqn], depth: int) -> bool:
+    """Whether a cheap element-wise value is made of much smaller arrays through
+    broadcasts (a one-hot matrix from labels)."""
+    if eqn.op.family not in ELEMENTWISE_FAMILIES:
+        return False
+    size = eqn.outputs[0].aval.size
+    for a in eqn.inputs:
+        src = producers.get(id(a)) if isinstance(a, Var) else None
+        if a.aval.size * 8 <= size or (src is not None and src.op.name == "broadcast_in_dim"
+                                       and src.inputs[0].aval.size * 8 <= size):
+            continue
+        if src is None or depth == 0 or src.op.name not in CHEAP_OPS or \
+                not _expands(src, producers, depth - 1):
+            return False
+    return True
+
+
+def _read_paths(out: Var, ctx: _Assignment) -> set[Path]:
+    """The index paths through which loop nests read `out` (() for a nest's own index)."""
+    paths: set[Path] = set()
+    for user in ctx.users.get(id(out), []):
+        if id(user) not in ctx.nest_of:
+            continue  # a non-fused op reads it from memory
+        via = ctx.paths.get(id(user.outputs[0]), {()}) if not is_reduce(user) else {()}
+        if user.op.name in INDEX_OPS:
+            slots = [k for k, a in enumerate(user.inputs) if a is out]
+            paths |= {p + ((id(user), k),) for p in via for k in slots}
+        else:
+            paths |= via
+    return paths
+
+
+def _new_nest(eqn: Eqn, nest: LoopNest, ctx: _Assignment) -> None:
+    ctx.nests[id(nest)] = nest
+    ctx.nest_of[id(eqn)] = {id(nest)}
+    ctx.materialized.update(id(v) for v in eqn.outputs)
+    ctx.paths.update((id(v), {()}) for v in eqn.outputs)
 
 
 def _consumer_nests(consumers: list[Eqn], nest_of: dict[int, set[int]]) -> tuple[set[int], bool]:
@@ -313,6 +383,12 @@ def _operand_maps(eqn: Eqn, out: IndexMap) -> list[tuple[Atom, IndexMap]]:
         elif name == "reshape":
             big = iter(i for i, n in zip(out, result, strict=True) if n != 1)
             index = tuple(None if n == 1 else next(big) for n in shape)
+        elif name == "concatenate":
+            index = tuple(None if d == eqn.params["dimension"] else out[d]
+                          for d in range(len(shape)))
+        elif name == "pad":  # (the padding value is a scalar)
+            index = tuple(out[d] if tuple(c) == (0, 0, 0) else None
+                          for d, c in zip(range(len(shape)), eqn.params["padding_config"]))
         else:  # slice, dynamic_slice: offsets; their start operands are scalars
             index = (None,) * len(shape)
         maps.append((a, index))
@@ -348,29 +424,57 @@ def _leading_kept(nest: LoopNest) -> int:
 def _group_rows(plan: Plan) -> list[Step]:
     steps: list[Step] = []
     for step in plan.steps:
-        last = steps[-1] if steps else None
-        if isinstance(step, LoopNest) and isinstance(last, (LoopNest, RowGroup)):
-            group = last if isinstance(last, RowGroup) else RowGroup(_leading_kept(last), [last])
-            depth = _row_depth(plan, group, step)
-            if depth:
-                group.depth = depth
-                group.nests.append(step)
-                steps[-1] = group
-                continue
+        if isinstance(step, LoopNest) and steps and _join(plan, steps, step):
+            continue
+        if isinstance(step, LoopNest) and steps and \
+                isinstance(steps[-1], (LoopNest, RowGroup)) and \
+                not _produced(steps[-1]) & set(nest_reads(plan, step)):
+            # Independent of the last group: it runs first, and what comes next may
+            # still join that group (distances, then their argmin, with the squared
+            # norms of the centers computed in between).
+            last = steps.pop()
+            if not (steps and _join(plan, steps, step)):
+                steps.append(step)
+            steps.append(last)
+            continue
         steps.append(step)
     for group in steps:
         if isinstance(group, RowGroup):
-            group.scratch = _scratch(plan, group)
+            group.scratch = _scratch(plan, group, steps)
     return steps
 
 
-def _scratch(plan: Plan, group: RowGroup) -> set[int]:
-    """Values stored by the group that nothing outside it reads."""
+def _join(plan: Plan, steps: list[Step], nest: LoopNest) -> bool:
+    """Add `nest` to the last step's row group, if it can share its rows."""
+    last = steps[-1]
+    if not isinstance(last, (LoopNest, RowGroup)):
+        return False
+    group = last if isinstance(last, RowGroup) else RowGroup(_leading_kept(last), [last])
+    depth = _row_depth(plan, group, nest)
+    if depth:
+        group.depth = depth
+        group.nests.append(nest)
+        steps[-1] = group
+    return bool(depth)
+
+
+def _scratch(plan: Plan, group: RowGroup, steps: list[Step]) -> set[int]:
+    """Values stored by the group that nothing outside it reads. An index map is
+    recomputed in every nest that reads it, so an eqn of the group can also be in a
+    later nest: each user must be computed by no step outside the group."""
     inside = {id(e) for n in group.nests for e in n.eqns}
+    outside = {id(e) for s in steps if s is not group for e in _step_eqns(s)}
     stored = [v for n in group.nests for v in n.stores] + \
         [v for n in group.nests for e in n.reduces for v in e.outputs]
     return {id(v) for v in stored if id(v) not in plan.outputs and
-            all(id(u) in inside for u in plan.users.get(id(v), []))}
+            all(id(u) in inside and id(u) not in outside for u in plan.users.get(id(v), []))}
+
+
+def _step_eqns(step: Step) -> list[Eqn]:
+    if isinstance(step, OpStep):
+        return [step.eqn]
+    nests = step.nests if isinstance(step, RowGroup) else [step]
+    return [e for n in nests for e in n.eqns]
 
 
 def _row_depth(plan: Plan, group: RowGroup, nest: LoopNest) -> int:

@@ -1,136 +1,58 @@
 """numba kernels of `conv_general_dilated` for the cpu backend.
 
-The generated code brings the operands to the canonical layout x (N, C, S),
+Generated code brings the operands to the canonical layout x (N, C, S),
 w (O, C / feature_groups, T), out (N / batch_groups, O, P), the spatial dims
-flattened and their sizes in tuples, and calls `convolution`. It picks a plan and
-runs its work items one after another; each ends in a few large GEMMs (`gemm`:
-BLAS through numba's own `numba_xxgemm`, with leading dimensions and beta, so
-operands are used where they lie; plain loops for integers, which wrap like XLA's).
-BLAS threads each GEMM, as it does `dot_general`'s; the gathers and copies around
-them are single-threaded. (A `parallel=True` version, work items under prange with
-thread-local BLAS tiles, ran best on a busy machine, but it doubled the compile time
-of every module and numba's cache crashes reloading parallel functions compiled for
-several signatures.)
+flattened, and calls `cpu_lib_conv_entry.convolution`, which runs `entry` here: a C
+entry point per dtype, so the library is compiled once per dtype and never again
+per generated module. `execute` picks a plan; each cuts its work into cache-sized
+pieces that end in GEMMs (`cpu_lib_conv_core.gemm`: BLAS for floats and complex,
+loops for integers) on `BLAS_THREADS` BLAS threads: the pieces are small, and on a
+busy machine each multi-threaded call waits for a descheduled thread (measurements:
+`cpu_lib_conv_core`). (A `parallel=True` version doubled the compile time, and
+numba's cache crashes reloading parallel functions compiled for several signatures,
+numba #8578.)
 
-* shifted (unit strides, few taps): images are written once, side by side, into a
-  zeroed padded (and lhs-dilated) grid; on it the output at every kernel tap is one
-  GEMM, W[:, :, tap] @ grid[:, offset(tap):], accumulated in place: no im2col. Grid
-  columns that are no output position are computed and dropped when copied out.
-* window (more taps than output positions, as in weight gradients): the images'
-  padded grids side by side, out[:, :, p] for all images at once is, per channel,
-  the window matrix (O, window columns) times the grids' columns from p on: one
-  GEMM per (position, channel), no im2col either.
+* winograd (3x3 windows, 2 spatial dims, unit strides, no dilation, real floats):
+  F(2x2, 3x3), `cpu_lib_conv_winograd`; 4 multiplies per output instead of 9.
+  winograd_t, its transpose, for 3x3 outputs (kernel gradients of those).
+* shifted (unit strides, few taps): a few images are written side by side into a
+  zeroed padded (and lhs-dilated) grid; on it the output at every kernel tap is
+  W[:, :, tap] @ grid[:, offset(tap):], accumulated: no im2col. The grid's columns
+  go by tiles of whole grid rows, so that the accumulator stays in cache while every
+  tap is added to it; grid columns that are no output position are computed and
+  dropped when the tile is copied out.
+* window (more taps than output positions, as in weight gradients): per output
+  position one GEMM contracts the whole window, (images, window) times the kernel
+  (O, window)^T. The windows are gathered along the outermost spatial dim once for
+  every position on it (a position's window is a run of the gathered rows), so the
+  input is copied about as often as there are positions in the other dims.
 * im2col (the rest: strided convolutions): the columns of a block of output rows
   are gathered, zeros for padding, holes and reads past the end, then one GEMM.
 
 Every read is bounds-checked against the real input, so negative padding and partial
-windows never touch memory outside the operands.
-"""# numba kernels: their argument types come from the call, so no annotations
+windows never touch memory outside the operands, and no product takes an input
+element from outside its window (an inf there would turn a 0 weight into a NaN).
+"""
+# numba kernels: their argument types come from the call, so no annotations
 # ruff: noqa: ANN001, ANN201, ANN202
 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, types
-from numba.extending import overload
-from numba.np.linalg import ensure_blas
+from numba import carray, njit
 
+from .cpu_lib_conv_core import blas_threads, fill_grid, gemm, image_of, pitches, unravel
+from .cpu_lib_conv_winograd import winograd, winograd_pays, winograd_t, winograd_t_pays
 from .cpu_mathlib import f16_bits, f16_to_f32
 
 _jit = njit(cache=True, error_model="numpy", nogil=True)
-BUDGET = 1 << 21  # elements of a plan's gathered columns or grids (8 MiB of float32)
-GRID_COLUMNS = 1 << 15  # the shifted plan's GEMMs: images side by side up to this wide
-
-
-def _gemm_signature(dtype: types.Type) -> types.Type:
-    ptr = types.CPointer(dtype)
-    return types.intc(types.char, types.char, types.char, types.intp, types.intp, types.intp,
-                      ptr, ptr, types.intp, ptr, types.intp, ptr, ptr, types.intp)
-
-
-ensure_blas()  # numba_xxgemm forwards to scipy's BLAS
-# numba's helper symbol: cache-safe (resolved by name), the GIL handled inside
-_XXGEMM = {t: (types.ExternalFunction("numba_xxgemm", _gemm_signature(t)), ord(kind))
-           for t, kind in ((types.float32, "s"), (types.float64, "d"),
-                           (types.complex64, "c"), (types.complex128, "z"))}
-
-
-# ------------------------------------------------------------------ GEMM
-
-def gemm(m, n, k, a, a0, lda, b, b0, ldb, trans_b, c, c0, ldc, accumulate):
-    """c[i, j] (+)= sum_l a[i, l] * b[l, j] on row-major blocks of flat arrays:
-    a[a0 + i*lda + l], b[b0 + l*ldb + j] (b[b0 + j*ldb + l] when `trans_b`),
-    c[c0 + i*ldc + j]; i < m, j < n, l < k."""
-
-
-def _gemm_loops(m, n, k, a, a0, lda, b, b0, ldb, trans_b, c, c0, ldc, accumulate):
-    step_l, step_j = (1, ldb) if trans_b else (ldb, 1)
-    for i in range(m):
-        row = c0 + i * ldc
-        if not accumulate:
-            c[row:row + n] = 0
-        for kk in range(k):
-            coef = a[a0 + i * lda + kk]
-            src = b0 + kk * step_l
-            for j in range(n):
-                c[row + j] += coef * b[src + j * step_j]
-
-
-@overload(gemm, jit_options={"cache": True})
-def _gemm_overload(m, n, k, a, a0, lda, b, b0, ldb, trans_b, c, c0, ldc, accumulate):
-    if a.dtype not in _XXGEMM:
-        return _gemm_loops  # integers: plain loops (BLAS is float-only), wrapping
-    fn, kind = _XXGEMM[a.dtype]
-    dtype = np.dtype(str(a.dtype))
-
-    def blas(m, n, k, a, a0, lda, b, b0, ldb, trans_b, c, c0, ldc, accumulate):
-        if m == 0 or n == 0:
-            return
-        if k == 0:
-            if not accumulate:
-                for i in range(m):
-                    c[c0 + i * ldc:c0 + i * ldc + n] = 0
-            return
-        alpha = np.ones(1, dtype)
-        beta = np.ones(1, dtype) if accumulate else np.zeros(1, dtype)
-        # column-major BLAS computes c^T = b^T a^T: the row-major product as stored
-        fn(kind, 116 if trans_b else 110, 110, n, m, k, alpha.ctypes, b[b0:].ctypes, ldb,
-           a[a0:].ctypes, lda, beta.ctypes, c[c0:].ctypes, ldc)
-    return blas
-
-
-# ------------------------------------------------------------------ geometry
-
-@_jit
-def _ints(t):
-    out = np.empty(len(t), np.int64)
-    for i in range(len(t)):
-        out[i] = t[i]
-    return out
-
-
-@_jit
-def _pitches(sizes):
-    """Row-major element strides of an array of `sizes`."""
-    out = np.ones(len(sizes), np.int64)
-    for d in range(len(sizes) - 2, -1, -1):
-        out[d] = out[d + 1] * sizes[d + 1]
-    return out
-
-
-@_jit
-def _unravel(flat, sizes, into):
-    for d in range(len(sizes) - 1, -1, -1):
-        into[d] = flat % sizes[d]
-        flat //= sizes[d]
-
-
-@_jit
-def _image_of(b, g, nb, cg, fgc, bgc):
-    """(lhs batch index, first lhs channel) of output batch b in group g."""
-    if bgc > 1:
-        return g * nb + b, 0
-    return b, (g * cg if fgc > 1 else 0)
+BLAS_THREADS = 1  # see the module docstring
+TILE = 1 << 16  # elements of the shifted plan's accumulator tile (256 KiB of float32)
+GRID = 1 << 19  # elements of its grid of images side by side
+COLUMNS = 1 << 18  # elements of the im2col plan's gathered columns
+WINDOWS = 1 << 20  # elements of the window plan's gathered windows
+WINOGRAD_BLOCK = 1 << 18  # elements of the Winograd plan's transformed tiles
+WINOGRAD_T_BLOCK = 1 << 19  # elements of the transposed one's transformed operands
 
 
 # ------------------------------------------------------------------ shifted plan
@@ -138,12 +60,12 @@ def _image_of(b, g, nb, cg, fgc, bgc):
 @_jit
 def _grid(out_sp, win, rd, plane_sizes):
     """(tap offsets on the padded grid, grid columns Q spanning every output position)."""
-    pitch = _pitches(plane_sizes)
+    pitch = pitches(plane_sizes)
     n, taps = len(win), np.prod(win)
     offsets = np.zeros(taps, np.int64)
     k = np.zeros(n, np.int64)
     for t in range(taps):
-        _unravel(t, win, k)
+        unravel(t, win, k)
         for d in range(n):
             offsets[t] += k[d] * rd[d] * pitch[d]
     q = 1
@@ -153,56 +75,34 @@ def _grid(out_sp, win, rd, plane_sizes):
 
 
 @_jit
-def _fill_grid(x, image, c0, cg, buf, at, row, plane_sizes, in_sp, lo, ld):
-    """Write channels [c0, c0 + cg) of x[image] at their dilated, padded grid spots,
-    channel c at buf[at + c * row + spot] (spots off the grid are cropped: negative
-    padding; the other grid spots are left as they are: zero)."""
-    n = len(in_sp)
-    pitch = _pitches(plane_sizes)
-    last, step, low = in_sp[n - 1], ld[n - 1], lo[n - 1]
-    rows = x.shape[2] // last if last else 0
-    idx = np.zeros(n, np.int64)
-    # the span of the last dim's source indices that land on the grid
-    first = max(0, (-low + step - 1) // step)
-    stop = min(last, (plane_sizes[n - 1] - low + step - 1) // step)
-    for r in range(rows):
-        _unravel(r * last, in_sp, idx)
-        base = at
-        for d in range(n - 1):
-            spot = idx[d] * ld[d] + lo[d]
-            if spot < 0 or spot >= plane_sizes[d]:
-                base = -1
-                break
-            base += spot * pitch[d]
-        if base < 0:
-            continue
-        for c in range(cg):
-            src = x[image, c0 + c, r * last:(r + 1) * last]
-            spot = c * row + base + low  # + i * step >= at for i >= first
-            for i in range(first, stop):
-                buf[spot + i * step] = src[i]
-
-
-@_jit
-def _grid_column(r, out_sp, pitch):
-    """The grid column where output row r (all dims but the last) starts."""
-    column = 0
+def _output_row(row, out_sp, plane_sizes):
+    """The output row (flat over all dims but the last) on grid row `row` of an image,
+    -1 where that grid row holds no output positions."""
+    flat, scale = 0, 1
     for d in range(len(out_sp) - 2, -1, -1):
-        column += (r % out_sp[d]) * pitch[d]
-        r //= out_sp[d]
-    return column
+        i = row % plane_sizes[d]
+        row //= plane_sizes[d]
+        if i >= out_sp[d]:
+            return -1
+        flat += i * scale
+        scale *= out_sp[d]
+    return flat
 
 
 @_jit
-def _scatter_rows(acc, at, row, out, b, o0, og, out_sp, pitch):
-    """out[b, o0 + o, :] = the output positions' grid columns of acc[o, at:] (row
-    elements a line); the junk columns between them are dropped."""
-    last = out_sp[-1]
-    for r in range(out.shape[2] // last):
-        column = at + _grid_column(r, out_sp, pitch)
+def _scatter_tile(acc, tile, j0, n, plane_sizes, out, b0, o0, og, out_sp):
+    """out[b0 + image, o0 + o, position] = acc[o * tile + column - j0] for the output
+    positions among grid columns [j0, j0 + n) (whole grid rows; j0 starts one)."""
+    width, last = plane_sizes[-1], out_sp[-1]
+    rows = np.prod(plane_sizes) // width  # grid rows per image
+    for r in range(j0 // width, (j0 + n + width - 1) // width):
+        flat = _output_row(r % rows, out_sp, plane_sizes)
+        if flat < 0:
+            continue
+        at = r * width - j0
         for o in range(og):
-            out[b, o0 + o, r * last:(r + 1) * last] = \
-                acc[o * row + column:o * row + column + last]
+            out[b0 + r // rows, o0 + o, flat * last:(flat + 1) * last] = \
+                acc[o * tile + at:o * tile + at + last]
 
 
 @_jit
@@ -216,39 +116,42 @@ def _tap_matrices(w):
 
 
 @_jit
-def _shifted(x, out, wt, geo, offsets, q, chunk, fgc, bgc):
-    """The shifted plan, `chunk` images per GEMM; wt holds the taps' (O, C) matrices.
-    A lone unpadded, undilated image is its own grid; a lone image without junk
-    columns accumulates in the output itself."""
+def _shifted(x, out, wt, geo, offsets, q, chunk, tile, fgc, bgc):
+    """The shifted plan, `chunk` images per grid, GEMMs `tile` grid columns wide; wt
+    holds the taps' (O, C) matrices. A lone unpadded, undilated image is its own grid;
+    a lone image without junk columns accumulates in the output itself."""
     in_sp, win, out_sp, _, lo, ld, rd = geo
     g, nb, o, taps = max(fgc, bgc), out.shape[0], out.shape[1], np.prod(win)
     og, cg, positions = o // g, wt.size // (o * taps), out.shape[2]
     plane_sizes = out_sp + (win - 1) * rd  # the padded grid every tap's window fits on
-    pitch, plane = _pitches(plane_sizes), np.prod(plane_sizes)
+    plane = np.prod(plane_sizes)
     own_grid = chunk == 1 and np.all(plane_sizes == in_sp) and np.all(lo == 0) \
         and np.all(ld == 1)
     own_acc = chunk == 1 and q == positions
     row = chunk * plane
     buf = np.zeros(0 if own_grid else cg * row, x.dtype)  # padding, holes stay zero
-    acc = np.empty(0 if own_acc else og * row, x.dtype)
+    acc = np.empty(0 if own_acc else og * tile, x.dtype)
     xflat, oflat = x.reshape(x.size), out.reshape(out.size)
     for gi in range(g):
         for b0 in range(0, nb, chunk):
             count = min(chunk, nb - b0)
             grid, g0 = (buf, 0)
             for i in range(count):
-                image, c0 = _image_of(b0 + i, gi, nb, cg, fgc, bgc)
+                image, c0 = image_of(b0 + i, gi, nb, cg, fgc, bgc)
                 if own_grid:
                     grid, g0 = xflat, (image * x.shape[1] + c0) * plane
                 else:
-                    _fill_grid(x, image, c0, cg, buf, i * plane, row, plane_sizes, in_sp, lo, ld)
-            target, t0, ldc = (oflat, (b0 * o + gi * og) * positions, positions) if own_acc \
-                else (acc, 0, row)
-            for t in range(taps):
-                gemm(og, (count - 1) * plane + q, cg, wt, (t * o + gi * og) * cg, cg, grid,
-                     g0 + offsets[t], row, False, target, t0, ldc, t > 0)
-            for i in range(0 if own_acc else count):
-                _scatter_rows(acc, i * plane, row, out, b0 + i, gi * og, og, out_sp, pitch)
+                    fill_grid(x, image, c0, cg, buf, i * plane, row, plane_sizes, in_sp, lo, ld)
+            total = (count - 1) * plane + q
+            for j0 in range(0, total, tile):
+                n = min(tile, total - j0)
+                target, t0, ldc = (oflat, (b0 * o + gi * og) * positions + j0, positions) \
+                    if own_acc else (acc, 0, tile)
+                for t in range(taps):
+                    gemm(og, n, cg, wt, (t * o + gi * og) * cg, cg, grid, g0 + offsets[t] + j0,
+                         row, False, target, t0, ldc, t > 0)
+                if not own_acc:
+                    _scatter_tile(acc, tile, j0, n, plane_sizes, out, b0, gi * og, og, out_sp)
 
 
 @_jit
@@ -299,8 +202,8 @@ def _put_run(col, at, src, s0, base, start, step, ld, size, span, count):
         for j in range(j0):
             col[at + j] = 0
         first = s0 + base + start
-        for j in range(j0, j1):
-            col[at + j] = src[first + j * step]
+        for j in range(j0, j1):  # (unsigned: no negative-index wraparound to compute)
+            col[np.uint64(at + j)] = src[np.uint64(first + j * step)]
         for j in range(j1, count):
             col[at + j] = 0
         return
@@ -315,13 +218,13 @@ def _fill_by_tap(x, image, c0, cg, col, p0, pc, geo):
     [c0, c0 + cg) of x[image]; runs along the output's last dim."""
     in_sp, win, out_sp, st, lo, ld, rd = geo
     n, taps, run, size, rows = len(win), np.prod(win), out_sp[-1], in_sp[-1], pc // out_sp[-1]
-    y, k, in_pitch = np.zeros(n, np.int64), np.zeros(n, np.int64), _pitches(in_sp)
+    y, k, in_pitch = np.zeros(n, np.int64), np.zeros(n, np.int64), pitches(in_sp)
     bases, starts = np.empty((taps, rows), np.int64), np.empty(taps, np.int64)
     for t in range(taps):  # where each (tap, output row) reads: the same for every channel
-        _unravel(t, win, k)
+        unravel(t, win, k)
         starts[t] = k[-1] * rd[-1] - lo[-1]
         for r in range(rows):
-            _unravel(p0 + r * run, out_sp, y)
+            unravel(p0 + r * run, out_sp, y)
             bases[t, r] = _source_base(y, k, st, lo, ld, rd, in_sp, in_pitch)
     src, plane = x.reshape(x.size), x.shape[2]
     for c in range(cg):
@@ -345,7 +248,7 @@ def _im2col(x, out, wflat, geo, block, fgc, bgc):
     oflat = out.reshape(out.size)
     for b in range(nb):
         for gi in range(g):
-            image, c0 = _image_of(b, gi, nb, cg, fgc, bgc)
+            image, c0 = image_of(b, gi, nb, cg, fgc, bgc)
             for r0 in range(0, rows, block):
                 pc = (min(rows, r0 + block) - r0) * last
                 _fill_by_tap(x, image, c0, cg, col, r0 * last, pc, geo)
@@ -356,119 +259,227 @@ def _im2col(x, out, wflat, geo, block, fgc, bgc):
 # ------------------------------------------------------------------ window plan
 
 @_jit
-def _window_grid(geo):
-    """The window plan's input grid sizes, the grid column of every output position
-    and of every tap, and the window's width Qw on the grid."""
-    in_sp, win, out_sp, st, lo, ld, rd = geo
-    plane_sizes = (out_sp - 1) * st + (win - 1) * rd + 1
-    pitch, n = _pitches(plane_sizes), len(win)
-    at_position, at_tap = np.zeros(np.prod(out_sp), np.int64), np.zeros(np.prod(win), np.int64)
-    index = np.zeros(n, np.int64)
-    for p in range(at_position.size):
-        _unravel(p, out_sp, index)
-        at_position[p] = np.sum(index * st * pitch)
-    for t in range(at_tap.size):
-        _unravel(t, win, index)
-        at_tap[t] = np.sum(index * rd * pitch)
-    return plane_sizes, at_position, at_tap, at_tap[-1] + 1
-
-
-@_jit
-def _window_matrices(w, at_tap, width):
-    """w (O, C, T) with its taps at their grid columns: (O, C, width), zeros between."""
-    o, cg, taps = w.shape
-    wg = np.zeros((o, cg, width), w.dtype)
-    for i in range(o):
+def _window_weights(w, gi, og, win0):
+    """Group gi's kernels w[gi * og:][:og] (og, C, win0, T') reordered (og, win0, C, T'):
+    the order of the gathered windows' elements."""
+    cg, taps = w.shape[1], w.shape[2]
+    rest = taps // win0
+    wp = np.empty((og, win0, cg, rest), w.dtype)
+    for i in range(og):
         for c in range(cg):
-            for t in range(taps):
-                wg[i, c, at_tap[t]] = w[i, c, t]
-    return wg.reshape(wg.size)
+            for k in range(win0):
+                wp[i, k, c] = w[gi * og + i, c, k * rest:(k + 1) * rest]
+    return wp.reshape(wp.size)
 
 
 @_jit
-def _window(x, out, wg, geo, at_position, width, batch, fgc, bgc):
-    """The window plan, `batch` images at a time: their padded grids side by side,
-    out[b, :, p] for all b at once is, summed over channels c, Wg[:, c] (O, Qw) @
-    grid[b, c, p's column:][:Qw]^T: one GEMM per (position, channel), no im2col."""
-    in_sp, win, out_sp, _, lo, ld, rd = geo
+def _mid_bases(pr, geo):
+    """Per tap m of the dims between the first and the last (flat), the flat input
+    offset of those dims at position pr of the dims after the first; -1 on padding or
+    a hole."""
+    in_sp, win, out_sp, st, lo, ld, rd = geo
+    n, in_pitch = len(win), pitches(in_sp)
+    y, k = np.zeros(n, np.int64), np.zeros(n, np.int64)
+    unravel(pr, out_sp[1:], y[1:])
+    bases = np.zeros(np.prod(win[1:n - 1]), np.int64)
+    for m in range(bases.size):
+        unravel(m, win[1:n - 1], k[1:n - 1])
+        for d in range(1, n - 1):
+            i = y[d] * st[d] + k[d] * rd[d] - lo[d]
+            if i < 0 or i % ld[d] != 0 or i // ld[d] >= in_sp[d]:
+                bases[m] = -1
+                break
+            bases[m] += (i // ld[d]) * in_pitch[d]
+    return bases, y[n - 1] * st[n - 1] - lo[n - 1]
+
+
+@_jit
+def _gather_windows(x, image, c0, cg, buf, at, rows, phase, pr, geo):
+    """buf[at:] = (rows, cg, T') for x[image], channels from c0: row j holds the input
+    on lhs-dilated row phase + j * rd[0] of the first spatial dim under the taps T' of
+    the other dims at their position pr; zeros on padding and holes."""
+    in_sp, win, _, st, lo, ld, rd = geo
+    n, rest = len(win), np.prod(win[1:])
+    src, s0 = x.reshape(x.size), (image * x.shape[1] + c0) * x.shape[2]
+    pitch0 = np.prod(in_sp[1:])  # (of the first spatial dim)
+    bases, start = _mid_bases(pr, geo)
+    run = win[n - 1] if n > 1 else 1
+    span = _span(start, rd[n - 1], ld[n - 1], in_sp[n - 1], run)
+    for j in range(rows):
+        i = phase + j * rd[0] - lo[0]
+        row = (i // ld[0]) * pitch0 if 0 <= i < in_sp[0] * ld[0] and i % ld[0] == 0 else -1
+        for c in range(cg):
+            put = at + (j * cg + c) * rest
+            if n == 1:
+                buf[put] = src[s0 + c * x.shape[2] + row] if row >= 0 else 0
+                continue
+            for m in range(bases.size):
+                base = row + bases[m] if row >= 0 and bases[m] >= 0 else -1
+                _put_run(buf, put + m * run, src, s0 + c * x.shape[2], base, start,
+                         rd[n - 1], ld[n - 1], in_sp[n - 1], span, run)
+
+
+@_jit
+def _window(x, out, w, geo, batch, fgc, bgc):
+    """The window plan, `batch` images at a time: for each position pr of the dims
+    after the first and each phase of the first dim's rows (rhs dilation), the
+    windows are gathered once; position p0 on the first dim then is one GEMM,
+    (images, window at row shift(p0)) @ W^T."""
+    in_sp, win, out_sp, st, _, _, rd = geo
     g, nb, o, positions = max(fgc, bgc), out.shape[0], out.shape[1], out.shape[2]
-    og, cg = o // g, wg.size // (o * width)
-    plane_sizes = (out_sp - 1) * geo[3] + (win - 1) * rd + 1
-    plane = np.prod(plane_sizes)
-    buf = np.zeros(batch * cg * plane, x.dtype)  # padding and holes stay zero
-    res = np.empty(og * batch, x.dtype)
+    og, cg, taps = o // g, w.shape[1], w.shape[2]
+    rest, outer = taps // win[0], positions // out_sp[0]
+    kdim = taps * cg
+    rows = ((out_sp[0] - 1) * st[0]) // rd[0] + win[0]  # every phase's rows fit
+    block = rows * cg * rest
+    buf = np.empty(batch * block, x.dtype)
+    res = np.empty(batch * og, x.dtype)
     for gi in range(g):
+        wg = _window_weights(w, gi, og, win[0])
         for b0 in range(0, nb, batch):
             count = min(batch, nb - b0)
-            for i in range(count):
-                image, c0 = _image_of(b0 + i, gi, nb, cg, fgc, bgc)
-                _fill_grid(x, image, c0, cg, buf, i * cg * plane, plane, plane_sizes, in_sp,
-                           lo, ld)
-            for p in range(positions):
-                for c in range(cg):
-                    gemm(og, count, width, wg, (gi * og * cg + c) * width, cg * width, buf,
-                         c * plane + at_position[p], cg * plane, True, res, 0, count, c > 0)
-                for i in range(count):
-                    out[b0 + i, gi * og:(gi + 1) * og, p] = res[i:og * count:count]
+            for pr in range(outer):
+                for phase in range(rd[0]):
+                    if not _has_phase(phase, out_sp[0], st[0], rd[0]):
+                        continue
+                    for i in range(count):
+                        image, c0 = image_of(b0 + i, gi, nb, cg, fgc, bgc)
+                        _gather_windows(x, image, c0, cg, buf, i * block, rows, phase, pr, geo)
+                    for p0 in range(out_sp[0]):
+                        if (p0 * st[0]) % rd[0] != phase:
+                            continue
+                        shift = (p0 * st[0] - phase) // rd[0]
+                        gemm(count, og, kdim, buf, shift * cg * rest, block, wg, 0, kdim, True,
+                             res, 0, og, False)
+                        for i in range(count):
+                            out[b0 + i, gi * og:(gi + 1) * og, p0 * outer + pr] = \
+                                res[i * og:(i + 1) * og]
+
+
+@_jit
+def _has_phase(phase, count, stride, dilation):
+    """Whether some position p < count has p * stride % dilation == phase."""
+    for p in range(min(count, dilation)):
+        if (p * stride) % dilation == phase:
+            return True
+    return False
 
 
 # ------------------------------------------------------------------ entry points
 
-EMPTY, AUTO, SHIFTED, IM2COL, WINDOW = 0, 1, 2, 3, 4
+EMPTY, AUTO, SHIFTED, IM2COL, WINDOW, WINOGRAD, WINOGRAD_T = 0, 1, 2, 3, 4, 5, 6
 
 
 @_jit
-def _choose(mode, w, out, geo):
+def _choose(mode, x, w, out, geo, groups):
+    """The plan: `mode` if forced (SHIFTED needs unit strides; WINOGRAD and WINOGRAD_T
+    what `winograd_pays` and `winograd_t_pays` check but the sizes), else the best."""
     in_sp, win, out_sp, st, _, _, rd = geo
     if out.size == 0 or w.shape[1] == 0 or w.shape[2] == 0:
         return EMPTY
     if mode != AUTO:
         return mode
+    if winograd_pays(x, w, out, geo, groups):
+        return WINOGRAD
     if _shifted_pays(w.shape[2], out.shape[2], win, out_sp, st, rd):
         return SHIFTED
-    return WINDOW if np.prod(win) > out.shape[2] else IM2COL  # (weight gradients)
+    if winograd_t_pays(x, w, out, geo, groups):
+        return WINOGRAD_T  # (kernel gradients of 3x3 convolutions)
+    return WINDOW if np.prod(win) > out.shape[2] else IM2COL  # (kernel gradients)
 
 
 @_jit
-def convolution_with(mode, x, w, out, in_sizes, window, out_sizes, strides, pad_low,
-                     lhs_dilation, rhs_dilation, feature_groups, batch_groups):
-    """`convolution` with the plan forced (SHIFTED needs unit strides) or AUTO."""
-    table = np.empty((7, len(in_sizes)), np.int64)
-    for row, values in enumerate((in_sizes, window, out_sizes, strides, pad_low,
-                                  lhs_dilation, rhs_dilation)):
-        table[row] = _ints(values)
-    geo = (table[0], table[1], table[2], table[3], table[4], table[5], table[6])
-    mode = _choose(mode, w, out, geo)
-    nb, groups, cg = out.shape[0], max(feature_groups, batch_groups), w.shape[1]
+def _run_shifted(x, w, out, geo, feature_groups, batch_groups):
+    plane_sizes = geo[2] + (geo[1] - 1) * geo[6]
+    offsets, q = _grid(geo[2], geo[1], geo[6], plane_sizes)
+    plane, width = np.prod(plane_sizes), plane_sizes[-1]
+    og, cg = out.shape[1] // max(feature_groups, batch_groups), w.shape[1]
+    rows = max(1, TILE // max(1, og * width))  # grid rows per tile
+    chunk = max(1, min(out.shape[0], rows * width // plane, GRID // max(1, cg * plane)))
+    if np.all(plane_sizes == geo[0]) and np.all(geo[4] == 0) and np.all(geo[5] == 1):
+        chunk = 1  # the input is its own grid: no copy
+    tile = rows * width if w.shape[2] > 1 else chunk * plane  # one tap: nothing to keep
+    _shifted(x, out, _tap_matrices(w), geo, offsets, q, chunk, tile, feature_groups,
+             batch_groups)
+
+
+@_jit
+def run_winograd(x, w, out, geo, feature_groups, batch_groups):
+    """The Winograd plan; the shifted one where it met an inf or a NaN."""
+    og = out.shape[1] // max(feature_groups, batch_groups)
+    half = (geo[2][1] + 1) // 2 + 1  # tiles per row of tiles
+    tile_rows = max(1, WINOGRAD_BLOCK // (16 * (w.shape[1] + og) * half))
+    if not winograd(x, out, w, geo, tile_rows, feature_groups, batch_groups):
+        _run_shifted(x, w, out, geo, feature_groups, batch_groups)
+
+
+@_jit
+def run_winograd_t(x, w, out, geo, feature_groups, batch_groups):
+    """The transposed Winograd plan; the window one where it met an inf or a NaN."""
+    tiles = ((geo[1][0] + 1) // 2) * ((geo[1][1] + 1) // 2 + 1)
+    og = out.shape[1] // max(feature_groups, batch_groups)
+    chunk = max(1, min(w.shape[1], WINOGRAD_T_BLOCK // (16 * tiles * og)))  # features
+    batch = max(1, min(out.shape[0], WINOGRAD_T_BLOCK // (16 * tiles * chunk)))  # images
+    if not winograd_t(x, out, w, geo, chunk, batch, feature_groups, batch_groups):
+        _run_window(x, w, out, geo, feature_groups, batch_groups)
+
+
+@_jit
+def _run_window(x, w, out, geo, feature_groups, batch_groups):
+    rows = ((geo[2][0] - 1) * geo[3][0]) // geo[6][0] + geo[1][0]
+    per_image = rows * w.shape[1] * w.shape[2] // geo[1][0]
+    batch = max(1, min(out.shape[0], WINDOWS // max(1, per_image)))
+    _window(x, out, w, geo, batch, feature_groups, batch_groups)
+
+
+@_jit
+def _run(mode, x, w, out, geo, feature_groups, batch_groups):
+    """Run the plan `mode` on the canonical operands."""
     if mode == EMPTY:
         out.reshape(out.size)[:] = 0  # empty sums (or nothing at all)
+    elif mode == WINOGRAD:
+        run_winograd(x, w, out, geo, feature_groups, batch_groups)
     elif mode == SHIFTED:
-        plane_sizes = geo[2] + (geo[1] - 1) * geo[6]
-        offsets, q = _grid(geo[2], geo[1], geo[6], plane_sizes)
-        plane = np.prod(plane_sizes)
-        chunk = max(1, min(nb, GRID_COLUMNS // plane, BUDGET // max(1, cg * plane)))
-        if np.all(plane_sizes == geo[0]) and np.all(geo[4] == 0) and np.all(geo[5] == 1):
-            chunk = 1  # the input is its own grid: no copy
-        _shifted(x, out, _tap_matrices(w), geo, offsets, q, chunk, feature_groups,
-                 batch_groups)
+        _run_shifted(x, w, out, geo, feature_groups, batch_groups)
+    elif mode == WINOGRAD_T:
+        run_winograd_t(x, w, out, geo, feature_groups, batch_groups)
     elif mode == WINDOW:
-        plane_sizes, at_position, at_tap, width = _window_grid(geo)
-        batch = max(1, min(nb, BUDGET // max(1, cg * np.prod(plane_sizes))))
-        _window(x, out, _window_matrices(w, at_tap, width), geo, at_position, width, batch,
-                feature_groups, batch_groups)
+        _run_window(x, w, out, geo, feature_groups, batch_groups)
     else:
         rows = out.shape[2] // geo[2][-1]
-        block = max(1, min(rows, BUDGET // max(1, cg * w.shape[2] * geo[2][-1])))
+        block = max(1, min(rows, COLUMNS // max(1, w.shape[1] * w.shape[2] * geo[2][-1])))
         _im2col(x, out, w.reshape(w.size), geo, block, feature_groups, batch_groups)
 
 
 @_jit
-def convolution(x, w, out, in_sizes, window, out_sizes, strides, pad_low, lhs_dilation,
-                rhs_dilation, feature_groups, batch_groups):
-    """out (N', O, P) = the convolution of x (N, C, S) with w (O, C', T) in the canonical
-    layout, the spatial geometry in the tuples (one entry per spatial dim)."""
-    convolution_with(AUTO, x, w, out, in_sizes, window, out_sizes, strides, pad_low,
-                     lhs_dilation, rhs_dilation, feature_groups, batch_groups)
+def execute(mode, x, w, out, geo, feature_groups, batch_groups):
+    """out = the convolution of x and w (canonical layouts), plan `mode` (AUTO: the
+    best), geo the 7 spatial int64 arrays (in sizes, window, out sizes, strides, low
+    padding, lhs and rhs dilation)."""
+    mode = _choose(mode, x, w, out, geo, max(feature_groups, batch_groups))
+    previous = blas_threads(BLAS_THREADS)
+    _run(mode, x, w, out, geo, feature_groups, batch_groups)
+    blas_threads(previous)
+
+
+HEADER = 13  # int64s before the geometry in `entry`'s metadata
+
+
+def entry(x, w, out, meta):
+    """The C entry point behind `cpu_lib_conv_entry.convolution` (a `cfunc` per dtype):
+    x, w, out point at the canonical operands, meta at their 3 sizes each, the number
+    of spatial dims n, the feature and batch group counts, the plan (AUTO: the best),
+    then the 7 geometry rows of n entries each."""
+    head = carray(meta, (HEADER,))
+    n = head[9]
+    table = carray(meta, (HEADER + 7 * n,))
+    geo = (table[HEADER:HEADER + n], table[HEADER + n:HEADER + 2 * n],
+           table[HEADER + 2 * n:HEADER + 3 * n], table[HEADER + 3 * n:HEADER + 4 * n],
+           table[HEADER + 4 * n:HEADER + 5 * n], table[HEADER + 5 * n:HEADER + 6 * n],
+           table[HEADER + 6 * n:HEADER + 7 * n])
+    execute(head[12], carray(x, (head[0], head[1], head[2])),
+            carray(w, (head[3], head[4], head[5])), carray(out, (head[6], head[7], head[8])),
+            geo, head[10], head[11])
 
 
 @_jit

@@ -1,14 +1,19 @@
-"""Sort kernels for the cpu backend: a stable LSD radix sort on total-order keys.
+"""Sort kernels for the cpu backend: a sorting network for many short rows, a
+stable LSD radix sort for the others, both on total-order keys.
 
 The default comparator (ascending, float total order) on one key needs no
 comparisons: each value maps to an unsigned integer of its width whose order is
 the total order (`to_key`: floats flip all bits when negative and the sign bit
 otherwise, so -NaN < -Inf < ... < -0 < +0 < ... < +NaN; signed ints flip the sign
-bit; bools and unsigned ints are their own keys). Those keys are sorted with a
-least-significant-digit radix sort on bytes: one counting pass builds every byte's
-histogram, then one stable scatter pass per byte, skipping bytes where every key
-has the same digit. Short rows use insertion sort instead. `from_key` maps a
-sorted key back to its value, so sorting one array never moves an index.
+bit; bools and unsigned ints are their own keys). `from_key` maps a sorted key
+back to its value, so sorting one array never moves an index.
+
+Many rows of at most NETWORK_MAX keys go through a bitonic sorting network, a tile
+of rows at once: row t is lane t of one 64-byte vector per position, so each
+compare-exchange is one vector min and max. Other rows get a least-significant-
+digit radix sort on bytes: one counting pass builds every byte's histogram, then
+one stable scatter pass per byte, skipping bytes where every key has the same
+digit; short rows use insertion sort instead.
 
 Arrays arrive as (outer, n, inner) views: rows are the n elements at one (outer,
 inner) position, sorted independently, in parallel (`prange`) when the caller allows
@@ -25,12 +30,14 @@ from __future__ import annotations
 import numpy as np
 from llvmlite import ir
 from numba import njit, prange, types
+from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
 _OPTIONS = dict(cache=True, error_model="numpy", nogil=True)
 PARALLEL_MIN_ELEMENTS = 1 << 15  # below this, threads cost more than they save
 SMALL = 32  # rows up to this length use insertion sort
 TILE = 16  # adjacent rows (inner positions) loaded and stored together
+_MAX_U64 = np.uint64(0xFFFFFFFFFFFFFFFF)  # +max padding key (truncated for uint32 lanes)
 
 
 # ---------------------------------------------------------------- keys
@@ -184,6 +191,171 @@ def _radix(keys, idx, counts, spare, spare_idx, with_idx):  # noqa: ANN001, ANN2
     return src, src_idx
 
 
+# ---------------------------------------------------------------- the sorting network
+
+LANE_BYTES = 64  # one AVX-512 register (two AVX2 ones): the network's lanes
+NETWORK_MAX = 4096  # longer rows: the radix sort (the network does n log2(n)^2 work)
+NETWORK_MIN_ROWS = 4  # with fewer rows most lanes would idle
+BLOCK = 16  # positions whose exchanges run in registers (16 vectors)
+
+
+def _exchanges(pairs: list[tuple[int, int]], offsets):  # noqa: ANN001, ANN202
+    """LLVM code loading the vectors of LANE_BYTES at element `offsets(builder, args,
+    lanes)` of the array args[0], running the compare-exchanges `pairs` on them in
+    registers (unsigned min to the first, max to the second) and storing them back:
+    numba's own indexing, with its negative-index checks, does not vectorize."""
+    def codegen(context, builder, signature, args):  # noqa: ANN001, ANN202
+        dtype = signature.args[0].dtype
+        width = dtype.bitwidth // 8
+        data = context.make_array(signature.args[0])(context, builder, args[0]).data
+        vector = ir.VectorType(context.get_value_type(dtype), LANE_BYTES // width)
+        at = [builder.bitcast(cgutils.gep(builder, data, k), vector.as_pointer())
+              for k in offsets(builder, args, LANE_BYTES // width)]
+        v = [builder.load(p, align=width) for p in at]
+        for i, j in pairs:
+            less = builder.icmp_unsigned("<", v[i], v[j])
+            v[i], v[j] = builder.select(less, v[i], v[j]), builder.select(less, v[j], v[i])
+        for p, value in zip(at, v):
+            builder.store(value, p, align=width)
+        return context.get_dummy_value()
+    return codegen
+
+
+@intrinsic
+def _exchange(typingctx, buf, i, j):  # noqa: ANN001, ANN202
+    """One compare-exchange of the network in every lane: positions at elements i, j."""
+    return types.void(buf, i, j), _exchanges([(0, 1)], lambda builder, args, lanes: args[1:])
+
+
+def _block_pairs(sizes: tuple[int, ...]) -> list[tuple[int, int]]:
+    """The exchanges of the merges of `sizes` within one block (size 0: only the
+    half-cleaners of steps BLOCK/2 .. 1, the end of every longer merge)."""
+    pairs = []
+    for size in sizes:
+        for b in range(0, BLOCK, size or BLOCK):
+            pairs += [(b + t, b + size - 1 - t) for t in range(size // 2)]
+        step = size // 4 if size else BLOCK // 2
+        while step:
+            pairs += [(i, i + step) for i in range(BLOCK) if not i & step]
+            step //= 2
+    return pairs
+
+
+def _block_intrinsic(pairs: list[tuple[int, int]]):  # noqa: ANN202
+    """An intrinsic running `pairs` on the BLOCK positions from element `start`."""
+    def offsets(builder, args, lanes):  # noqa: ANN001, ANN202
+        return [builder.add(args[1], ir.Constant(args[1].type, k * lanes)) for k in range(BLOCK)]
+
+    def impl(typingctx, buf, start):  # noqa: ANN001, ANN202
+        return types.void(buf, start), _exchanges(pairs, offsets)
+    return intrinsic(impl)
+
+
+_sort_block = _block_intrinsic(_block_pairs((2, 4, 8, 16)))
+_clean_block = _block_intrinsic(_block_pairs((0,)))
+
+
+@njit(**_OPTIONS)
+def _network(buf, n):  # noqa: ANN001, ANN202
+    """Sort every column of `buf` seen as (n, lanes), n a multiple of BLOCK: Batcher's
+    bitonic sort in the form whose exchanges all put the smaller key first (each merge
+    starts by comparing mirrored positions), so exchanges with virtual positions >= n
+    (+max keys) change nothing and are skipped: n need not be a power of 2. Work that
+    stays inside a block of BLOCK positions runs in registers."""
+    lanes = LANE_BYTES // buf.itemsize
+    for b in range(0, n, BLOCK):
+        _sort_block(buf, b * lanes)
+    size = 2 * BLOCK
+    while size < 2 * n:
+        _merge_steps(buf, n, size)
+        for b in range(0, n, BLOCK):
+            _clean_block(buf, b * lanes)
+        size *= 2
+
+
+@njit(**_OPTIONS)
+def _merge_steps(buf, n, size):  # noqa: ANN001, ANN202
+    """The merge of sorted runs of size/2 into runs of `size`, down to the step BLOCK:
+    the mirrored exchanges, then the half-cleaners (i against i + step, i // step even)."""
+    lanes = LANE_BYTES // buf.itemsize
+    for b in range(0, n, size):
+        for t in range(max(0, b + size - n), size // 2):
+            _exchange(buf, (b + t) * lanes, (b + size - 1 - t) * lanes)
+    step = size // 4
+    while step >= BLOCK:
+        for b in range(0, n - step, 2 * step):
+            for i in range(b, min(b + step, n - step)):
+                _exchange(buf, i * lanes, (i + step) * lanes)
+        step //= 2
+
+
+@njit(**_OPTIONS)
+def _lanes(x, with_idx):  # noqa: ANN001, ANN202
+    """Rows per network tile: keys up to 32 bits go in uint32 lanes; 64-bit keys, and
+    keys packed with their position, in uint64 lanes."""
+    return LANE_BYTES // (8 if with_idx or x.itemsize > 4 else 4)
+
+
+@njit(**_OPTIONS)
+def _use_network(x, with_idx):  # noqa: ANN001, ANN202
+    outer, n, inner = x.shape
+    return outer * inner >= NETWORK_MIN_ROWS and 2 <= n <= NETWORK_MAX and \
+        not (with_idx and x.itemsize > 4)
+
+
+def _lane_buffer(n, like):  # noqa: ANN001, ANN201
+    """An uninitialised (n * lanes) buffer of uint32 keys (uint64 for 64-bit values)."""
+
+
+@overload(_lane_buffer)
+def _lane_buffer_impl(n, like):  # noqa: ANN001, ANN202
+    dtype = np.uint64 if _width(like) > 32 else np.uint32
+    lanes = LANE_BYTES // np.dtype(dtype).itemsize
+    return lambda n, like: np.empty(n * lanes, dtype)
+
+
+def _narrow(key, like):  # noqa: ANN001, ANN201
+    """A widened key back at the width of values like `like` (for from_key)."""
+
+
+@overload(_narrow)
+def _narrow_impl(key, like):  # noqa: ANN001, ANN202
+    narrow = getattr(np, f"uint{_width(like)}")
+    return lambda key, like: narrow(key)
+
+
+@njit(**_OPTIONS)
+def _network_tile(x, out, perm, r0, half, with_idx, buf):  # noqa: ANN001, ANN202
+    """Rows r0 .. r0 + lanes - 1 (row r is (r // inner, r % inner)) sorted together:
+    their keys are the lanes of `buf` seen as (positions, lanes), +max keys from
+    position n on and in rows past the end. with_idx (uint64 lanes): a lane holds
+    (key << 32) | position, so ties keep their order (the stable order) and the
+    position rides along into perm."""
+    outer, n, inner = x.shape
+    lanes = LANE_BYTES // buf.itemsize
+    buf[n * lanes:] = _MAX_U64
+    m = min(lanes, outer * inner - r0)
+    for t in range(lanes):
+        o, i = (r0 + t) // inner, (r0 + t) % inner
+        for j in range(n):
+            if t < m:
+                k = half_key(x[o, j, i]) if half else to_key(x[o, j, i])
+                buf[j * lanes + t] = (np.uint64(k) << np.uint64(32)) | np.uint64(j) \
+                    if with_idx else k
+            else:
+                buf[j * lanes + t] = _MAX_U64
+    _network(buf, buf.size // lanes)
+    like = out[0, 0, 0]
+    for t in range(m):
+        o, i = (r0 + t) // inner, (r0 + t) % inner
+        for j in range(n):
+            v = buf[j * lanes + t]
+            k = _narrow(v >> np.uint64(32) if with_idx else v, like)
+            out[o, j, i] = half_from_key(k, like) if half else from_key(k, like)
+            if with_idx:
+                perm[o, j, i] = np.int64(v & np.uint64(0xFFFFFFFF))
+
+
 # ---------------------------------------------------------------- tiles of (outer, n, inner) views
 
 @njit(**_OPTIONS)
@@ -220,7 +392,8 @@ def _sort_tile(x, out, perm, o, i0, rows, half, with_idx):  # noqa: ANN001, ANN2
     like = out[o, 0, i0]
     for t in range(rows):
         if with_idx:
-            idx[t] = np.arange(n)
+            for j in range(n):  # (not idx[t] = np.arange(n): its shape check compiles slowly)
+                idx[t, j] = j
         done, done_idx = _radix(keys[t], idx[t], counts, spare, spare_idx, with_idx)
         for j in range(n):
             k = done[j]
@@ -231,9 +404,18 @@ def _sort_tile(x, out, perm, o, i0, rows, half, with_idx):  # noqa: ANN001, ANN2
 
 
 @njit(**_OPTIONS)
-def _sort_part(x, out, perm, r, half, with_idx):  # noqa: ANN001, ANN202
-    """Part r of sort_rows: one row when inner == 1, else one tile of rows."""
+def _sort_part(x, out, perm, r, half, with_idx, network):  # noqa: ANN001, ANN202
+    """Part r of sort_rows: one tile of rows for the network, else one row when
+    inner == 1 or one tile of strided rows."""
     outer, n, inner = x.shape
+    if network:
+        padded, r0 = (n + BLOCK - 1) // BLOCK * BLOCK, r * _lanes(x, with_idx)
+        if with_idx:
+            packed = np.empty(padded * (LANE_BYTES // 8), np.uint64)
+            _network_tile(x, out, perm, r0, half, True, packed)
+        else:
+            _network_tile(x, out, perm, r0, half, False, _lane_buffer(padded, x[0, 0, 0]))
+        return
     if inner == 1:
         _sort_row(x, out, perm, r, 0, half, with_idx)
         return
@@ -245,18 +427,24 @@ def _sort_part(x, out, perm, r, half, with_idx):  # noqa: ANN001, ANN202
 @njit(parallel=True, **_OPTIONS)
 def sort_rows(x, out, perm, half, with_idx, parallel):  # noqa: ANN001, ANN201
     """out = x sorted along axis 1 of its (outer, n, inner) view with the default
-    comparator; with_idx: perm[o, j, i] = where out[o, j, i] came from. Rows (or
+    comparator; with_idx: perm[o, j, i] = where out[o, j, i] came from. Many short
+    rows go through the sorting network, the others through the radix sort; rows (or
     tiles) run in parallel when `parallel` and the array is large enough."""
     outer, n, inner = x.shape
     if n == 0:
         return
-    parts = outer * ((inner + TILE - 1) // TILE if inner > 1 else 1)
+    network = _use_network(x, with_idx)
+    lanes = _lanes(x, with_idx)
+    if network:
+        parts = (outer * inner + lanes - 1) // lanes
+    else:
+        parts = outer * ((inner + TILE - 1) // TILE if inner > 1 else 1)
     if parallel and parts > 1 and x.size >= PARALLEL_MIN_ELEMENTS:
-        for r in prange(parts):
-            _sort_part(x, out, perm, r, half, with_idx)
+        for r in prange(parts):  # (prange counts in uint64: one specialization, int64)
+            _sort_part(x, out, perm, np.int64(r), half, with_idx, network)
     else:
         for r in range(parts):
-            _sort_part(x, out, perm, r, half, with_idx)
+            _sort_part(x, out, perm, r, half, with_idx, network)
 
 
 @njit(**_OPTIONS)
@@ -285,7 +473,7 @@ def refine_rows(x, perm, half, first, parallel):  # noqa: ANN001, ANN201
         return
     if parallel and outer * inner > 1 and x.size >= PARALLEL_MIN_ELEMENTS:
         for r in prange(outer * inner):
-            _refine_row(x, perm, r // inner, r % inner, half, first)
+            _refine_row(x, perm, np.int64(r) // inner, np.int64(r) % inner, half, first)
     else:
         for r in range(outer * inner):
             _refine_row(x, perm, r // inner, r % inner, half, first)
@@ -303,7 +491,7 @@ def permute_rows(x, perm, out, parallel):  # noqa: ANN001, ANN201
     """out[o, j, i] = x[o, perm[o, j, i], i] (perm holds positions in [0, n))."""
     if parallel and x.shape[0] > 1 and x.size >= PARALLEL_MIN_ELEMENTS:
         for o in prange(x.shape[0]):
-            _permute_row(x, perm, out, o)
+            _permute_row(x, perm, out, np.int64(o))
     else:
         for o in range(x.shape[0]):
             _permute_row(x, perm, out, o)

@@ -1,25 +1,166 @@
 """Graph → Graph lowering the cpu backend applies before planning loop nests.
 
-A `dot_general` with no free dimensions on either side is a batch of inner
-products (what `vmap` makes of a vector dot). Through BLAS it would be one tiny
-`np.dot` call per batch element; as transpose + mul + add-reduce it is a single
-fused loop nest.
+- A `dot_general` reading a `transpose` reads the transpose's source instead, with
+  the permutation folded into its dimension numbers, when that keeps the output's
+  dim order and leaves an operand BLAS reads as it is stored (plain, or with its
+  transpose flag): `a.T @ b` then copies nothing, and DCE drops the transpose.
+- A float `dot_general` small in some dim (rows, columns or contraction below
+  `BLAS_MIN_SIZE`) but with real work becomes mul + add-reduce over a product shape:
+  a loop nest that fuses with its neighbours (k-means distances go straight into
+  their argmin; a one-hot matrix times the points is never built) and makes no
+  `np.dot` call per batch element.
+- A `dot_general` with no free dimensions on either side is a batch of inner
+  products (what `vmap` makes of a vector dot). Through BLAS it would be one tiny
+  `np.dot` call per batch element; as transpose + mul + add-reduce it is a single
+  fused loop nest.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any, Sequence
 
 import numpy as np
 
 from .. import ops
-from ..core import Eqn, Graph
+from ..core import Eqn, Graph, Var
 from ..interpret import eval_graph
+from ..passes.dce import dce
+from ..passes.rewrite import rewrite
 from ..tracing import trace_flat
+
+# What the cpu `dot_general` hands to BLAS (other dtypes run loops, which read any layout).
+_BLAS_DTYPES = frozenset(np.dtype(t) for t in (np.float32, np.float64, np.complex64,
+                                               np.complex128))
+
+
+# BLAS pays off once rows, columns and contraction all reach this size; below it a
+# product is a fused loop nest (no call per batch element, and its operands and result
+# fuse with their neighbours: a one-hot matrix is never built, distances go straight
+# into an argmin).
+BLAS_MIN_SIZE = 32
+# A result this small stays in cache while the contraction is the outer loop.
+SMALL_RESULT = 4096
+# Below this many multiply-adds a product keeps BLAS (and its order of summation, so
+# small results stay close to NumPy's): the memory it could save is too little.
+LOOP_MIN_WORK = 1 << 15
+
+
+def lower(graph: Graph) -> Graph:
+    """Every cpu lowering, in order."""
+    graph = lower_small_dots(fold_transposes_into_dots(graph))
+    return lower_batched_inner_products(graph)
 
 
 def _free_dims(rank: int, contracting: Sequence[int], batch: Sequence[int]) -> list[int]:
     return [d for d in range(rank) if d not in contracting and d not in batch]
+
+
+def fold_transposes_into_dots(graph: Graph) -> Graph:
+    """`graph` (sub-graphs too) with dot_generals reading their operands' sources
+    through transposes; transposes nothing else reads are dropped."""
+    graph = rewrite(graph, lambda eqn, defs: None, fold_transposes_into_dots)  # sub-graphs
+    defs = {id(v): e for e in graph.eqns for v in e.outputs}
+    eqns = tuple(_fold_transposes(e, defs) if e.op.name == "dot_general" else e
+                 for e in graph.eqns)
+    if all(a is b for a, b in zip(eqns, graph.eqns, strict=True)):
+        return graph
+    return dce(Graph(graph.inputs, eqns, graph.outputs, graph.name))
+
+
+def _fold_transposes(eqn: Eqn, defs: dict[int, Eqn]) -> Eqn:
+    inputs, params = list(eqn.inputs), dict(eqn.params)
+    for k, side in enumerate(("lhs", "rhs")):
+        src = defs.get(id(inputs[k])) if isinstance(inputs[k], Var) else None
+        if src is None or src.op.name != "transpose":
+            continue
+        perm = src.params["permutation"]
+        contracting, batch = params[f"{side}_contracting_dims"], params[f"{side}_batch_dims"]
+        free = [perm[d] for d in _free_dims(len(perm), contracting, batch)]
+        contracting, batch = tuple(perm[d] for d in contracting), tuple(perm[d] for d in batch)
+        if free == sorted(free) and (eqn.outputs[0].aval.dtype not in _BLAS_DTYPES or
+                                     _blas_reads(len(perm), batch, contracting, k == 0)):
+            inputs[k] = src.inputs[0]
+            params[f"{side}_contracting_dims"], params[f"{side}_batch_dims"] = contracting, batch
+    if all(a is b for a, b in zip(inputs, eqn.inputs, strict=True)):
+        return eqn
+    return Eqn(eqn.op, tuple(inputs), params, eqn.outputs, eqn.source)
+
+
+def _blas_reads(rank: int, batch: tuple[int, ...], contracting: tuple[int, ...],
+                lhs: bool) -> bool:
+    """Whether an operand with these dims is a stack of matrices as stored (batch dims
+    first, then rows and columns in either order), so np.dot needs no copy of it."""
+    free = _free_dims(rank, contracting, batch)
+    rows_cols = [free, list(contracting)] if lhs else [list(contracting), free]
+    identity = list(range(rank))
+    return identity in ([*batch, *rows_cols[0], *rows_cols[1]],
+                        [*batch, *rows_cols[1], *rows_cols[0]])
+
+
+def _sizes(eqn: Eqn) -> tuple[int, int, int]:
+    """(rows, columns, contraction) of a dot_general: products of lhs free, rhs free and
+    contracting dim sizes."""
+    p = eqn.params
+    lhs, rhs = (a.aval.shape for a in eqn.inputs)
+    free = (_free_dims(len(lhs), p["lhs_contracting_dims"], p["lhs_batch_dims"]),
+            _free_dims(len(rhs), p["rhs_contracting_dims"], p["rhs_batch_dims"]))
+    return (math.prod(lhs[d] for d in free[0]), math.prod(rhs[d] for d in free[1]),
+            math.prod(lhs[d] for d in p["lhs_contracting_dims"]))
+
+
+def _is_small_dot(eqn: Eqn) -> bool:
+    if eqn.op.name != "dot_general":
+        return False
+    dtypes = {a.aval.dtype for a in (*eqn.inputs, *eqn.outputs)}
+    sizes = _sizes(eqn)
+    work = sizes[2] * eqn.outputs[0].aval.size
+    return len(dtypes) == 1 and dtypes <= _BLAS_DTYPES and min(sizes) < BLAS_MIN_SIZE and \
+        work >= LOOP_MIN_WORK
+
+
+def _dot_loops(eqn: Eqn, lhs: Any, rhs: Any) -> list[Any]:
+    """mul + add-reduce over a product shape: (batch, rows, columns, contraction), the
+    contraction innermost with register accumulators, or first when the result is
+    small and the contraction long (accumulating in the result, the rows of both
+    operands streamed once)."""
+    p = eqn.params
+    out = eqn.outputs[0].aval
+    groups = {"lhs": (p["lhs_batch_dims"], _free_dims(lhs.ndim, p["lhs_contracting_dims"],
+                                                       p["lhs_batch_dims"]),
+                      p["lhs_contracting_dims"]),
+              "rhs": (p["rhs_batch_dims"], _free_dims(rhs.ndim, p["rhs_contracting_dims"],
+                                                       p["rhs_batch_dims"]),
+                      p["rhs_contracting_dims"])}
+    nb, nm, nn = len(p["lhs_batch_dims"]), len(groups["lhs"][1]), len(groups["rhs"][1])
+    nk = len(p["lhs_contracting_dims"])
+    k_first = out.size <= SMALL_RESULT and _sizes(eqn)[2] > SMALL_RESULT
+    k_at = list(range(nk)) if k_first else list(range(nb + nm + nn, nb + nm + nn + nk))
+    kept = [d for d in range(nb + nm + nn + nk) if d not in k_at]
+    shape = [0] * (nb + nm + nn + nk)
+    placed = []
+    for x, (batch, free, contracting), free_at in ((lhs, groups["lhs"], kept[nb:nb + nm]),
+                                                   (rhs, groups["rhs"], kept[nb + nm:])):
+        at = {**dict(zip(batch, kept[:nb])), **dict(zip(free, free_at)),
+              **dict(zip(contracting, k_at))}
+        order = sorted(at, key=at.get)  # operand dims in the order of their product dims
+        for d in order:
+            shape[at[d]] = x.shape[d]
+        placed.append((ops.transpose(x, tuple(order)), tuple(sorted(at.values()))))
+    a, b = (ops.broadcast_in_dim(x, tuple(shape), dims) for x, dims in placed)
+    return [ops.reduce(ops.mul(a, b), np.zeros((), out.dtype), ops.add, tuple(k_at))]
+
+
+def lower_small_dots(graph: Graph) -> Graph:
+    """`graph` with dot_generals too small in some dim for BLAS as loop nests (top level)."""
+    if not any(map(_is_small_dot, graph.eqns)):
+        return graph
+
+    def rewrite(eqn: Eqn, args: list[Any]) -> list[Any] | None:
+        return _dot_loops(eqn, *args) if _is_small_dot(eqn) else None
+
+    new, _ = trace_flat(lambda *xs: eval_graph(graph, xs, rewrite), graph.in_avals, graph.name)
+    return new
 
 
 def _is_batched_inner_product(eqn: Eqn) -> bool:

@@ -6,8 +6,8 @@ to Python semantics: C-style integer division with XLA's x/0 rule, fmod-style
 remainder, wrapping integer power, shifts by out-of-range amounts, saturating
 float -> int conversion, rounding half away from zero, NaN-propagating
 max/min that keep NumPy's choice on ties (signed zeros), the float total order,
-and float16 storage (numba has no float16 arithmetic: f16 values are held in
-float32 registers, rounded to f16 after each op, and stored as their uint16 bits).
+and float16 / bfloat16 storage (numba has neither: their values are held in
+float32 registers, rounded after each op, and stored as their uint16 bits).
 
 Integer helpers work on int64 / uint64; the call site casts operands up and the
 result back to the op's dtype, which gives the wraparound of the narrow type.
@@ -113,6 +113,50 @@ def f16_bits(x):  # noqa: ANN001, ANN201
 def f16_round(x):  # noqa: ANN001, ANN201
     """`x` rounded to float16, as a float32 (how f16 values live in registers)."""
     return f16_to_f32(f16_bits(x))
+
+
+# ---------------------------------------------------------------- bfloat16 storage
+
+@_jit
+def bf16_to_f32(h):  # noqa: ANN001, ANN201
+    """The float32 value of bfloat16 bits `h` (exact: the top half of its bits)."""
+    return i32_as_f32(np.int32(np.int64(h) << 16))
+
+
+@_jit
+def bf16_bits(x):  # noqa: ANN001, ANN201
+    """bfloat16 bits of `x`: rounded to float32 first, then to nearest even (as ml_dtypes
+    and XLA convert, so float64 and int64 round twice); NaN becomes the quiet NaN of
+    its sign (0x7FC0 / 0xFFC0), as ml_dtypes gives."""
+    b = np.int64(f32_as_i32(np.float32(x))) & 0xFFFFFFFF
+    if (b & 0x7FFFFFFF) > 0x7F800000:
+        return np.uint16(((b >> 16) & 0x8000) | 0x7FC0)
+    return np.uint16((b + 0x7FFF + ((b >> 16) & 1)) >> 16)
+
+
+@_jit
+def bf16_round(x):  # noqa: ANN001, ANN201
+    """`x` rounded to bfloat16, as a float32 (how bf16 values live in registers)."""
+    return bf16_to_f32(bf16_bits(x))
+
+
+@_jit
+def widen_bf16(bits):  # noqa: ANN001, ANN201
+    """A float32 copy of a bfloat16 array held as uint16 bits (C-contiguous), for kernels
+    that compute in float32 (convolution, batch norm)."""
+    out = np.empty(bits.shape, np.float32)
+    src, dst = bits.reshape(bits.size), out.reshape(out.size)
+    for k in range(src.size):
+        dst[k] = bf16_to_f32(src[k])
+    return out
+
+
+@_jit
+def narrow_bf16(values, out):  # noqa: ANN001, ANN201
+    """Store float32 `values` rounded to bfloat16 into `out` (uint16 bits, same shape)."""
+    src, dst = values.reshape(values.size), out.reshape(out.size)
+    for k in range(src.size):
+        dst[k] = bf16_bits(src[k])
 
 
 # ---------------------------------------------------------------- integers

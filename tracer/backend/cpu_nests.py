@@ -9,13 +9,17 @@ for LLVM to vectorize the loop; everything else keeps strict IEEE semantics.
 Otherwise the loop keeps the array's own order and accumulates in the output.
 
 The outermost loop becomes a `numba.prange`, in a separate `parallel=True`
-kernel, when the nest is large and the graph calls no BLAS.
+kernel, when the nest is large, computes something costly per element, and the
+graph calls no BLAS. A top-level array a nest writes reuses the buffer of a value
+no later step reads, when one of its shape and dtype is free.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+import os
+import weakref
+from dataclasses import dataclass, field
 from typing import Callable, Union
 
 import numba
@@ -24,10 +28,17 @@ import numpy as np
 from ..core import Atom, Eqn, Var
 from .cpu_codegen import (NJIT_OPTIONS, PARALLEL_MIN_ELEMENTS, GraphEmitter, Ref, load,
                           store_value)
-from .cpu_fusion import LoopNest, Plan, RowGroup, monoid
-from .cpu_loops import Index, LoopBody
+from .cpu_fusion import (CHEAP_OPS, LoopNest, OpStep, Plan, RowGroup, is_reduce, monoid,
+                         nest_reads)
+from .cpu_loops import Index, LoopBody, inner_loop
 from .cpu_scalar import alias, literal, storage_dtype
 from .source import SourceWriter
+
+# The threads of a parallel kernel sleep while they wait (OpenMP's default spins): on
+# a machine busier than its cores, spinning threads take the time the working ones
+# need, and a parallel nest ran slower than a serial one. (Read when numba first
+# starts its thread pool; a value the user set stays.)
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 _VECTOR_MONOIDS = {"add": "add_reassoc", "mul": "mul_reassoc", "max": "max_nonan",
                    "min": "min_nonan"}
@@ -52,7 +63,7 @@ def emit_loops(ge: GraphEmitter, plan: Plan, step: LoopNest | RowGroup) -> None:
     for nest in group.nests:
         names = ", ".join(dict.fromkeys(e.op.hlo_name for e in nest.eqns))
         ge.w.comment(f"loop nest over {_shape_text(nest)}: {names}")
-    parallel = _parallel(ge, group.nests[0])
+    parallel = _parallel(ge, plan, group)
     w = SourceWriter() if parallel else ge.w
     free: dict[str, None] = {}
     local: set[str] = set()
@@ -61,7 +72,8 @@ def emit_loops(ge: GraphEmitter, plan: Plan, step: LoopNest | RowGroup) -> None:
     # Row buffers in a parallel loop: one per chunk of rows, as many chunks as threads.
     chunked = ge.mod.size(("threads",), numba.config.NUMBA_NUM_THREADS, "threads") \
         if parallel and _row_buffers(group) else None
-    outs = [_allocate(b, n, group, chunked) for b, n in zip(bodies, group.nests, strict=True)]
+    outs = [_allocate(b, n, group, chunked, step)
+            for b, n in zip(bodies, group.nests, strict=True)]
     if group.depth:
         def each() -> None:
             for body, nest, out in zip(bodies, group.nests, outs, strict=True):
@@ -116,14 +128,16 @@ def _named(body: LoopBody, atom: Atom, index: Index) -> str:
 Outs = dict[int, Union[Ref, None]]  # id(var) -> where the nest writes it (None: a scalar)
 
 
-def _allocate(body: LoopBody, nest: LoopNest, group: RowGroup, threads: str | None) -> Outs:
+def _allocate(body: LoopBody, nest: LoopNest, group: RowGroup, threads: str | None,
+              step: LoopNest | RowGroup) -> Outs:
     """Where the nest's stored values and non-scalar reduce results go: arrays from
-    the graph emitter, or (for a row group's own values) a scalar per outer iteration
-    or a row buffer per chunk of rows, allocated in front of the loops."""
+    the graph emitter (or a buffer no later step reads), or (for a row group's own
+    values) a scalar per outer iteration or a row buffer per chunk of rows, allocated
+    in front of the loops."""
     ge, outs = body.ge, {}
     for v in nest.stores + [v for e in nest.reduces for v in e.outputs if v.aval.ndim]:
         if id(v) not in group.scratch:
-            outs[id(v)] = Ref(body.outer(ge.alloc(v)), v.aval)
+            outs[id(v)] = Ref(body.outer(_buffer(ge, body.plan, step, v)), v.aval)
             ge.bind(v, outs[id(v)])
         elif v.aval.ndim == group.depth:
             outs[id(v)] = None
@@ -137,10 +151,70 @@ def _allocate(body: LoopBody, nest: LoopNest, group: RowGroup, threads: str | No
     return outs
 
 
-def _parallel(ge: GraphEmitter, nest: LoopNest) -> bool:
-    if not ge.mod.parallel_ok or math.prod(nest.shape) < PARALLEL_MIN_ELEMENTS:
+@dataclass
+class _Pool:
+    """The top-level buffers nests write, for reuse once no later step reads their
+    value (a chain of stencil steps then needs two buffers, not one per step: each
+    fresh buffer costs page faults on every call). Only values that nothing but loop
+    nests read qualify: an op's emitter may keep a view of its operand."""
+
+    last_read: dict[int, int]  # id(value) -> position of its last reader
+    held: list[tuple[str, Var, int]] = field(default_factory=list)  # (name, value, written at)
+
+
+_POOLS: "weakref.WeakKeyDictionary[GraphEmitter, _Pool]" = weakref.WeakKeyDictionary()
+
+
+def _buffer(ge: GraphEmitter, plan: Plan, step: LoopNest | RowGroup, v: Var) -> str:
+    """A buffer for `v`, written by `step`: a free one of its shape and dtype, if any."""
+    if not ge.top or id(v) in plan.outputs:
+        return ge.alloc(v)
+    pool = _POOLS.get(ge)
+    if pool is None:
+        pool = _POOLS[ge] = _Pool(_last_reads(plan))
+    here = next(k for k, s in enumerate(plan.steps) if s is step)
+    for k, (name, w, written) in enumerate(pool.held):
+        if w.aval.shape == v.aval.shape and w.aval.dtype == v.aval.dtype and \
+                max(written, pool.last_read.get(id(w), here)) < here:
+            pool.held[k] = (name, v, here)
+            return name
+    name = ge.alloc(v)
+    pool.held.append((name, v, here))
+    return name
+
+
+def _last_reads(plan: Plan) -> dict[int, int]:
+    """id(value) -> position of the last step reading it (-1: none), for the values
+    that only loop nests read."""
+    last: dict[int, int] = {}
+    opaque: set[int] = set()
+    for k, step in enumerate(plan.steps):
+        if isinstance(step, OpStep):
+            opaque |= {id(a) for a in step.eqn.inputs}
+            continue
+        for nest in step.nests if isinstance(step, RowGroup) else [step]:
+            last.update((v, k) for v in nest_reads(plan, nest))
+            last.update((id(v), last.get(id(v), -1)) for v in nest.stores)
+    return {v: k for v, k in last.items() if v not in opaque}
+
+
+def _parallel(ge: GraphEmitter, plan: Plan, group: RowGroup) -> bool:
+    """Threads pay off for a large nest bound by computing, not by memory (which a
+    second thread does not widen): one that computes something costly per element
+    (exp, division, ...), or loops many times over each element it reads (distances
+    of every point to every center)."""
+    nest = group.nests[0]
+    if not ge.mod.parallel_ok or math.prod(nest.shape) < PARALLEL_MIN_ELEMENTS or \
+            0 in nest.reduce_dims:  # (the outer loop must not be reduced)
         return False
-    return 0 not in nest.reduce_dims  # the outer loop must not be a reduced dim
+    costly = any(e.op.name not in CHEAP_OPS and not is_reduce(e)
+                 for n in group.nests for e in n.eqns)
+    own = {id(v) for n in group.nests for v in [*n.stores, *(o for e in n.reduces
+                                                            for o in e.outputs)]}
+    read = {v for n in group.nests for v in nest_reads(plan, n)} - own
+    loaded = sum(next(a.aval.size for a in plan.users[v][0].inputs if id(a) == v)
+                 for v in read)
+    return costly or sum(math.prod(n.shape) for n in group.nests) >= 8 * loaded
 
 
 def _nest(body: LoopBody, nest: LoopNest, outs: Outs, start: int,
@@ -152,38 +226,43 @@ def _nest(body: LoopBody, nest: LoopNest, outs: Outs, start: int,
     kept = [d for d in range(rank) if d not in nest.reduce_dims]
     if not nest.reduces:
         _loops(body, atom, list(range(start, rank)), parallel,
-               lambda: _emit_body(body, nest, outs, index, kept, None))
+               lambda: _emit_body(body, nest, outs, index, kept, None), innermost=True)
     elif all(k < r for k in kept for r in nest.reduce_dims):
         def per_output() -> None:  # scalar accumulators around the reduced loops
             accs = _init_accumulators(body, nest)
             _loops(body, atom, list(nest.reduce_dims), False,
-                   lambda: _emit_body(body, nest, outs, index, kept, accs))
+                   lambda: _emit_body(body, nest, outs, index, kept, accs), innermost=True)
             _finish_accumulators(body, nest, outs, tuple(index[d] for d in kept), accs)
         _loops(body, atom, [d for d in kept if d >= start], parallel, per_output)
     else:  # reduced dims before kept ones: keep memory order, accumulate in the outputs
         _init_in_memory(body, nest, outs, kept, atom, parallel)
         _loops(body, atom, list(range(rank)), parallel,
-               lambda: _emit_body(body, nest, outs, index, kept, None))
+               lambda: _emit_body(body, nest, outs, index, kept, None), innermost=True)
 
 
 def _loops(body: LoopBody, shape_atom: Atom, dims: list[int], parallel: bool,
-           inside: Callable[[], None], chunks: str | None = None) -> None:
+           inside: Callable[[], None], chunks: str | None = None,
+           innermost: bool = False) -> None:
     """`for i<d> in range(n)` for each of `dims`, outermost first, around `inside()`;
-    with `chunks`, the first loop runs as that many parallel chunks (`chunk` names one)."""
+    with `chunks`, the first loop runs as that many parallel chunks (`chunk` names one).
+    `innermost`: `inside()` writes no loop, so the last loop may be split (`inner_loop`)."""
     if not dims:
         inside()
         return
     size = body.dim(shape_atom, dims[0])
+    if innermost and len(dims) == 1 and not parallel and not chunks:
+        inner_loop(body, f"i{dims[0]}", size, inside)
+        return
     if chunks:
         w = body.w
         with w.block(f"for chunk in numba.prange({chunks})"):
             with w.block(f"for i{dims[0]} in range(chunk * {size} // {chunks}, "
                          f"(chunk + 1) * {size} // {chunks})"):
-                _loops(body, shape_atom, dims[1:], False, inside)
+                _loops(body, shape_atom, dims[1:], False, inside, innermost=innermost)
         return
     loop = "numba.prange" if parallel else "range"
     with body.w.block(f"for i{dims[0]} in {loop}({size})"):
-        _loops(body, shape_atom, dims[1:], False, inside)
+        _loops(body, shape_atom, dims[1:], False, inside, innermost=innermost)
 
 
 def _emit_body(body: LoopBody, nest: LoopNest, outs: Outs, index: Index,
@@ -203,7 +282,7 @@ def _store(body: LoopBody, v: Var, ref: Ref | None, index: Index) -> None:
         body.ge.bind(v, Ref(body.define(_named(body, v, index)), v.aval.update(shape=())))
         return
     value = store_value(body.value(v, index), v.aval.dtype, body.ge.mod)
-    body.w.line(f"{ref.at(index)} = {value}")
+    body.w.line(f"{ref.at(body.unsigned(index))} = {value}")
 
 
 def _scalars(eqn: Eqn) -> list:
@@ -235,11 +314,11 @@ def _update_in_memory(body: LoopBody, eqn: Eqn, outs: Outs, index: Index,
     current = []
     for v, s in zip(eqn.outputs, scalars, strict=True):
         name = body.ge.fresh("acc")
-        body.w.line(f"{name} = {load(outs[id(v)], kept_index, body.ge.mod)}")
+        body.w.line(f"{name} = {load(outs[id(v)], body.unsigned(kept_index), body.ge.mod)}")
         current.append(Ref(name, s))
     new = body.ge.sub_emitter(body.w).emit_graph(eqn.params["to_apply"], current + xs)
     for v, r in zip(eqn.outputs, new, strict=True):
-        body.w.line(f"{outs[id(v)].at(kept_index)} = "
+        body.w.line(f"{outs[id(v)].at(body.unsigned(kept_index))} = "
                     f"{store_value(r.name, v.aval.dtype, body.ge.mod)}")
 
 
@@ -281,7 +360,7 @@ def _finish_accumulators(body: LoopBody, nest: LoopNest, outs: Outs,
             if ref is None:  # a scalar result, or a row group's scalar
                 body.ge.bind(v, Ref(body.define(name), v.aval.update(shape=())))
             else:
-                body.w.line(f"{ref.at(kept_index)} = "
+                body.w.line(f"{ref.at(body.unsigned(kept_index))} = "
                             f"{store_value(name, v.aval.dtype, body.ge.mod)}")
 
 
@@ -295,7 +374,7 @@ def _init_in_memory(body: LoopBody, nest: LoopNest, outs: Outs, kept: list[int],
             n = len(eqn.outputs)
             for v, init in zip(eqn.outputs, eqn.inputs[n:], strict=True):
                 value = store_value(body.value(init, ()), v.aval.dtype, body.ge.mod)
-                body.w.line(f"{outs[id(v)].at(index)} = {value}")
+                body.w.line(f"{outs[id(v)].at(body.unsigned(index))} = {value}")
     _loops(body, shape_atom, kept, parallel, fill)
 
 

@@ -3,8 +3,9 @@
 Every expression is wrapped in an explicit cast to the op's result dtype, so
 numba's own promotion (int8 + int8 -> int64, int + float32 -> float64) never
 decides a dtype; integer results are cast back from int64/uint64 arithmetic,
-which wraps exactly like the narrow type. float16 values live in float32
-registers and are rounded to float16 after every op (`f16_round`).
+which wraps exactly like the narrow type. float16 and bfloat16 values live in
+float32 registers and are rounded after every op (`f16_round` / `bf16_round`);
+arrays hold their uint16 bits (`HALVES` names the load / store helpers).
 
 `SCALAR_EMITTERS[op_name](ctx, eqn, args) -> str` gets the operands' scalar
 expressions; `ctx.use(name)` imports a helper from `cpu_mathlib`.
@@ -13,6 +14,7 @@ expressions; `ctx.use(name)` imports a helper from `cpu_mathlib`.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
 import numpy as np
@@ -29,6 +31,21 @@ DTYPE_ALIASES: dict[np.dtype, str] = {
     np.dtype(np.complex64): "c64", np.dtype(np.complex128): "c128",
 }
 F16 = np.dtype(np.float16)
+BF16 = dtypes.bfloat16
+
+
+@dataclass(frozen=True)
+class Half:
+    """A 16-bit float numba cannot compute in: the `cpu_mathlib` helpers that load its
+    uint16 bits as a float32, store a value as its bits, and round a float32 to it."""
+
+    load: str
+    store: str
+    round: str
+
+
+HALVES: dict[np.dtype, Half] = {F16: Half("f16_to_f32", "f16_bits", "f16_round"),
+                                BF16: Half("bf16_to_f32", "bf16_bits", "bf16_round")}
 
 
 class ScalarContext(Protocol):
@@ -39,18 +56,18 @@ Emitter = Callable[[ScalarContext, Eqn, list[str]], str]
 
 
 def storage_dtype(dtype: np.dtype) -> np.dtype:
-    """The dtype arrays are held in inside kernels (float16 as its uint16 bits)."""
-    return np.dtype(np.uint16) if dtype == F16 else dtype
+    """The dtype arrays are held in inside kernels (float16 / bfloat16 as uint16 bits)."""
+    return np.dtype(np.uint16) if dtype in HALVES else dtype
 
 
 def alias(dtype: np.dtype) -> str:
-    """The numba scalar type of `dtype` in registers (float16 is computed in float32)."""
-    return DTYPE_ALIASES[np.dtype(np.float32) if dtype == F16 else np.dtype(dtype)]
+    """The numba scalar type of `dtype` in registers (16-bit floats compute in float32)."""
+    return DTYPE_ALIASES[_register(np.dtype(dtype))]
 
 
 def cast(ctx: ScalarContext, expr: str, dtype: np.dtype) -> str:
-    if dtype == F16:
-        return f"{ctx.use('f16_round')}({expr})"
+    if dtype in HALVES:
+        return f"{ctx.use(HALVES[dtype].round)}({expr})"
     return f"{alias(dtype)}({expr})"
 
 
@@ -155,7 +172,7 @@ _OPERATORS = {"EQ": "==", "NE": "!=", "GE": ">=", "GT": ">", "LE": "<=", "LT": "
 def _compare(ctx: ScalarContext, eqn: Eqn, a: list[str]) -> str:
     symbol = _OPERATORS[eqn.params["direction"]]
     dt = _in(eqn)
-    if eqn.params.get("total_order") and dt.kind == "f":
+    if eqn.params.get("total_order") and dtypes.is_float(dt):  # (16-bit: float32 keys)
         key = ctx.use("total_order_f64" if dt == np.float64 else "total_order_f32")
         return f"{key}({a[0]}) {symbol} {key}({a[1]})"
     if eqn.params.get("total_order") and dt.kind == "c":
@@ -211,7 +228,7 @@ def _not(ctx: ScalarContext, eqn: Eqn, a: list[str]) -> str:
 
 def _sign(ctx: ScalarContext, eqn: Eqn, a: list[str]) -> str:
     dt = _in(eqn)
-    if dt.kind == "f":
+    if dtypes.is_float(dt):
         return cast(ctx, f"{ctx.use('float_sign')}({a[0]})", dt)
     if dt.kind == "c":
         return cast(ctx, f"{ctx.use('complex_sign')}({a[0]})", dt)
@@ -237,7 +254,7 @@ def _rsqrt(ctx: ScalarContext, eqn: Eqn, a: list[str]) -> str:
 
 
 def _register(dt: np.dtype) -> np.dtype:
-    return np.dtype(np.float32) if dt == F16 else dt
+    return np.dtype(np.float32) if dt in HALVES else dt
 
 
 def _erf(ctx: ScalarContext, eqn: Eqn, a: list[str]) -> str:
@@ -279,10 +296,10 @@ def _convert(ctx: ScalarContext, eqn: Eqn, a: list[str]) -> str:
         return f"{x} != 0"
     if src.kind == "c" and dst.kind != "c":
         x, src = f"{x}.real", dtypes.real_dtype(src)
-    if src.kind == "f" and dst.kind == "i":
+    if dtypes.is_float(src) and dst.kind == "i":
         info = np.iinfo(dst)
         return cast(ctx, f"{ctx.use('float_to_signed')}(f64({x}), {info.min}, {info.max})", dst)
-    if src.kind == "f" and dst.kind == "u":
+    if dtypes.is_float(src) and dst.kind == "u":
         helper = ctx.use("float_to_unsigned")
         return cast(ctx, f"{helper}(f64({x}), u64({np.iinfo(dst).max}))", dst)
     if dst == F16 and src.kind in "iub":

@@ -29,8 +29,8 @@ from ..config import config
 from ..core import Graph, subgraphs
 from . import cpu_cache
 from .cpu_codegen import Module, generate
-from .cpu_lower import lower_batched_inner_products
-from .cpu_scalar import F16, storage_dtype
+from .cpu_lower import lower
+from .cpu_scalar import HALVES, storage_dtype
 from .source import SourceWriter
 
 _HOST = "main"
@@ -80,7 +80,7 @@ def _launcher(module: Module, host: Callable[..., Any], dims: np.ndarray,
         for k, (kind, payload) in enumerate(module.outputs):
             if kind == "param":
                 p = module.params[payload]
-                outs.append(f"{p.name}_f16" if p.value.dtype == F16 else p.name)
+                outs.append(f"{p.name}_f16" if p.value.dtype in HALVES else p.name)
             elif kind == "input":
                 outs.append(f"asarray(a{payload})")
             else:
@@ -93,7 +93,7 @@ def _launcher(module: Module, host: Callable[..., Any], dims: np.ndarray,
 
 def _launch_param(w: SourceWriter, env: dict[str, Any], p: Any) -> str:
     """Lines that produce host parameter `p`; returns the name to pass."""
-    f16 = p.value.dtype == F16
+    f16 = p.value.dtype in HALVES  # float16 / bfloat16: the kernel sees uint16 bits
     if p.kind == "const":
         env[p.name] = p.value.view(np.uint16) if f16 else p.value
         return p.name
@@ -104,7 +104,7 @@ def _launch_param(w: SourceWriter, env: dict[str, Any], p: Any) -> str:
         return f"{a}.view(uint16)" if f16 else a
     shape = tuple(p.value.shape)
     if f16:
-        w.line(f"{p.name}_f16 = empty({shape!r}, np.float16)")
+        w.line(f"{p.name}_f16 = empty({shape!r}, {p.value.dtype.name!r})")
         w.line(f"{p.name} = {p.name}_f16.view(uint16)")
     else:
         w.line(f"{p.name} = empty({shape!r}, np.{p.value.dtype.name})")
@@ -125,7 +125,7 @@ class NumbaCpuBackend:
         self.fuse = fuse  # False: one loop nest per op (to test fusion against)
 
     def compile(self, graph: Graph) -> NumbaExecutable:
-        graph = lower_batched_inner_products(graph)
+        graph = lower(graph)
         module = generate(graph, _HOST, parallel_ok=not _uses_blas(graph), fuse=self.fuse)
         if config.dump_dir:
             _dump(config.dump_dir, graph.name, module.source)

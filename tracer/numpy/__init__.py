@@ -100,8 +100,9 @@ def _dtype_of(x: Any) -> Any:
 
 
 def finfo(x: Any) -> np.finfo:
-    """Machine limits of a float dtype (of an array's or traced array's dtype)."""
-    return np.finfo(_dtype_of(x))
+    """Machine limits of a float dtype (of an array's or traced array's dtype; bfloat16
+    through ml_dtypes.finfo)."""
+    return _dtypes.finfo(_dtype_of(x))
 
 
 def iinfo(x: Any) -> np.iinfo:

@@ -349,7 +349,7 @@ def nan_to_num(x: Any, copy: bool = True, nan: float = 0.0, posinf: Any = None,
     v = asarray_like(x, "nan_to_num")
     v = cast(v, dtype_of(v))
     dt = dtype_of(v)
-    if dt.kind not in "fc":
+    if not dtypes.is_inexact(dt):
         return as_result(v)
     if dt.kind == "c":
         parts = [_fix(uf.real(v), nan, posinf, neginf), _fix(uf.imag(v), nan, posinf, neginf)]
@@ -358,7 +358,7 @@ def nan_to_num(x: Any, copy: bool = True, nan: float = 0.0, posinf: Any = None,
 
 
 def _fix(v: Any, nan: Any, posinf: Any, neginf: Any) -> Any:
-    big = float(np.finfo(dtype_of(v)).max)
+    big = float(dtypes.finfo(dtype_of(v)).max)
     v = uf.where(uf.isnan(v), cast(asarray_like(nan, "nan_to_num"), dtype_of(v)), v)
     v = uf.where(uf.isposinf(v), big if posinf is None else posinf, v)
     return cast(uf.where(uf.isneginf(v), -big if neginf is None else neginf, v), dtype_of(v))

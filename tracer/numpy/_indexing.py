@@ -96,7 +96,8 @@ class _Plan:
 # ----------------------------------------------------------------------------- parsing
 
 
-def _parse(shape: tuple[int, ...], idx: Any, what: str, xd: str) -> _Plan:
+def _parse(x: Any, idx: Any, what: str, xd: str) -> _Plan:
+    shape = tuple(x.shape)
     items = [_classify(it, what, xd) for it in (idx if isinstance(idx, tuple) else (idx,))]
     if sum(it is Ellipsis for it in items) > 1:
         raise error(
@@ -113,7 +114,7 @@ def _parse(shape: tuple[int, ...], idx: Any, what: str, xd: str) -> _Plan:
     entries: list[Any] = []
     for it in items:
         axis = sum(not isinstance(e, _New) for e in entries)
-        entries.extend(_entries(it, axis, shape, len(shape) - used, has_arrays, what, xd))
+        entries.extend(_entries(it, axis, x, len(shape) - used, has_arrays, what, xd))
     adv_pos = [i for i, it in enumerate(items) if isinstance(it, (Tracer, np.ndarray)) or
                (has_arrays and isinstance(it, int))]
     front = bool(adv_pos) and adv_pos != list(range(adv_pos[0], adv_pos[-1] + 1))
@@ -169,8 +170,9 @@ def _consumed(item: Any) -> int:
     return 1
 
 
-def _entries(item: Any, axis: int, shape: tuple[int, ...], n_ellipsis: int,
-             has_arrays: bool, what: str, xd: str) -> list[Any]:
+def _entries(item: Any, axis: int, x: Any, n_ellipsis: int, has_arrays: bool, what: str,
+             xd: str) -> list[Any]:
+    shape = tuple(x.shape)
     if item is None:
         return [_New()]
     if item is Ellipsis:
@@ -182,7 +184,7 @@ def _entries(item: Any, axis: int, shape: tuple[int, ...], n_ellipsis: int,
         return [_Adv(axis, i) if has_arrays else _Int(axis, int(i))]
     if isinstance(item, Tracer):
         i = _to_index(item)
-        return [_Adv(axis, _wrap(i, shape[axis]) if dtypes.is_signed(item.dtype) else i)]
+        return [_Adv(axis, _wrap(i, x, axis) if dtypes.is_signed(item.dtype) else i)]
     if item.dtype.kind == "b":
         return _mask_entries(item, axis, shape, what, xd)
     return [_Adv(axis, _check_array(item, axis, shape[axis], what, xd))]
@@ -243,10 +245,20 @@ def _to_index(x: Any) -> Any:
     return x if x.dtype == _INDEX else ops.convert_element_type(x, _INDEX)
 
 
-def _wrap(i: Any, size: int) -> Any:
-    """NumPy's one wrap of negative indices, for traced int64 indices."""
+def _dim_size(x: Any, axis: int) -> Any:
+    """x.shape[axis] as an int64 scalar computed from `x`: generated code reads it from
+    the shapes instead of holding a literal, so one compile serves every size (sizes
+    past get_dimension_size's int32 stay literals)."""
+    if x.shape[axis] >= 2 ** 31:
+        return np.asarray(x.shape[axis], _INDEX)
+    return ops.convert_element_type(ops.get_dimension_size(x, axis), _INDEX)
+
+
+def _wrap(i: Any, x: Any, axis: int) -> Any:
+    """NumPy's one wrap of negative indices into axis `axis` of x, for traced int64
+    indices (one fused element-wise pass; the gather or scatter then clamps or skips)."""
     zero = np.zeros((), _INDEX)
-    return ops.select(ops.lt(i, zero), ops.add(i, np.asarray(size, _INDEX)), i)
+    return ops.select(ops.lt(i, zero), ops.add(i, _dim_size(x, axis)), i)
 
 
 # ----------------------------------------------------------------------------- reads
@@ -260,7 +272,7 @@ def getitem(x: Any, idx: Any) -> Any:
     adjacent and go first otherwise. Example: `x[1:, None, [0, 2]]`.
     """
     x = as_operand(x, "getitem")
-    plan = _parse(tuple(x.shape), idx, "getitem", desc(x))
+    plan = _parse(x, idx, "getitem", desc(x))
     y, plan = _apply_slices(x, plan)
     if not plan.advanced:
         return reshape(y, plan.result_shape())
@@ -322,7 +334,11 @@ def _gather(y: Any, plan: _Plan) -> Any:
 
 
 def _index_array(comps: list[tuple[Any, tuple[int, ...]]], space: tuple[int, ...]) -> Any:
-    """Stack index components into `space + (k,)`; component j's axes go to its dims."""
+    """Stack index components into `space + (k,)`; component j's axes go to its dims.
+    One component spanning `space` is returned as it is: the index vector dim is then
+    implicit (index_vector_dim == rank), and no copy of the indices is made."""
+    if len(comps) == 1 and comps[0][1] == tuple(range(len(space))):
+        return comps[0][0]
     full = tuple(space) + (1,)
     if all(isinstance(v, np.ndarray) for v, _ in comps):
         parts = []
@@ -356,18 +372,19 @@ def take(a: Any, indices: Any, axis: int | None = None, mode: str | None = None)
         raise error(
             TracerIndexError, "take", f"cannot do a non-empty take from an empty axis {axis} of "
             f"{desc(a)}")
-    return getitem(a, (slice(None),) * axis + (_apply_mode(indices, n, mode),))
+    return getitem(a, (slice(None),) * axis + (_apply_mode(indices, a, axis, mode),))
 
 
-def _apply_mode(indices: Any, n: int, mode: str | None) -> Any:
+def _apply_mode(indices: Any, a: Any, axis: int, mode: str | None) -> Any:
     """`take`'s mode: "clip" clamps to [0, n-1], "wrap" takes indices modulo n."""
+    n = a.shape[axis]
     static = isinstance(indices, np.ndarray)
     if mode == "clip":
         return np.clip(indices, 0, n - 1) if static else ops.clamp(
-            np.zeros((), _INDEX), _to_index(indices), np.asarray(n - 1, _INDEX))
-    if mode == "wrap":
-        return np.mod(indices, n) if static else ops.rem(_to_index(indices),
-                                                         np.asarray(n, _INDEX))
+            np.zeros((), _INDEX), _to_index(indices), ops.sub(_dim_size(a, axis),
+                                                              np.ones((), _INDEX)))
+    if mode == "wrap":  # (a remainder of either sign: getitem wraps negatives once)
+        return np.mod(indices, n) if static else ops.rem(_to_index(indices), _dim_size(a, axis))
     if mode not in (None, "raise"):
         raise error(
             ParamError, "take", f"mode must be None, 'raise', 'clip' or 'wrap', got {mode!r}")
@@ -389,17 +406,41 @@ def take_along_axis(arr: Any, indices: Any, axis: int | None) -> Any:
             ShapeError, "take_along_axis", f"indices {desc(indices)} must be an integer array "
             f"with as many dimensions as arr {desc(arr)}")
     axis = normalize_axis(axis, arr.ndim, "take_along_axis")
-    idx: list[Any] = []
+    shape = []
     for d, (n, m) in enumerate(zip(arr.shape, indices.shape, strict=True)):
-        if d == axis:
-            idx.append(indices)
-            continue
-        if n != m and 1 not in (n, m):
+        if d != axis and n != m and 1 not in (n, m):
             raise error(
                 ShapeError, "take_along_axis", f"dimension {d} of indices {desc(indices)} and "
                 f"arr {desc(arr)} cannot broadcast")
-        idx.append(np.arange(n).reshape([n if k == d else 1 for k in range(arr.ndim)]))
-    return getitem(arr, tuple(idx))
+        shape.append(m if d == axis else max(n, m))
+    if 0 in shape:
+        return broadcast_to(np.zeros((), arr.dtype), shape)
+    arr = broadcast_to(arr, [arr.shape[axis] if d == axis else n for d, n in enumerate(shape)])
+    return _take_along(arr, _along_indices(indices, tuple(shape), arr, axis), axis)
+
+
+def _along_indices(indices: Any, shape: tuple[int, ...], arr: Any, axis: int) -> Any:
+    """take_along_axis's indices broadcast to `shape`, negatives wrapped (static ones
+    checked)."""
+    if isinstance(indices, np.ndarray):
+        return _check_array(np.broadcast_to(indices, shape), axis, arr.shape[axis],
+                            "take_along_axis", desc(arr))
+    if not arr.shape[axis]:
+        raise error(TracerIndexError, "take_along_axis", f"cannot do a non-empty take from "
+                    f"an empty axis {axis} of {desc(arr)}")
+    i = _to_index(broadcast_to(indices, shape))
+    return _wrap(i, arr, axis) if dtypes.is_signed(indices.dtype) else i
+
+
+def _take_along(arr: Any, indices: Any, axis: int) -> Any:
+    """arr[..., indices[..., j, ...], ...] for indices of arr's shape but along `axis`:
+    one gather whose other dims are batching dims (no index arrays for them)."""
+    others = tuple(d for d in range(arr.ndim) if d != axis)
+    dnums = ops.GatherDimensionNumbers(
+        offset_dims=(), collapsed_slice_dims=(axis,), start_index_map=(axis,),
+        index_vector_dim=arr.ndim, operand_batching_dims=others,
+        start_indices_batching_dims=others)
+    return ops.gather(arr, indices, dnums, (1,) * arr.ndim)
 
 
 # ----------------------------------------------------------------------------- updates
@@ -425,7 +466,7 @@ def index_update(x: Any, idx: Any, values: Any, method: str) -> Any:
         raise error(ParamError, "index_update", f"unknown method {method!r}; use 'set', "
                     f"{', '.join(map(repr, _COMBINE))}")
     x = as_operand(x, what)
-    plan = _parse(tuple(x.shape), idx, what, desc(x))
+    plan = _parse(x, idx, what, desc(x))
     vals = _prepare_values(values, x.dtype, plan.result_shape(), what, desc(x))
     combine = None if method == "set" else _COMBINE[method][dtypes.is_bool(x.dtype)]
     contiguous = all(abs(e.step) == 1 or e.length <= 1

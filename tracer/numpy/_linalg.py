@@ -16,9 +16,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import dtypes, ops
-from ..core import Var
 from ..errors import ParamError, ShapeError
-from ..tracing import Tracer
 from ._promotion import asarray_like, desc, error, normalize_axis, promote
 from ._reductions import sum as _reduce_sum
 from ._ufuncs import conjugate, multiply
@@ -63,51 +61,11 @@ def reduce_sum(x: Any, axes: Sequence[int]) -> Any:
     return _reduce_sum(x, axis=tuple(axes), dtype=x.dtype)
 
 
-# How many of the latest eqns of a trace `dot_general` searches for an operand's transpose.
-_LOOKBACK = 16
-
-
-def _transposed_source(x: Any) -> tuple[Any, tuple[int, ...]] | None:
-    """(source, perm) when traced `x` is `transpose(source, perm)`, recorded moments ago
-    in its own trace (`a.T @ b`)."""
-    if not isinstance(x, Tracer):
-        return None
-    for eqn in reversed(x.builder.eqns[-_LOOKBACK:]):
-        if any(o is x._var for o in eqn.outputs):
-            src = eqn.inputs[0]
-            if eqn.op.name == "transpose" and isinstance(src, Var):
-                return Tracer(x.builder, src), tuple(eqn.params["permutation"])
-            return None
-    return None
-
-
-def _through_transposes(operands: list[Any], dims: list[list[list[int]]]) -> None:
-    """Multiply the sources of transposed operands instead, with the dimension numbers
-    mapped through the permutation, when that keeps the output's dim order. The cpu
-    backend copies a transpose element by element, while BLAS reads a transposed
-    matrix for free (and the unused transpose is then dropped)."""
-    for k in (0, 1):
-        found = _transposed_source(operands[k])
-        if found is None:
-            continue
-        src, perm = found
-        contracting, batch = dims[0][k], dims[1][k]
-        free = [perm[d] for d in range(len(perm)) if d not in contracting and d not in batch]
-        if free == sorted(free):
-            operands[k] = src
-            dims[0][k] = [perm[d] for d in contracting]
-            dims[1][k] = [perm[d] for d in batch]
-
-
 def dot_general(a: Any, b: Any, contracting: tuple[Sequence[int], Sequence[int]],
                 batch: tuple[Sequence[int], Sequence[int]] = ((), ())) -> Any:
     """`ops.dot_general` on same-dtype operands; bool via int64 (NumPy: or of ands);
     float16 accumulates in float32 and rounds once, as NumPy's half dot / einsum."""
-    operands = [a, b]
-    spec = [[list(contracting[0]), list(contracting[1])], [list(batch[0]), list(batch[1])]]
-    _through_transposes(operands, spec)
-    a, b = operands
-    dims = ((tuple(spec[0][0]), tuple(spec[0][1])), (tuple(spec[1][0]), tuple(spec[1][1])))
+    dims = ((tuple(contracting[0]), tuple(contracting[1])), (tuple(batch[0]), tuple(batch[1])))
     if a.dtype == dtypes.float16:
         a, b = (ops.convert_element_type(t, dtypes.float32) for t in (a, b))
         return ops.convert_element_type(ops.dot_general(a, b, dims), dtypes.float16)

@@ -16,7 +16,7 @@ import numpy as np
 from .. import dtypes, ops
 from ..errors import ShapeError, TracerTypeError
 from ..tracing import Tracer, install_methods
-from . import _protocols, _reductions, _shape, _ufuncs
+from . import _protocols, _reductions, _shape, _sorting, _ufuncs
 from ._indexing import getitem, index_update, take
 from ._linalg import diagonal, dot, matmul, trace
 from ._promotion import error
@@ -80,7 +80,8 @@ _FORWARDED = {
     "squeeze": _shape.squeeze, "ravel": _shape.ravel, "flatten": _shape.ravel,
     "repeat": _shape.repeat, "clip": _ufuncs.clip, "round": _ufuncs.round,
     "conj": _ufuncs.conjugate, "conjugate": _ufuncs.conjugate, "dot": dot, "take": take,
-    "trace": trace, "diagonal": diagonal,
+    "trace": trace, "diagonal": diagonal, "argsort": _sorting.argsort,
+    "searchsorted": _sorting.searchsorted, "nonzero": _sorting.nonzero,
 }
 
 
@@ -118,6 +119,13 @@ def _setitem(self: Tracer, idx: Any, value: Any) -> None:
                 "item assignment: arrays are immutable under tracing. Use "
                 "`x = x.at[idx].set(v)` (or .add / .multiply / .min / .max) instead of "
                 "`x[idx] = v`.")
+
+
+def _sort(self: Tracer, *args: Any, **kwargs: Any) -> None:
+    """NumPy's `x.sort()` sorts in place, which a traced (immutable) array cannot do."""
+    raise error(TracerTypeError, "sort", f"traced array {self.aval} cannot be sorted in "
+                "place (ndarray.sort mutates; arrays are immutable under tracing). Use "
+                "`x = tnp.sort(x, axis)` for a sorted copy.")
 
 
 def _copy(self: Tracer) -> Tracer:
@@ -193,7 +201,7 @@ def _methods() -> dict[str, Any]:
         table[name] = _forward(fn, name)
     table.update({
         "__getitem__": getitem, "__setitem__": _setitem, "reshape": _reshape,
-        "transpose": _transpose, "astype": _astype, "copy": _copy,
+        "transpose": _transpose, "astype": _astype, "copy": _copy, "sort": _sort,
         "T": property(lambda self: _shape.transpose(self)), "mT": property(_mT),
         "real": property(_ufuncs.real), "imag": property(_ufuncs.imag),
         "at": property(_IndexUpdateHelper),

@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .. import ops
+from .. import dtypes, ops
 from ..errors import TracerValueError
 from ..tracing import Tracer
 from . import _reductions as red
@@ -34,7 +34,7 @@ def _operand(a: Any, fname: str) -> Any:
 
 
 def _has_nan(x: Any) -> bool:
-    return dtype_of(x).kind in "fc"
+    return dtypes.is_inexact(dtype_of(x))
 
 
 def _replace_nan(x: Any, value: Any) -> tuple[Any, Any]:

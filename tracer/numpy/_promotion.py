@@ -123,7 +123,7 @@ def dtype_of(x: Any) -> np.dtype:
 def cast(x: Any, dtype: np.dtype, weak: bool = False, fname: str = "astype") -> Any:
     """`x` as `dtype`; a Python scalar stays a (weak) Python scalar when `weak`."""
     if dtypes.is_python_scalar(x):
-        py_type = _PY_KIND[dtype.kind]
+        py_type = _PY_KIND[dtypes.kind(dtype)]
         # Stay weak only where a Python scalar of that kind means `dtype` on its own.
         if weak and dtypes.weak_dtype(py_type(0)) == dtype:
             return py_type(x)
@@ -145,6 +145,8 @@ def _scalar_array(x: Any, dtype: np.dtype, fname: str) -> np.ndarray:
     if isinstance(x, complex) and dtype.kind != "c":
         raise error(DTypeError, fname, f"cannot use complex {x!r} with {dtype} operands")
     try:
+        if dtype == dtypes.bfloat16:  # (ml_dtypes takes no Python int beyond int64)
+            x = float(x)
         with np.errstate(all="ignore"):
             return np.asarray(x, dtype=dtype)
     except OverflowError as e:
@@ -272,7 +274,8 @@ def constant(value: Any, shape: Sequence[int], dtype: Any) -> Any:
 
 
 def float_of(dtype: np.dtype) -> np.dtype:
-    """The dtype NumPy computes a float-only function in: inexact stays, otherwise the
-    smallest float that holds the type (bool/int8/uint8 -> f16, 16-bit -> f32, else f64)."""
+    """The dtype NumPy computes a float-only function in: inexact (bfloat16 too) stays,
+    otherwise the smallest float that holds the type (bool/int8/uint8 -> f16, 16-bit ->
+    f32, else f64)."""
     dtype = np.dtype(dtype)
-    return dtype if dtype.kind in "fc" else np.dtype(np.promote_types(dtype, np.float16))
+    return dtype if dtypes.is_inexact(dtype) else np.dtype(np.promote_types(dtype, np.float16))

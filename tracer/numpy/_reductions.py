@@ -57,17 +57,17 @@ def _sum_dtype(dt: np.dtype) -> np.dtype:
 
 
 def _mean_dtype(dt: np.dtype) -> np.dtype:
-    """mean / var accumulate integers in float64 and float16 in float32."""
+    """mean / var accumulate integers in float64 and float16 / bfloat16 in float32."""
     if dt.kind in "biu":
         return dtypes.float64
-    return dtypes.float32 if dt == dtypes.float16 else dt
+    return dtypes.float32 if dt in (dtypes.float16, dtypes.bfloat16) else dt
 
 
 def _result_dtype(in_dt: np.dtype, dtype: Any) -> np.dtype:
-    """mean / var result: dtype= if given, float16 kept, else the accumulator dtype."""
+    """mean / var result: dtype= if given, 16-bit floats kept, else the accumulator dtype."""
     if dtype is not None:
         return dtypes.canonicalize(dtype)
-    return in_dt if in_dt == dtypes.float16 else _mean_dtype(in_dt)
+    return in_dt if in_dt in (dtypes.float16, dtypes.bfloat16) else _mean_dtype(in_dt)
 
 
 def _lowest(dt: np.dtype) -> Any:
@@ -89,14 +89,17 @@ def _highest(dt: np.dtype) -> Any:
 def _reduce(x: Any, axes: tuple[int, ...], op: Callable[..., Any], init: Any) -> Any:
     if not axes:
         return x
-    if dtype_of(x) == dtypes.float16 and op in (ops.add, ops.mul) and \
-            axes == tuple(range(np.ndim(x) - len(axes), np.ndim(x))):
-        # NumPy reduces trailing (contiguous) float16 axes in float32 and rounds once;
-        # over other axes it adds row by row, rounding each step (the plain f16 reduce).
+    dt = dtype_of(x)
+    # NumPy reduces trailing (contiguous) float16 axes in float32 and rounds once; over
+    # other axes it adds row by row, rounding each step (the plain f16 reduce).
+    # bfloat16 always accumulates in float32, as JAX does.
+    trailing = axes == tuple(range(np.ndim(x) - len(axes), np.ndim(x)))
+    wide = dt == dtypes.bfloat16 or (dt == dtypes.float16 and trailing)
+    if wide and op in (ops.add, ops.mul):
         r = ops.reduce(ops.convert_element_type(x, dtypes.float32),
                        np.asarray(init, dtypes.float32), op, axes)
-        return ops.convert_element_type(r, dtypes.float16)
-    return ops.reduce(x, np.asarray(init, dtype_of(x)), op, axes)
+        return ops.convert_element_type(r, dt)
+    return ops.reduce(x, np.asarray(init, dt), op, axes)
 
 
 def _keep(result: Any, shape: Sequence[int], axes: tuple[int, ...], keepdims: bool) -> Any:
@@ -268,7 +271,7 @@ def _first_extremum(x: Any, index: Any, ax: int, extremum: Callable[..., Any]) -
     faster compiled): the extremum m (NaN if any), then the first index holding m."""
     m = extremum(x, ax, keepdims=True)
     hit = ops.eq(x, ops.broadcast_in_dim(m, np.shape(x), tuple(range(np.ndim(x)))))
-    if dtype_of(x).kind == "f":
+    if dtypes.is_float(dtype_of(x)):
         hit = ops.bitwise_or(hit, ops.bitwise_and(ops.ne(x, x), ops.ne(m, m)))
     big = ops.broadcast_in_dim(np.asarray(np.iinfo(np.int64).max, np.int64), np.shape(x), ())
     return _reduce(ops.select(hit, index, big), (ax,), ops.min, np.iinfo(np.int64).max)

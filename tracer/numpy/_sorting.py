@@ -14,7 +14,9 @@ Data-dependent sizes (`unique`, `nonzero`, `argwhere`, `flatnonzero`) need a sta
 `size=` under tracing, as in JAX: the first `size` results are kept, missing ones are
 `fill_value` (nonzero: 0; unique: its smallest value). Outside a trace, on concrete
 arrays, `size=None` gives NumPy's exact result. Positions are compacted with a stable
-sort of the mask, and `searchsorted` is a binary search of ceil(log2(n + 1)) steps.
+sort of the mask, and `searchsorted` is a branch-free binary search. Sizes (search
+lengths, strides, fills) are computed from the shapes, never literals, so one
+compiled module serves every size.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from .. import dtypes, ops
 from ..errors import (ConcretizationError, ParamError, ShapeError, TracerTypeError,
                       TracerValueError)
 from ..tracing import Tracer
+from ._indexing import _dim_size
 from ._promotion import as_result, asarray_like, desc, error, normalize_axis, promote
 
 __all__ = ["sort", "argsort", "searchsorted", "partition", "argpartition", "lexsort", "unique",
@@ -45,7 +48,9 @@ def _operand(a: Any, fname: str) -> Any:
 
 
 def _full(value: Any, shape: Sequence[int], dtype: Any) -> Any:
-    return ops.broadcast_in_dim(np.asarray(value, dtype), tuple(shape), ())
+    """`value` (a static scalar or a traced one of `dtype`) broadcast to `shape`."""
+    scalar = value if isinstance(value, Tracer) else np.asarray(value, dtype)
+    return ops.broadcast_in_dim(scalar, tuple(shape), ())
 
 
 def _iota(shape: Sequence[int], axis: int = 0) -> Any:
@@ -204,18 +209,25 @@ def _take1d(a: Any, idx: Any) -> Any:
 
 def _bisect(a: Any, v: Any, right: bool) -> Any:
     """For each v, the first position of the sorted 1-D `a` where v can go (left:
-    before equal elements, right: after them): a binary search of static length."""
-    n, shape = np.shape(a)[0], np.shape(v)
-    lo, hi = _full(0, shape, _INDEX), _full(n, shape, _INDEX)
-    for _ in range(n.bit_length()):
-        active = ops.lt(lo, hi)
-        mid = ops.div(ops.add(lo, hi), np.int64(2))
-        probe = _take1d(a, ops.min(mid, np.int64(max(n - 1, 0))))
-        go = ops.bitwise_not(_less(v, probe)) if right else _less(probe, v)
-        go = ops.bitwise_and(active, go)
-        lo = ops.select(go, ops.add(mid, np.int64(1)), lo)
-        hi = ops.select(ops.bitwise_and(active, ops.bitwise_not(go)), mid, hi)
-    return lo
+    before equal elements, right: after them). A branch-free binary search: `base`
+    moves by `half` wherever a[base + half] goes before v, while the remaining length
+    (the same for every v, so a scalar) halves; the loop runs ceil(log2(n)) times,
+    its count computed from a's size like every size in it."""
+    shape = np.shape(v)
+    if not np.shape(a)[0]:
+        return _full(0, shape, _INDEX)
+
+    def before(probe: Any) -> Any:  # probe goes before v
+        return ops.bitwise_not(_less(v, probe)) if right else _less(probe, v)
+
+    def step(carry: tuple[Any, Any]) -> tuple[Any, Any]:
+        length, base = carry
+        half = ops.div(length, np.int64(2))
+        moved = ops.add(base, half)
+        return ops.sub(length, half), ops.select(before(_take1d(a, moved)), moved, base)
+    _, base = ops.while_loop(lambda c: ops.gt(c[0], np.int64(1)), step,
+                             (_dim_size(a, 0), _full(0, shape, _INDEX)))
+    return ops.add(base, ops.convert_element_type(before(_take1d(a, base)), _INDEX))
 
 
 def searchsorted(a: Any, v: Any, side: str = "left", sorter: Any = None) -> Any:
@@ -239,8 +251,6 @@ def searchsorted(a: Any, v: Any, side: str = "left", sorter: Any = None) -> Any:
             raise error(ShapeError, "searchsorted", f"sorter {desc(sorter)} must be integer "
                         f"indices of the shape of a {desc(a)}")
         a = _take1d(a, sorter) if np.shape(a)[0] else a
-    if np.shape(a)[0] == 0:
-        return as_result(_full(0, np.shape(v), _INDEX))
     keyed = [_key(x, merge_zeros=True) for x in (a, v)]
     return as_result(_bisect(*keyed, right=side == "right"))
 
@@ -283,16 +293,18 @@ def _compact(mask: Any, size: int, fill: Any) -> tuple[Any, Any]:
     return ops.select(valid, order, _full(fill, (size,), _INDEX)), valid
 
 
-def _unravel(flat: Any, shape: tuple[int, ...]) -> list[Any]:
-    """Per-dimension indices of C-order flat indices into `shape`."""
-    out = []
+def _unravel(flat: Any, x: Any) -> list[Any]:
+    """Per-dimension indices of C-order flat indices into x's shape (sizes computed
+    from x, not literals)."""
+    out, shape = [], np.shape(x)
     for k, n in enumerate(shape):
-        stride = int(np.prod(shape[k + 1:], dtype=np.int64))
-        if n <= 1 or stride == 0:  # one choice (or no element at all): index 0
+        if n <= 1 or 0 in shape:  # one choice (or no element at all): index 0
             out.append(_full(0, np.shape(flat), _INDEX))
             continue
-        index = ops.div(flat, np.int64(stride)) if stride > 1 else flat
-        out.append(ops.rem(index, np.int64(n)))
+        index = flat
+        for d in range(k + 1, len(shape)):
+            index = ops.div(index, _dim_size(x, d)) if shape[d] > 1 else index
+        out.append(ops.rem(index, _dim_size(x, k)))
     return out
 
 
@@ -331,7 +343,7 @@ def nonzero(a: Any, *, size: Any = None, fill_value: Any = None) -> tuple[Any, .
     fills = _fills(fill_value, np.ndim(x), "nonzero")
     positions, _, valid = _nonzero_flat(x, size, "nonzero")
     return tuple(as_result(ops.select(valid, i, _full(f, np.shape(i), _INDEX)))
-                 for i, f in zip(_unravel(positions, np.shape(x)), fills, strict=True))
+                 for i, f in zip(_unravel(positions, x), fills, strict=True))
 
 
 def flatnonzero(a: Any, *, size: Any = None, fill_value: Any = None) -> Any:
@@ -423,7 +435,7 @@ def _inverse(mask: Any, perm: Any, first: Any) -> Any:
     """inverse[perm[i]] = the unique index of sorted element i: the number of runs
     starting at or before i, minus one (a search among the runs' first positions)."""
     n = np.shape(mask)[0]
-    starts = _compact(mask, n, n)[0]
+    starts = _compact(mask, n, _dim_size(mask, 0))[0]
     rank = ops.sub(_bisect(starts, _iota((n,)), right=True), np.int64(1))
     dn = ops.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
                                      scatter_dims_to_operand_dims=(0,), index_vector_dim=1)
@@ -433,6 +445,5 @@ def _inverse(mask: Any, perm: Any, first: Any) -> Any:
 
 def _counts(mask: Any, size: int) -> Any:
     """Run lengths: the next run's start (or n) minus this run's start; 0 when missing."""
-    n = np.shape(mask)[0]
-    starts = _compact(mask, size + 1, n)[0]
+    starts = _compact(mask, size + 1, _dim_size(mask, 0))[0]
     return ops.sub(ops.slice(starts, (1,), (size + 1,)), ops.slice(starts, (0,), (size,)))

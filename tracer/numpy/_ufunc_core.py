@@ -44,7 +44,7 @@ def bool_to_int8(dt: np.dtype) -> np.dtype:
 
 
 def true_div(dt: np.dtype) -> np.dtype:
-    return dt if dt.kind in "fc" else dtypes.float64
+    return dt if dtypes.is_inexact(dt) else dtypes.float64
 
 
 def check_call(name: str, out: Any, where: Any) -> None:
@@ -55,7 +55,7 @@ def check_call(name: str, out: Any, where: Any) -> None:
 
 
 def check_kind(name: str, dt: np.dtype, kinds: str, *xs: Any) -> None:
-    if dt.kind not in kinds:
+    if dtypes.kind(dt) not in kinds:
         raise error(DTypeError, name, f"ufunc '{name}' not supported for the input types "
                     f"{', '.join(map(desc, xs))}")
 
@@ -68,12 +68,13 @@ def publish(fn: Callable[..., Any], name: str, doc: str) -> Callable[..., Any]:
 
 
 def _widen(dt: np.dtype) -> np.dtype:
-    """NumPy computes float16 loops in float32 and rounds the result: so do we."""
-    return dtypes.float32 if dt == dtypes.float16 else dt
+    """NumPy (and ml_dtypes for bfloat16) computes 16-bit float loops in float32 and
+    rounds the result: so do we."""
+    return dtypes.float32 if dt in (dtypes.float16, dtypes.bfloat16) else dt
 
 
 def _narrow(result: Any, dt: np.dtype) -> Any:
-    if dt == dtypes.float16 and dtype_of(result) == dtypes.float32:
+    if dt in (dtypes.float16, dtypes.bfloat16) and dtype_of(result) == dtypes.float32:
         return cast(result, dt)
     return result
 

@@ -24,6 +24,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from .. import dtypes
 from ..core import Graph, ShapedArray
 from ..errors import TracerTypeError
 from ..interpret import eval_graph, run_graph
@@ -54,7 +55,7 @@ def stop_gradient(x: Any) -> Any:
     >>> grad(lambda x: x * stop_gradient(x))(3.0)  # 3.0, not 6.0
     """
     leaves, tree = tree_flatten(x)
-    out = [stop_gradient_p.bind(v) if aval_of_value(v).dtype.kind in "fc" else v
+    out = [stop_gradient_p.bind(v) if dtypes.is_inexact(aval_of_value(v).dtype) else v
            for v in leaves]
     return tree_unflatten(tree, out)
 
@@ -153,7 +154,7 @@ def _sub_call_shape(*avals: ShapedArray, call: Graph, **_: Any) -> tuple[ShapedA
 
 
 def _zero_ints(touts: Sequence[Any], avals: Sequence[ShapedArray]) -> list[Any]:
-    return [t if a.dtype.kind in "fc" else Zero(ShapedArray(a.shape, a.dtype))
+    return [t if dtypes.is_inexact(a.dtype) else Zero(ShapedArray(a.shape, a.dtype))
             for t, a in zip(touts, avals, strict=True)]
 
 

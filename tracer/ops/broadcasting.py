@@ -40,7 +40,7 @@ INEXACT = "fc"
 
 def check_kinds(dtype: np.dtype, kinds: str) -> None:
     """DTypeError unless `dtype`'s kind is one of `kinds` (e.g. "iu" for integers)."""
-    if dtype.kind not in kinds:
+    if dtypes.kind(dtype) not in kinds:
         wanted = " or ".join(_KIND_NAMES[k] for k in kinds)
         raise DTypeError(f"expects {wanted} operands, got {dtypes.hlo_name(dtype)}")
 
@@ -154,6 +154,19 @@ def quiet(kernel: Kernel) -> Kernel:
     return impl
 
 
+def in_float32(kernel: Kernel) -> Kernel:
+    """The kernel with bfloat16 operands computed in float32 and the result rounded to
+    bfloat16 once, as XLA does (ml_dtypes' loops would round inside multi-step kernels)."""
+    def impl(*args: np.ndarray, **params: Any) -> np.ndarray:
+        if not any(getattr(a, "dtype", None) == dtypes.bfloat16 for a in args):
+            return kernel(*args, **params)
+        wide = [a.astype(np.float32) if a.dtype == dtypes.bfloat16 else a for a in args]
+        out = np.asarray(kernel(*wide, **params))
+        return out.astype(dtypes.bfloat16) if out.dtype == np.float32 else out
+    impl.__name__ = impl.__qualname__ = getattr(kernel, "__name__", "impl")
+    return impl
+
+
 def _publish(fn: Callable[..., Any], name: str, doc: str) -> Callable[..., Any]:
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc
@@ -181,8 +194,8 @@ def define_binary(name: str, hlo_name: str, kernel: Kernel, kinds: str, doc: str
              broadcast_dimensions: tuple[int, ...] | None = None) -> np.ndarray:
         return kernel(*expand_operands(x, y, broadcast_dimensions))
 
-    op = define_op(name, shape=binary_rule(kinds, result), impl=quiet(impl), doc=doc,
-                   hlo_name=hlo_name, family="binary", **fields)
+    op = define_op(name, shape=binary_rule(kinds, result), impl=quiet(in_float32(impl)),
+                   doc=doc, hlo_name=hlo_name, family="binary", **fields)
 
     def wrapper(lhs: Any, rhs: Any, broadcast_dimensions: Sequence[int] | None = None) -> Any:
         lhs, rhs = harmonize_for(name, lhs, rhs)
@@ -204,8 +217,9 @@ def define_unary(name: str, hlo_name: str, kernel: Kernel, kinds: str, doc: str,
                  result: ResultDtype | None = None, weak: bool = True,
                  **fields: Any) -> tuple[Op, Callable[..., Any]]:
     """An element-wise unary op record and its public `(operand)` wrapper."""
-    op = define_op(name, shape=unary_rule(kinds, result, weak), impl=quiet(kernel),
-                   doc=doc, hlo_name=hlo_name, family="unary", **fields)
+    op = define_op(name, shape=unary_rule(kinds, result, weak),
+                   impl=quiet(in_float32(kernel)), doc=doc, hlo_name=hlo_name, family="unary",
+                   **fields)
 
     def wrapper(operand: Any) -> Any:
         return op.bind(operand)

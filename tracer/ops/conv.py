@@ -23,6 +23,7 @@ from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 
+from .. import dtypes
 from ..core import ShapedArray
 from ..errors import DTypeError, ParamError, ShapeError
 from .common import operand_aval, static_int, static_ints, wrapper_error
@@ -247,7 +248,7 @@ def _conv_impl(lhs: np.ndarray, rhs: np.ndarray, *, window_strides: Dims, paddin
                lhs_dilation: Dims, rhs_dilation: Dims, dimension_numbers: ConvDimensionNumbers,
                feature_group_count: int, batch_group_count: int) -> np.ndarray:
     dn, out_dtype = dimension_numbers, lhs.dtype
-    work = np.float32 if out_dtype == np.float16 else out_dtype
+    work = np.float32 if out_dtype in (np.float16, dtypes.bfloat16) else out_dtype
     x = lhs.transpose(dn.lhs_spec).astype(work)
     w = rhs.transpose(dn.rhs_spec).astype(work)
     n, c, o, window = x.shape[0], x.shape[1], w.shape[0], w.shape[2:]

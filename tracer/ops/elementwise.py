@@ -228,7 +228,7 @@ def _compare_impl(x: np.ndarray, y: np.ndarray, *, direction: str, total_order: 
         same = np.equal(_total_order_key(x.real), _total_order_key(y.real)) & \
             np.equal(_total_order_key(x.imag), _total_order_key(y.imag))
         return same if direction == "EQ" else ~same
-    if total_order and x.dtype.kind == "f":
+    if total_order and dtypes.is_float(x.dtype):
         x, y = _total_order_key(x), _total_order_key(y)
     return _DIRECTIONS[direction](x, y)
 
@@ -284,7 +284,7 @@ def _logistic(x: np.ndarray) -> np.ndarray:
 
 
 def _sign(x: np.ndarray) -> np.ndarray:
-    if x.dtype.kind == "f":
+    if dtypes.is_float(x.dtype):
         return np.where(x == 0, x, np.sign(x))  # keeps -0.0 (np.sign gives +0.0)
     return np.sign(x)  # complex: x / |x|, 0 for 0
 
@@ -489,7 +489,7 @@ def _convert_impl(x: np.ndarray, *, new_dtype: np.dtype, weak_type: bool = False
         return x != 0
     if x.dtype.kind == "c" and new_dtype.kind != "c":
         x = x.real
-    if x.dtype.kind == "f" and new_dtype.kind in "iu":
+    if dtypes.is_float(x.dtype) and new_dtype.kind in "iu":
         return _float_to_int(x, new_dtype)
     return x.astype(new_dtype)
 

@@ -16,6 +16,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from .. import dtypes
 from ..core import ShapedArray
 from ..errors import TracerTypeError
 from . import elementwise as ew
@@ -29,7 +30,7 @@ Rule = Callable[..., Any]
 
 
 def _inexact(aval: ShapedArray) -> bool:
-    return aval.dtype.kind in "fc"
+    return dtypes.is_inexact(aval.dtype)
 
 
 def _shape(x: Any) -> tuple[int, ...]:

@@ -48,7 +48,7 @@ def _result_dtype(dtype: np.dtype, preferred: np.dtype | None) -> np.dtype:
         raise DTypeError("dot products need numeric operands, got pred")
     if preferred is None:
         return dtype
-    if preferred.kind == "b" or (dtype.kind in "fc" and preferred.kind in "iu") or \
+    if preferred.kind == "b" or (dtypes.is_inexact(dtype) and preferred.kind in "iu") or \
             (dtype.kind == "c" and preferred.kind != "c"):
         raise DTypeError(f"preferred_element_type {dtypes.hlo_name(preferred)} cannot "
                          f"hold products of {dtypes.hlo_name(dtype)} operands")
@@ -82,7 +82,9 @@ def _dot_general_impl(x: np.ndarray, y: np.ndarray, *, lhs_contracting_dims: Dim
                       precision: tuple[str, str] | None,
                       preferred_element_type: np.dtype | None) -> np.ndarray:
     out_dtype = _result_dtype(x.dtype, preferred_element_type)
-    x, y = x.astype(out_dtype, copy=False), y.astype(out_dtype, copy=False)
+    # bfloat16 products accumulate in float32 and round once, as XLA's CPU backend.
+    work = dtypes.float32 if out_dtype == dtypes.bfloat16 else out_dtype
+    x, y = x.astype(work, copy=False), y.astype(work, copy=False)
     # As (batch, free, contracting) @ (batch, contracting, free): one np.matmul.
     lhs_free = [d for d in range(x.ndim) if d not in lhs_contracting_dims + lhs_batch_dims]
     rhs_free = [d for d in range(y.ndim) if d not in rhs_contracting_dims + rhs_batch_dims]

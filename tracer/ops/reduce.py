@@ -13,12 +13,13 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from .. import dtypes
 from ..core import Graph, ShapedArray
 from ..errors import ParamError, ShapeError, TracerIndexError
 from ..interpret import run_graph
 from ..tracing import Tracer
 from .common import check_avals, trace_scalar_computation, wrapper_error
-from .registry import define_op, harmonize
+from .registry import OPS, define_op, harmonize
 
 __all__ = ["reduce"]
 
@@ -159,8 +160,31 @@ def reduce(operands: Any, init_values: Any, computation: Callable[..., Any] | Gr
     graph = computation if isinstance(computation, Graph) else \
         _trace_computation(computation, [_scalar_aval(x) for x in ops_list])
     dims = tuple(sorted(_as_int(d) for d in _as_seq(dimensions)))
-    outs = reduce_p.bind(*ops_list, *inits, dimensions=dims, to_apply=graph)
+    if _bfloat16_sum(graph):
+        outs = [_sum_in_float32(ops_list[0], inits[0], graph, dims)]
+    else:
+        outs = reduce_p.bind(*ops_list, *inits, dimensions=dims, to_apply=graph)
     return outs[0] if single and len(inits) == 1 else list(outs)
+
+
+def _bfloat16_sum(graph: Graph) -> bool:
+    """A bfloat16 add or mul reduction (which accumulates in float32)."""
+    return graph.in_avals[0].dtype == dtypes.bfloat16 and \
+        _single_ufunc(graph) in (np.add, np.multiply)
+
+
+def _sum_in_float32(x: Any, init: Any, graph: Graph, dims: tuple[int, ...]) -> Any:
+    """bfloat16 sums and products accumulate in float32 and round once, as XLA's CPU
+    backend normalizes them (and as the cpu backend's float32 registers would not
+    across a reduction kept in memory)."""
+    eqn = graph.eqns[0]
+    wide = _trace_computation(lambda a, b: eqn.op.bind(a, b, **eqn.params),
+                              [ShapedArray((), dtypes.float32)])
+    convert = OPS["convert_element_type"].bind
+    (out,) = reduce_p.bind(convert(x, new_dtype=dtypes.float32, weak_type=False),
+                           convert(init, new_dtype=dtypes.float32, weak_type=False),
+                           dimensions=dims, to_apply=wide)
+    return convert(out, new_dtype=dtypes.bfloat16, weak_type=False)
 
 
 def _trace_computation(fun: Callable[..., Any], scalars: list[ShapedArray]) -> Graph:

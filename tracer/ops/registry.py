@@ -103,7 +103,7 @@ def _as_weak(x: Any, dtype: np.dtype) -> Any:
     if isinstance(x, Tracer):
         return x if x.dtype == dtype else OPS["convert_element_type"].bind(
             x, new_dtype=dtype, weak_type=True)
-    return _PY_TYPE[dtype.kind](x)  # a Python scalar of the target kind stays weak
+    return _PY_TYPE[dtypes.kind(dtype)](x)  # a Python scalar of the target kind stays weak
 
 
 def _as_dtype(x: Any, dtype: np.dtype) -> Any:

@@ -24,6 +24,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..core import Graph, Literal, ShapedArray
+from ..dtypes import is_float
 from ..errors import DTypeError, ParamError, ShapeError, TracerIndexError, TracerTypeError
 from ..interpret import eval_graph, run_graph
 from ..tracing import Tracer, trace_flat
@@ -137,7 +138,7 @@ def _sort_shape(*operands: ShapedArray, dimension: int, is_stable: bool,
 
 def total_order_key(x: np.ndarray) -> np.ndarray:
     """Integers ordered as the float total order orders `x` (ints and bools: `x`)."""
-    if x.dtype.kind != "f":
+    if not is_float(x.dtype):
         return x
     bits = np.ascontiguousarray(x).view(np.dtype(f"i{x.dtype.itemsize}"))
     return np.where(bits < 0, bits ^ np.iinfo(bits.dtype).max, bits)

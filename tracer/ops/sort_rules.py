@@ -35,11 +35,13 @@ def take_along(x: Any, order: Any, dimension: int) -> Any:
 
 def _sort_jvp(primals: Sequence[Any], tangents: Sequence[Any], *, dimension: int,
               is_stable: bool, to_apply: Graph) -> tuple[list[Any], list[Any]]:
-    if all(isinstance(t, Zero) for t in tangents):
+    shape = aval_of_value(primals[0]).shape
+    if 0 in shape or all(isinstance(t, Zero) for t in tangents):
+        # nothing to move (and on an empty array a gather of size-1 slices would not fit)
         outs = sort_p.bind(*primals, dimension=dimension, is_stable=is_stable,
                            to_apply=to_apply)
-        return outs, [Zero(aval_of_value(o)) for o in outs]
-    shape = aval_of_value(primals[0]).shape
+        return outs, [Zero(aval_of_value(o)) if isinstance(t, Zero) else t
+                      for o, t in zip(outs, tangents, strict=True)]
     dtype = np.dtype(np.int32 if shape[dimension] < 2 ** 31 else np.int64)
     iota = iota_p.bind(dtype=dtype, shape=shape, dimension=dimension)
     *outs, order = sort_p.bind(*primals, iota, dimension=dimension, is_stable=is_stable,

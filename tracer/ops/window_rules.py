@@ -61,7 +61,7 @@ def _zero_scalar(dtype: np.dtype) -> np.ndarray:
 
 def _never_wins(direction: str, dtype: np.dtype) -> np.ndarray:
     """The start of a chooser pair: the value compare(start, x) never keeps over x."""
-    big = np.inf if dtype.kind == "f" else np.iinfo(dtype).max
+    big = np.inf if dtypes.is_float(dtype) else np.iinfo(dtype).max
     return np.asarray(-big if _KEEPERS[direction] == "max" else big, dtype)
 
 

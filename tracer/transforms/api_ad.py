@@ -17,6 +17,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from .. import dtypes
 from ..core import Graph, ShapedArray, aval_of
 from ..errors import TracerTypeError, TracerValueError
 from ..interpret import eval_graph
@@ -318,7 +319,7 @@ def _check_inputs(what: str, fun: Callable[..., Any], args: tuple, nums: tuple[i
 def _check_scalar_output(what: str, name: str, tr: _Traced) -> None:
     avals = tr.graph.out_avals[:tr.num_out]
     leaf = len(avals) == 1 and tr.out_tree == tree_flatten(0.0)[1]
-    if not leaf or avals[0].shape != () or not np.issubdtype(avals[0].dtype, np.floating):
+    if not leaf or avals[0].shape != () or not dtypes.is_float(avals[0].dtype):
         got = ", ".join(map(str, avals)) if avals else "no arrays"
         raise TracerTypeError(
             f"{what}({name}): the function must return a real float scalar (shape ()), but "
