@@ -22,7 +22,7 @@ import numpy as np
 
 from ..core import Atom, Eqn
 from .cpu_codegen import GraphEmitter, Ref
-from .cpu_scalar import F16, HALVES
+from .cpu_scalar import HALVES
 
 _LIB = "cpu_lib_conv"
 _ENTRY = "cpu_lib_conv_entry"  # (the library behind a C entry point: not compiled per module)
@@ -46,9 +46,7 @@ def _canonical(ge: GraphEmitter, atom: Atom, spec: tuple[int, ...], hint: str) -
                            f"{hint}_canonical")
     if atom.aval.dtype in HALVES:
         wide = ge.fresh(f"{hint}_f32")
-        widen = ge.mod.use("widen_f16", _LIB) if atom.aval.dtype == F16 else \
-            ge.mod.use("widen_bf16")  # (cpu_mathlib)
-        ge.w.line(f"{wide} = {widen}({source})")
+        ge.w.line(f"{wide} = {ge.mod.use(HALVES[atom.aval.dtype].widen)}({source})")
         source = wide
     sizes = [ge.dim(atom, d) for d in spec]
     name = ge.fresh(f"{hint}3")
@@ -139,9 +137,7 @@ def _store(ge: GraphEmitter, eqn: Eqn, result: str, buffer: str, sizes: list[str
             return
         value = _permuted(ge, value, sizes, inverse, "conv_out")
     if out.aval.dtype in HALVES:
-        narrow = ge.mod.use("narrow_f16", _LIB) if out.aval.dtype == F16 else \
-            ge.mod.use("narrow_bf16")  # (cpu_mathlib)
-        ge.w.line(f"{narrow}({value}, {buffer})")
+        ge.w.line(f"{ge.mod.use(HALVES[out.aval.dtype].narrow)}({value}, {buffer})")
     else:
         ge.w.line(f"{buffer}[...] = {value}")
 

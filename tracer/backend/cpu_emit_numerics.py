@@ -19,7 +19,7 @@ import numpy as np
 
 from ..core import Atom, Eqn
 from .cpu_codegen import GraphEmitter, Ref, store_value
-from .cpu_scalar import F16, HALVES, literal, storage_dtype
+from .cpu_scalar import HALVES, literal, storage_dtype
 
 HAVE_ROCKET_FFT = importlib.util.find_spec("rocket_fft") is not None
 _FFT_KERNELS = {"FFT": "fft_forward", "IFFT": "fft_inverse", "RFFT": "fft_real_forward",
@@ -125,9 +125,7 @@ def _widened(ge: GraphEmitter, atom: Atom) -> str:
     if atom.aval.dtype not in HALVES:
         return ref.name
     name = ge.fresh("wide")
-    widen = ge.mod.use("widen_f16", "cpu_lib_bits") if atom.aval.dtype == F16 else \
-        ge.mod.use("widen_bf16")  # (cpu_mathlib)
-    ge.w.line(f"{name} = {widen}({ref.name})")
+    ge.w.line(f"{name} = {ge.mod.use(HALVES[atom.aval.dtype].widen)}({ref.name})")
     return name
 
 
@@ -149,9 +147,8 @@ def _emit_batch_norm(kernel: str, kinds: str) -> Callable[[GraphEmitter, Eqn], N
                 finish.append((written, buffer))
             args.append(_as_3d(ge, written, var, fi) if kind == "o" else written)
         ge.w.line(f"{ge.mod.use(kernel, 'cpu_lib_batch_norm')}({', '.join(args)})")
-        narrow = ge.mod.use("narrow_f16", "cpu_lib_bits") if eqn.outputs[0].aval.dtype == F16 \
-            else ge.mod.use("narrow_bf16")  # (cpu_mathlib)
         for wide, target in finish:
+            narrow = ge.mod.use(HALVES[eqn.outputs[0].aval.dtype].narrow)
             ge.w.line(f"{narrow}({wide}, {target})")
     return emit
 

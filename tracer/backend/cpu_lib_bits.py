@@ -15,7 +15,6 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .cpu_mathlib import f16_bits, f16_to_f32
 
 _jit = njit(cache=True, error_model="numpy")
 _ONE = np.uint64(1)
@@ -76,23 +75,3 @@ def reduce_precision_32(bits, exponent_bits, mantissa_bits):  # noqa: ANN001, AN
 def reduce_precision_64(bits, exponent_bits, mantissa_bits):  # noqa: ANN001, ANN201
     """reduce_precision of float64 bits (uint64)."""
     return _reduce_precision(np.uint64(bits), 64, 11, 52, exponent_bits, mantissa_bits)
-
-
-# ---------------------------------------------------------------- float16 arrays
-
-@_jit
-def widen_f16(bits):  # noqa: ANN001, ANN201
-    """A float32 copy of a float16 array held as uint16 bits (C-contiguous)."""
-    out = np.empty(bits.shape, np.float32)
-    src, dst = bits.reshape(bits.size), out.reshape(out.size)
-    for k in range(src.size):
-        dst[k] = f16_to_f32(src[k])
-    return out
-
-
-@_jit
-def narrow_f16(values, out):  # noqa: ANN001, ANN201
-    """Store float32 `values` rounded to float16 into `out` (uint16 bits, same shape)."""
-    src, dst = values.reshape(values.size), out.reshape(out.size)
-    for k in range(src.size):
-        dst[k] = f16_bits(src[k])

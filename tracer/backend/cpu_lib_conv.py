@@ -43,7 +43,6 @@ from numba import carray, njit
 
 from .cpu_lib_conv_core import blas_threads, fill_grid, gemm, image_of, pitches, unravel
 from .cpu_lib_conv_winograd import winograd, winograd_pays, winograd_t, winograd_t_pays
-from .cpu_mathlib import f16_bits, f16_to_f32
 
 _jit = njit(cache=True, error_model="numpy", nogil=True)
 BLAS_THREADS = 1  # see the module docstring
@@ -480,21 +479,3 @@ def entry(x, w, out, meta):
     execute(head[12], carray(x, (head[0], head[1], head[2])),
             carray(w, (head[3], head[4], head[5])), carray(out, (head[6], head[7], head[8])),
             geo, head[10], head[11])
-
-
-@_jit
-def widen_f16(bits):
-    """A float32 copy of a C-contiguous array of float16 bits (convolutions run in f32)."""
-    out = np.empty(bits.shape, np.float32)
-    src, dst = bits.reshape(bits.size), out.reshape(out.size)
-    for i in range(src.size):
-        dst[i] = f16_to_f32(src[i])
-    return out
-
-
-@_jit
-def narrow_f16(values, bits):
-    """bits[...] = float16 bits of `values` (same shape, both C-contiguous)."""
-    src, dst = values.reshape(values.size), bits.reshape(bits.size)
-    for i in range(src.size):
-        dst[i] = f16_bits(src[i])

@@ -55,6 +55,8 @@ class Site:
 class LoopBody:
     """Scalar code for the values a loop nest needs, emitted into `w` on demand."""
 
+    SCALARS = SCALAR_EMITTERS  # op name -> scalar expression writer
+
     def __init__(self, ge: GraphEmitter, plan: Plan, w: SourceWriter, own: set[int],
                  free: dict[str, None], local: set[str]):
         self.ge = ge
@@ -256,7 +258,7 @@ class LoopBody:
         args = [self.value(a, self.operand_index(eqn, k, index))
                 for k, a in enumerate(eqn.inputs)]
         expr = (cast(self, index[eqn.params["dimension"]], atom.aval.dtype)
-                if eqn.op.name == "iota" else SCALAR_EMITTERS[eqn.op.name](self, eqn, args))
+                if eqn.op.name == "iota" else self.SCALARS[eqn.op.name](self, eqn, args))
         name = self.ge.fresh(eqn.op.hlo_name)
         self.w.line(f"{name} = {expr}{_comment(eqn)}")
         return name

@@ -115,6 +115,25 @@ def f16_round(x):  # noqa: ANN001, ANN201
     return f16_to_f32(f16_bits(x))
 
 
+@_jit
+def widen_f16(bits):  # noqa: ANN001, ANN201
+    """A float32 copy of a float16 array held as uint16 bits (C-contiguous), for kernels
+    that compute in float32 (convolution, batch norm)."""
+    out = np.empty(bits.shape, np.float32)
+    src, dst = bits.reshape(bits.size), out.reshape(out.size)
+    for k in range(src.size):
+        dst[k] = f16_to_f32(src[k])
+    return out
+
+
+@_jit
+def narrow_f16(values, out):  # noqa: ANN001, ANN201
+    """Store float32 `values` rounded to float16 into `out` (uint16 bits, same shape)."""
+    src, dst = values.reshape(values.size), out.reshape(out.size)
+    for k in range(src.size):
+        dst[k] = f16_bits(src[k])
+
+
 # ---------------------------------------------------------------- bfloat16 storage
 
 @_jit

@@ -37,15 +37,19 @@ BF16 = dtypes.bfloat16
 @dataclass(frozen=True)
 class Half:
     """A 16-bit float numba cannot compute in: the `cpu_mathlib` helpers that load its
-    uint16 bits as a float32, store a value as its bits, and round a float32 to it."""
+    uint16 bits as a float32, store a value as its bits, round a float32 to it, and
+    widen / narrow whole arrays for kernels that compute in float32."""
 
     load: str
     store: str
     round: str
+    widen: str
+    narrow: str
 
 
-HALVES: dict[np.dtype, Half] = {F16: Half("f16_to_f32", "f16_bits", "f16_round"),
-                                BF16: Half("bf16_to_f32", "bf16_bits", "bf16_round")}
+HALVES: dict[np.dtype, Half] = {
+    F16: Half("f16_to_f32", "f16_bits", "f16_round", "widen_f16", "narrow_f16"),
+    BF16: Half("bf16_to_f32", "bf16_bits", "bf16_round", "widen_bf16", "narrow_bf16")}
 
 
 class ScalarContext(Protocol):

@@ -17,12 +17,12 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ..core import Atom, Eqn, Graph, Literal, Var
+from ..core import Atom, Graph, Literal, Var
 from ..errors import UnsupportedOpError
-from .cpu_codegen import Ref, load, store_value, where
+from .cpu_codegen import Ref, store_value
 from .cpu_fusion import ELEMENTWISE_FAMILIES, LoopNest, Plan, RowGroup, is_loop_op
 from .cpu_loops import Index, LoopBody
-from .cpu_scalar import cast, literal
+from .cpu_scalar import literal
 from .cuda_codegen import CudaGraphEmitter, Kernel
 from .cuda_scalar import CUDA_SCALAR_EMITTERS
 from .source import SourceWriter
@@ -35,33 +35,11 @@ class CudaLoopBody(LoopBody):
         super().__init__(kernel.ge, plan, kernel.w if w is None else w, own, kernel.free,
                          kernel.local)
 
-    def _compute(self, atom: Atom, index: Index) -> str:
-        if isinstance(atom, Literal) or (id(atom) in self.plan.materialized and
-                                         id(atom) not in self.own):
-            ref = self.ge.ref(atom)
-            if ref.scalar and isinstance(atom, Literal):
-                return ref.name
-            self.outer(ref.name)
-            if ref.scalar:
-                return ref.name
-            name = self.ge.mod.namer.fresh(f"{ref.name}_v", numbered=False)
-            self.w.line(f"{name} = {load(ref, index, self.ge.mod)}")
-            return name
-        eqn = self.plan.producers[id(atom)]
-        if eqn.op.family not in ELEMENTWISE_FAMILIES and eqn.op.name != "iota":
-            return self.value(eqn.inputs[0], self.operand_index(eqn, 0, index))
-        args = [self.value(a, self.operand_index(eqn, k, index))
-                for k, a in enumerate(eqn.inputs)]
-        expr = (cast(self, index[eqn.params["dimension"]], atom.aval.dtype)
-                if eqn.op.name == "iota" else CUDA_SCALAR_EMITTERS[eqn.op.name](self, eqn, args))
-        name = self.ge.fresh(eqn.op.hlo_name)
-        self.w.line(f"{name} = {expr}{comment(eqn)}")
-        return name
+    SCALARS = CUDA_SCALAR_EMITTERS
 
-
-def comment(eqn: Eqn) -> str:
-    text = where(eqn).strip()
-    return f"  # {text[1:-1]}" if text else ""
+    def unsigned(self, index: Index) -> Index:
+        """Indices as computed: the unsigned casts only help LLVM vectorize cpu loops."""
+        return index
 
 
 def unflatten(w: SourceWriter, flat: str, sizes: Sequence[str], names: Sequence[str],
