@@ -6,21 +6,13 @@ Also take_along_axis with traced indices on the cpu backend against NumPy."""
 
 from __future__ import annotations
 
-import inspect
-
 import numpy as np
 import pytest
 
 import tracer as tr
 import tracer.numpy as tnp
-from tracer.backend.cpu_fusion import plan_graph
 from tracer.backend.numba_cpu import compile_count
 from tracer.errors import ShapeError, TracerIndexError
-
-# The fusion plan change that lets a gather/scatter compute its index array inline
-# (cpu_fusion.plan_graph(inline_indices=True), GraphEmitter.plan) is the lead's to
-# merge; until then the test below is an expected failure.
-INLINE_INDICES = "inline_indices" in inspect.signature(plan_graph).parameters
 
 
 def _indexing(x, i, v, m, j):
@@ -125,8 +117,6 @@ def test_take_along_axis_empty_cases():
         tnp.take_along_axis(np.zeros((2, 3)), np.zeros((3, 1), np.int64), 1)
 
 
-@pytest.mark.xfail(not INLINE_INDICES, strict=True,
-                   reason="needs cpu_fusion.plan_graph(inline_indices=True)")
 def test_the_wrap_of_negative_indices_runs_inside_the_gather_and_scatter_loops():
     """No pass and no buffer of its own for NumPy's wrap: the host function gets the
     inputs and outputs only, and the values still follow NumPy (then clamp / skip)."""

@@ -24,7 +24,7 @@ from .. import dtypes
 from ..core import Atom, Eqn, Graph, Literal, ShapedArray, Var
 from .cpu_fallback import new_table, runner
 from .cpu_fastmath import __all__ as FAST_HELPERS
-from .cpu_fusion import OpStep, plan_graph
+from .cpu_fusion import OpStep, Plan, plan_graph
 from .cpu_scalar import DTYPE_ALIASES, HALVES, literal, storage_dtype
 from .source import Namer, SourceWriter
 
@@ -133,6 +133,7 @@ class GraphEmitter:
         self.out_params: dict[int, str] = {}
         self.outputs: list[int] = []  # ids of the top-level graph's output vars
         self.consts: dict[int, Ref] = {}
+        self.plan: Plan | None = None  # of the graph being emitted
 
     # ---- values
     def ref(self, atom: Atom) -> Ref:
@@ -189,7 +190,7 @@ class GraphEmitter:
         for v, r in zip(graph.inputs, in_refs, strict=True):
             self.bind(v, r)
         from .cpu_nests import emit_loops  # (these modules build on this one)
-        plan = plan_graph(graph, self.mod.fuse)
+        plan = self.plan = plan_graph(graph, self.mod.fuse, inline_indices=True)
         for step in plan.steps:
             if isinstance(step, OpStep):
                 self.emit_op(step)

@@ -101,7 +101,7 @@ def _index_vector(ge: GraphEmitter, indices: Atom, ivd: int, batch: Sequence[str
     position = list(batch)
     if ivd < indices.aval.ndim:
         position.insert(ivd, str(k))
-    plan = getattr(ge, "plan", None)  # set once the fusion plan can inline index arrays
+    plan = ge.plan
     if isinstance(indices, Literal) or plan is None or id(indices) in plan.materialized:
         return load(ge.ref(indices), position, ge.mod)
     return LoopBody(ge, plan, ge.w, set(), {}, set()).value(indices, tuple(position))

@@ -117,8 +117,18 @@ class Plan:
     outputs: set[int] = field(default_factory=set)             # ids of the graph outputs
 
 
-def plan_graph(graph: Graph, fuse: bool = True) -> Plan:
-    """The steps for `graph`; `fuse=False` gives one step per op (for testing fusion)."""
+def index_operand(eqn: Eqn) -> int | None:
+    """The position of the index array of a gather or scatter (None for other ops)."""
+    if eqn.op.name == "gather":
+        return 1
+    return len(eqn.outputs) if eqn.op.name == "scatter" else None
+
+
+def plan_graph(graph: Graph, fuse: bool = True, inline_indices: bool = False) -> Plan:
+    """The steps for `graph`; `fuse=False` gives one step per op (for testing fusion).
+    `inline_indices`: cheap element-wise producers of a gather's / scatter's index
+    array (NumPy's wrap of negative indices) join an unscheduled nest of that array's
+    shape: the op's emitter computes them per element, in its own loop."""
     producers = {id(v): e for e in graph.eqns for v in e.outputs}
     users: dict[int, list[Eqn]] = {}
     for eqn in graph.eqns:
@@ -128,6 +138,13 @@ def plan_graph(graph: Graph, fuse: bool = True) -> Plan:
     outputs = {id(a) for a in graph.outputs if isinstance(a, Var)}
     ctx = _Assignment(users, producers, outputs if fuse else set(producers), {}, {}, {},
                       {id(v) for v in graph.inputs})
+    if fuse and inline_indices:
+        for eqn in graph.eqns:
+            k = index_operand(eqn)
+            if k is not None and isinstance(eqn.inputs[k], Var):
+                nest = LoopNest(eqn.inputs[k].aval.shape)
+                ctx.nests[id(nest)] = nest
+                ctx.index_nests[id(eqn)] = id(nest)
     for eqn in reversed(graph.eqns):
         _assign(eqn, ctx)
     nest_of, nests, materialized = ctx.nest_of, ctx.nests, ctx.materialized
@@ -154,6 +171,7 @@ class _Assignment:
     nests: dict[int, LoopNest]
     paths: dict[int, set[Path]]        # id(var) -> the index paths nests read it through
     materialized: set[int]
+    index_nests: dict[int, int] = field(default_factory=dict)  # id(gather/scatter) -> nest
 
 
 def _assign(eqn: Eqn, ctx: _Assignment) -> None:
@@ -166,7 +184,7 @@ def _assign(eqn: Eqn, ctx: _Assignment) -> None:
         ctx.materialized.update(id(v) for v in eqn.outputs)
         return
     out = eqn.outputs[0]
-    targets, opaque = _consumer_nests(ctx.users.get(id(out), []), ctx.nest_of)
+    targets, opaque = _consumer_nests(out, ctx)
     paths = _read_paths(out, ctx)
     stored = id(out) in ctx.outputs or opaque or out.aval.ndim == 0
     if not stored and _recomputed(eqn, ctx, targets, paths):
@@ -235,13 +253,17 @@ def _new_nest(eqn: Eqn, nest: LoopNest, ctx: _Assignment) -> None:
     ctx.paths.update((id(v), {()}) for v in eqn.outputs)
 
 
-def _consumer_nests(consumers: list[Eqn], nest_of: dict[int, set[int]]) -> tuple[set[int], bool]:
-    """The nests that read a value, and whether some non-fused op reads it."""
+def _consumer_nests(value: Var, ctx: _Assignment) -> tuple[set[int], bool]:
+    """The nests that read a value, and whether some non-fused op reads it (a gather
+    or scatter reading it only as its index array: that op's index nest)."""
     targets: set[int] = set()
     opaque = False
-    for user in consumers:
-        if id(user) in nest_of:
-            targets |= nest_of[id(user)]
+    for user in ctx.users.get(id(value), []):
+        if id(user) in ctx.nest_of:
+            targets |= ctx.nest_of[id(user)]
+        elif id(user) in ctx.index_nests and all(
+                (a is value) == (k == index_operand(user)) for k, a in enumerate(user.inputs)):
+            targets.add(ctx.index_nests[id(user)])
         else:
             opaque = True
     return targets, opaque

@@ -206,8 +206,13 @@ def _uniform(a: Any, bins: int, range_: Any) -> tuple[Any, Any, Any]:
     dt = _edge_dtype(a, first, last)
     if isinstance(first, Tracer):
         first, last = cast(first, dt), cast(last, dt)
-        steps = ops.div(ops.iota(dt, (bins + 1,), 0), np.asarray(bins, dt))
-        edges = ops.add(ops.mul(steps, ops.sub(last, first)), first)
+        # NumPy's linspace: i * (delta / bins), or (i / bins) * delta when that step
+        # underflows to zero; the rounding differs, and density divides by the widths.
+        i, delta = ops.iota(dt, (bins + 1,), 0), ops.sub(last, first)
+        step = ops.div(delta, np.asarray(bins, dt))
+        scaled = ops.select(ops.eq(step, np.asarray(0, dt)),
+                            ops.mul(ops.div(i, np.asarray(bins, dt)), delta), ops.mul(i, step))
+        edges = ops.add(scaled, first)
         edges = ops.concatenate([ops.slice(edges, (0,), (bins,)), ops.reshape(last, (1,))], 0)
         return edges, first, last
     edges = linspace(first, last, bins + 1, dtype=dt)
