@@ -179,12 +179,12 @@ def test_same_numbers_eagerly_under_jit_and_on_every_backend(backend, group):
     _assert_same(tr.jit(group, backend=backend)(k), group(k))
 
 
-def test_gamma_is_the_same_on_every_backend():
-    # (beta is gamma in log space plus `_math`'s functions, checked on their own below;
-    # one compile of its three nested rejection loops costs minutes, so it is left out)
-    f = lambda k: trr.gamma(k, np.float32([0.2, 1.0, 4.0]))  # noqa: E731
+def test_gamma_and_beta_are_the_same_on_every_backend():
+    # (beta's two gamma samplers share one compiled rejection loop: ~15 s to compile)
+    f = lambda k: (trr.gamma(k, np.float32([0.2, 1.0, 4.0])),  # noqa: E731
+                   trr.beta(k, np.float32([0.3, 2.0]), np.float32([0.5, 5.0])))
     k = trr.key(5)
-    _assert_same([tr.jit(f)(k)], [f(k)])
+    _assert_same(tr.jit(f)(k), f(k))
 
 
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])

@@ -2,7 +2,10 @@
 
 A generated module is written to `<cache_dir>/cpu/tracer_<sha256>.py`, where the
 hash covers the source, the njit options in it, and the versions of tracer,
-numba, llvmlite, NumPy and of the helper library the module imports. It is then
+numba, llvmlite, NumPy and of the helper libraries the module imports (directly
+or through another library). A library's version is the hash of the very source
+this process compiled it from, recorded as it is imported (so a library edited
+while a process runs never pairs a key with other code). It is then
 imported from that file, so `numba.njit(cache=True)` keeps the machine code
 next to it (`__pycache__/*.nbi|nbc`) and a new process loads it instead of
 compiling. In one process, a module is imported once and its compiled
@@ -19,8 +22,12 @@ from __future__ import annotations
 import functools
 import glob
 import hashlib
+import importlib.abc
+import importlib.machinery
 import importlib.metadata
+import importlib.util
 import os
+import re
 import sys
 import threading
 import types
@@ -60,15 +67,15 @@ _MODULES: dict[str, Entry] = {}
 
 
 @functools.cache
-def _versions() -> str:
+def _package_versions() -> str:
     from .._version import __version__ as tracer_version
-    helpers = hashlib.sha256()
-    for path in helper_library_files():  # generated modules import these
-        with open(path, "rb") as f:
-            helpers.update(f.read())
     return (f"tracer {tracer_version}, numba {numba.__version__}, llvmlite "
             f"{llvmlite.__version__}, numpy {np.__version__}, rocket-fft "
-            f"{_version_of('rocket-fft')}, helpers {helpers.hexdigest()[:16]}")
+            f"{_version_of('rocket-fft')}")
+
+
+def _versions(source: str) -> str:
+    return f"{_package_versions()}, helpers {_helpers_digest(source)}"
 
 
 def _version_of(distribution: str) -> str:
@@ -86,7 +93,84 @@ def helper_library_files() -> list[str]:
 
 
 def module_key(source: str) -> str:
-    return hashlib.sha256((_versions() + "\n" + source).encode()).hexdigest()
+    return hashlib.sha256((_versions(source) + "\n" + source).encode()).hexdigest()
+
+
+# ------------------------------------------------------------------ helper library sources
+
+_LIBRARIES = {f"{__package__}.{os.path.basename(p)[:-3]}": p for p in helper_library_files()}
+_IMPORT = re.compile(r"^from tracer\.backend\.(\w+) import", re.MULTILINE)
+_RELATIVE = re.compile(r"^from \.(\w+) import|^from \. import (\w+)", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class LibrarySource:
+    digest: str                # sha256 of the source the module was compiled from
+    imports: tuple[str, ...]   # the helper libraries it imports (module names)
+
+
+_SOURCES: dict[str, LibrarySource] = {}
+
+
+def _record(name: str, source: bytes) -> None:
+    imports = {f"{__package__}.{a or b}" for a, b in _RELATIVE.findall(source.decode())}
+    _SOURCES[name] = LibrarySource(hashlib.sha256(source).hexdigest(),
+                                   tuple(sorted(imports & set(_LIBRARIES))))
+
+
+class _RecordingLoader(importlib.machinery.SourceFileLoader):
+    """Compiles a helper library from its source file (never a .pyc), recording the
+    hash of exactly the bytes it compiled."""
+
+    def get_code(self, fullname: str) -> types.CodeType:
+        source = self.get_data(self.path)
+        _record(fullname, source)
+        return self.source_to_code(source, self.path)
+
+
+class _LibraryFinder(importlib.abc.MetaPathFinder):
+    """Imports the helper libraries through `_RecordingLoader` (other modules: not ours)."""
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        file = _LIBRARIES.get(fullname)
+        if file is None:
+            return None
+        return importlib.util.spec_from_file_location(fullname, file,
+                                                      loader=_RecordingLoader(fullname, file))
+
+
+# (one finder, this module's, also when the module is reloaded)
+sys.meta_path[:] = [f for f in sys.meta_path if type(f).__name__ != "_LibraryFinder"]
+sys.meta_path.insert(0, _LibraryFinder())
+
+
+def library_source(name: str) -> LibrarySource:
+    """What helper library `name` (`tracer.backend.cpu_mathlib`) was compiled from in this
+    process; importing it now if it is not loaded yet."""
+    if name not in _SOURCES:
+        try:
+            importlib.import_module(name)
+        except ImportError:  # (a generated module that imports it fails the same way)
+            pass
+        if name not in _SOURCES:  # loaded before this module installed its finder
+            with open(_LIBRARIES[name], "rb") as f:
+                _record(name, f.read())
+    return _SOURCES[name]
+
+
+def _helpers_digest(source: str) -> str:
+    """The hash of the helper libraries a generated module imports, directly or not."""
+    todo = [f"{__package__}.{m}" for m in _IMPORT.findall(source)]
+    seen: set[str] = set()
+    while todo:
+        name = todo.pop()
+        if name in _LIBRARIES and name not in seen:
+            seen.add(name)
+            todo += library_source(name).imports
+    digest = hashlib.sha256()
+    for name in sorted(seen):
+        digest.update(f"{name} {library_source(name).digest}\n".encode())
+    return digest.hexdigest()[:16]
 
 
 def cache_directory() -> str:
@@ -116,7 +200,7 @@ def _load(key: str, source: str) -> Entry:
     os.makedirs(directory, exist_ok=True)
     name = f"tracer_{key[:40]}"
     path = os.path.join(directory, name + ".py")
-    text = f"# tracer generated module; key: {key}\n# {_versions()}\n{source}"
+    text = f"# tracer generated module; key: {key}\n# {_versions(source)}\n{source}"
     _write(path, text)
     return Entry(_import(name, path, text), path, set())
 

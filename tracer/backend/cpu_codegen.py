@@ -77,9 +77,10 @@ class Module:
 class ModuleBuilder:
     """Module-wide state: names, helper imports, sizes, kernels, host parameters."""
 
-    def __init__(self, parallel_ok: bool, fuse: bool = True):
+    def __init__(self, parallel_ok: bool, fuse: bool = True, graph: Graph | None = None):
         self.parallel_ok = parallel_ok
         self.fuse = fuse
+        self.graph = graph  # the whole graph (emitters of its parts may survey it)
         self.namer = Namer(reserved=["np", "numba", "math", "dims", *DTYPE_ALIASES.values()])
         self.helpers: dict[str, str] = {}  # helper name -> backend module defining it
         self.sizes: list[int] = []
@@ -249,7 +250,7 @@ def store_value(expr: str, dtype: np.dtype, helpers: ModuleBuilder) -> str:
 
 def generate(graph: Graph, name: str, parallel_ok: bool, fuse: bool = True) -> Module:
     """The module for `graph`, its host function called `name`."""
-    mod = ModuleBuilder(parallel_ok, fuse)
+    mod = ModuleBuilder(parallel_ok, fuse, graph)
     body = SourceWriter()
     top = GraphEmitter(mod, body, top=True)
     top.outputs = [id(a) for a in graph.outputs]

@@ -4,8 +4,8 @@
   buffer; without rocket-fft installed it runs its NumPy reference instead.
 - batch norm calls the `cpu_lib_batch_norm` kernels on (outer, F, inner) views of
   the operand; float16 arrays are widened to float32 around the call.
-- reduce_precision is a loop over the unsigned-integer view of the operand (float16
-  arrays are stored as their bits already) calling `cpu_lib_bits` helpers.
+- reduce_precision is a loop over the unsigned-integer view of the operand (16-bit
+  float arrays are stored as their bits already) calling `cpu_lib_bits` helpers.
 - bitcast_convert_type is a `.view()` of the (C-contiguous) operand, flattened so
   numba can change the item size; rank-0 values go through a 1-element array.
 """
@@ -19,7 +19,7 @@ import numpy as np
 
 from ..core import Atom, Eqn
 from .cpu_codegen import GraphEmitter, Ref, store_value
-from .cpu_scalar import HALVES, literal, storage_dtype
+from .cpu_scalar import BF16 as _BF16, HALVES, literal, storage_dtype
 
 HAVE_ROCKET_FFT = importlib.util.find_spec("rocket_fft") is not None
 _FFT_KERNELS = {"FFT": "fft_forward", "IFFT": "fft_inverse", "RFFT": "fft_real_forward",
@@ -60,17 +60,17 @@ def _reduce_precision(ge: GraphEmitter, eqn: Eqn) -> None:
     x, out = ge.ref(eqn.inputs[0]), eqn.outputs[0]
     dtype = out.aval.dtype
     bits = dtype.itemsize * 8
-    helper = ge.mod.use(f"reduce_precision_{bits}", "cpu_lib_bits")
     e = ge.mod.size(("param", id(eqn), "exponent_bits"), eqn.params["exponent_bits"],
                     "exponent_bits")
     m = ge.mod.size(("param", id(eqn), "mantissa_bits"), eqn.params["mantissa_bits"],
                     "mantissa_bits")
     uint = f"np.uint{bits}"
+    rounded = _bits_rounder(ge, dtype, e, m)
     if x.scalar:  # through a 1-element array, to reach the bits
         cell = ge.fresh("cell")
         ge.w.line(f"{cell} = np.empty(1, {_np_dtype(dtype)})")
         ge.w.line(f"{cell}[0] = {store_value(x.name, dtype, ge.mod)}")
-        ge.w.line(f"{cell}.view({uint})[0] = {helper}({cell}.view({uint})[0], {e}, {m})")
+        ge.w.line(f"{cell}.view({uint})[0] = {rounded(f'{cell}.view({uint})[0]')}")
         ge.bind(out, Ref(_scalar_of(ge, f"{cell}[0]", dtype), out.aval))
         return
     target = ge.alloc(out)
@@ -78,8 +78,20 @@ def _reduce_precision(ge: GraphEmitter, eqn: Eqn) -> None:
     ge.w.line(f"{src} = {_flat(ge, x, eqn.inputs[0])}.view({uint})")
     ge.w.line(f"{dst} = {_flat(ge, Ref(target, out.aval), out)}.view({uint})")
     with ge.w.block(f"for {k} in range({src}.size)"):
-        ge.w.line(f"{dst}[{k}] = {helper}({src}[{k}], {e}, {m})")
+        ge.w.line(f"{dst}[{k}] = {rounded(f'{src}[{k}]')}")
     ge.bind(out, Ref(target, out.aval))
+
+
+def _bits_rounder(ge: GraphEmitter, dtype: np.dtype, e: str, m: str) -> Callable[[str], str]:
+    """Source text of the reduced bits of the stored bits `value` (a float's uint view).
+    bfloat16 bits are the top half of float32 bits with the same exponent field, so
+    they go through the float32 helper and come back exactly (the low half stays 0)."""
+    if dtype == _BF16:
+        helper = ge.mod.use("reduce_precision_32", "cpu_lib_bits")
+        return lambda value: (f"np.uint16({helper}(np.uint32({value}) << np.uint32(16), "
+                              f"{e}, {m}) >> np.uint32(16))")
+    helper = ge.mod.use(f"reduce_precision_{dtype.itemsize * 8}", "cpu_lib_bits")
+    return lambda value: f"{helper}({value}, {e}, {m})"
 
 
 def _scalar_of(ge: GraphEmitter, stored: str, dtype: np.dtype) -> str:

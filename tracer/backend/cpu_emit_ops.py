@@ -2,10 +2,10 @@
 
 `OP_EMITTERS[op_name](ge, eqn)` writes the op's code through the graph emitter
 `ge` and binds its outputs. Control flow (`while`, `conditional`, `scan`,
-`call`) becomes native Python control flow in the compiled host function, with
-the sub-graphs emitted inline. `dot_general` calls BLAS through `np.dot` on
-2-D views (batch dims looped around it), and explicit loops for integer and
-float16 operands (BLAS is float-only). Indexing ops live in `cpu_emit_index`.
+`call`) lives in `cpu_emit_control`. `dot_general` calls BLAS through `np.dot` on
+2-D views (batch dims looped around it); float16 / bfloat16 operands are widened
+to float32 for it and the result is rounded once. Integer products run explicit
+loops. Indexing ops live in `cpu_emit_index`.
 """
 
 from __future__ import annotations
@@ -14,28 +14,21 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ..core import Atom, Eqn, Graph, ShapedArray
+from ..core import Atom, Eqn
 from ..errors import TracerValueError
 from .cpu_codegen import GraphEmitter, Ref, load, store_value
-from . import (cpu_emit_conv, cpu_emit_decomp, cpu_emit_misc, cpu_emit_numerics, cpu_emit_rng,
-               cpu_emit_sort, cpu_emit_window)
+from . import (cpu_emit_control, cpu_emit_conv, cpu_emit_decomp, cpu_emit_misc,
+               cpu_emit_numerics, cpu_emit_rng, cpu_emit_sort, cpu_emit_window)
 from .cpu_emit_index import INDEX_EMITTERS
 from .cpu_fallback import numba_type
-from .cpu_scalar import alias, cast, literal
+from .cpu_lower import blas_dtype
+from .cpu_scalar import HALVES, alias, cast, literal
 
 OpEmitter = Callable[[GraphEmitter, Eqn], None]
 
 
 def _refs(ge: GraphEmitter, eqn: Eqn) -> list[Ref]:
     return [ge.ref(a) for a in eqn.inputs]
-
-
-def _carry(ge: GraphEmitter, eqn: Eqn, init: Sequence[Ref]) -> list[Ref]:
-    """Fresh loop variables holding `init`, typed like the eqn's outputs."""
-    refs = [Ref(ge.fresh("carry"), v.aval) for v in eqn.outputs[:len(init)]]
-    if refs:
-        ge.w.line(f"{_names(refs)} = {_names(init)}")
-    return refs
 
 
 def _names(refs: Sequence[Ref]) -> str:
@@ -47,100 +40,31 @@ def _bind_all(ge: GraphEmitter, eqn: Eqn, refs: Sequence[Ref]) -> None:
         ge.bind(v, r)
 
 
-# ------------------------------------------------------------------ control flow
-
-def _while(ge: GraphEmitter, eqn: Eqn) -> None:
-    p = eqn.params
-    refs = _refs(ge, eqn)
-    nc, nb = p["cond_nconsts"], p["body_nconsts"]
-    cconsts, bconsts = refs[:nc], refs[nc:nc + nb]
-    carry = _carry(ge, eqn, refs[nc + nb:])
-    with ge.w.block("while True"):
-        [pred] = ge.sub_emitter().emit_graph(p["condition"], cconsts + carry)
-        with ge.w.block(f"if not {pred.name}"):
-            ge.w.line("break")
-        new = ge.sub_emitter().emit_graph(p["body"], bconsts + carry)
-        if carry:
-            ge.w.line(f"{_names(carry)} = {_names(new)}")
-    _bind_all(ge, eqn, carry)
-
-
-def _conditional(ge: GraphEmitter, eqn: Eqn) -> None:
-    index, *operands = _refs(ge, eqn)
-    branches = eqn.params["branch_computations"]
-    results = [Ref(ge.fresh("result"), v.aval) for v in eqn.outputs]
-    for k, graph in enumerate(branches):
-        last = k == len(branches) - 1
-        header = "else" if last else f"{'if' if k == 0 else 'elif'} {index.name} == {k}"
-        if len(branches) == 1:
-            _branch(ge, graph, operands, results)
-            continue
-        with ge.w.block(header):  # seed rule: an index out of range runs the last branch
-            _branch(ge, graph, operands, results)
-    _bind_all(ge, eqn, results)
-
-
-def _branch(ge: GraphEmitter, graph: Graph, operands: list[Ref], results: list[Ref]) -> None:
-    outs = ge.sub_emitter().emit_graph(graph, operands)
-    if results:
-        ge.w.line(f"{_names(results)} = {_names(outs)}")
-
-
-def _scan(ge: GraphEmitter, eqn: Eqn) -> None:
-    p = eqn.params
-    refs = _refs(ge, eqn)
-    nconsts, ncarry = p["num_consts"], p["num_carry"]
-    consts, xs = refs[:nconsts], refs[nconsts + ncarry:]
-    carry = _carry(ge, eqn, refs[nconsts:nconsts + ncarry])
-    ys = [Ref(ge.alloc(v, "ys"), v.aval) for v in eqn.outputs[ncarry:]]
-    length = ge.mod.size(("param", id(eqn), "length"), p["length"], "length")
-    step, i = ge.fresh("step"), ge.fresh("i")
-    with ge.w.block(f"for {step} in range({length})"):
-        ge.w.line(f"{i} = {length} - 1 - {step}" if p["reverse"] else f"{i} = {step}")
-        slices = [_slice_of(ge, x, i, eqn.params["body"].in_avals[nconsts + ncarry + k])
-                  for k, x in enumerate(xs)]
-        outs = ge.sub_emitter().emit_graph(p["body"], consts + carry + slices)
-        for y, out in zip(ys, outs[ncarry:], strict=True):  # before the carry moves on
-            value = store_value(out.name, y.aval.dtype, ge.mod) if out.scalar else out.name
-            ge.w.line(f"{y.name}[{i}] = {value}")
-        if carry:
-            ge.w.line(f"{_names(carry)} = {_names(outs[:ncarry])}")
-    _bind_all(ge, eqn, carry + ys)
-
-
-def _slice_of(ge: GraphEmitter, x: Ref, i: str, aval: ShapedArray) -> Ref:
-    """Slice i of a scanned array: a scalar for a vector, else a view of its row."""
-    name = ge.fresh(f"{x.name}_row")
-    ge.w.line(f"{name} = {load(x, [i], ge.mod)}" if x.aval.ndim == 1 else f"{name} = {x.name}[{i}]")
-    return Ref(name, aval)
-
-
-def _call(ge: GraphEmitter, eqn: Eqn) -> None:
-    _bind_all(ge, eqn, ge.sub_emitter().emit_graph(eqn.params["to_apply"], _refs(ge, eqn)))
-
-
 # ------------------------------------------------------------------ dot_general
 
-_BLAS = frozenset(np.dtype(t) for t in (np.float32, np.float64, np.complex64, np.complex128))
+_F32 = np.dtype(np.float32)
 
 
 def _dot_general(ge: GraphEmitter, eqn: Eqn) -> None:
     lhs, rhs = eqn.inputs
-    out = eqn.outputs[0]
-    blas = (lhs.aval.dtype in _BLAS and out.aval.dtype in _BLAS and lhs.aval.ndim > 0
-            and rhs.aval.ndim > 0)
-    (_dot_blas if blas else _dot_loops)(ge, eqn)
+    work = blas_dtype(lhs.aval.dtype, eqn.outputs[0].aval.dtype)
+    if work is not None and lhs.aval.ndim > 0 and rhs.aval.ndim > 0:
+        _dot_blas(ge, eqn, work)
+    else:
+        _dot_loops(ge, eqn)
 
 
 def _product(ge: GraphEmitter, atom: Atom, dims: Sequence[int]) -> str:
     return " * ".join(ge.dim(atom, d) for d in dims) or "1"
 
 
-def _dot_blas(ge: GraphEmitter, eqn: Eqn) -> None:
-    """out[b] = lhs[b] @ rhs[b] on (batch, M, K) / (batch, K, N) views."""
+def _dot_blas(ge: GraphEmitter, eqn: Eqn, work: np.dtype) -> None:
+    """out[b] = lhs[b] @ rhs[b] on (batch, M, K) / (batch, K, N) views; a 16-bit float
+    result is computed in a float32 array and rounded into its storage in one pass."""
     p = eqn.params
     lhs, rhs = eqn.inputs
     out = eqn.outputs[0]
+    dt = out.aval.dtype
     lb, lc, rb, rc = (p["lhs_batch_dims"], p["lhs_contracting_dims"], p["rhs_batch_dims"],
                       p["rhs_contracting_dims"])
     lf = [d for d in range(lhs.aval.ndim) if d not in lb + lc]
@@ -148,36 +72,49 @@ def _dot_blas(ge: GraphEmitter, eqn: Eqn) -> None:
     batch, m, k, n = (_product(ge, lhs, lb), _product(ge, lhs, lf), _product(ge, lhs, lc),
                       _product(ge, rhs, rf))
     a = _matrix(ge, eqn, 0, list(lb) + lf + list(lc), list(lb) + list(lc) + lf,
-                (batch, m, k), out.aval.dtype)
+                (batch, m, k), work)
     b = _matrix(ge, eqn, 1, list(rb) + list(rc) + rf, list(rb) + rf + list(rc),
-                (batch, k, n), out.aval.dtype)
-    if out.aval.ndim:
-        target = ge.alloc(out)
-        ge.bind(out, Ref(target, out.aval))
-    else:
-        target = ge.fresh("dot")
-        ge.w.line(f"{target} = np.empty((1, 1), np.{out.aval.dtype.name})")
+                (batch, k, n), work)
     o = ge.fresh("out3")
-    ge.w.line(f"{o} = {target}.reshape(({batch}, {m}, {n}))")
+    direct = out.aval.ndim and work == dt  # np.dot writes the result's own array
+    target = ge.alloc(out) if direct else ""
+    ge.w.line(f"{o} = {target}.reshape(({batch}, {m}, {n}))" if direct else
+              f"{o} = np.empty(({batch}, {m}, {n}), np.{work.name})")
     if not lb:
         ge.w.line(f"np.dot({a[0]}[0]{a[1]}, {b[0]}[0]{b[1]}, {o}[0])")
     else:
         i = ge.fresh("batch")
         with ge.w.block(f"for {i} in range({batch})"):
             ge.w.line(f"np.dot({a[0]}[{i}]{a[1]}, {b[0]}[{i}]{b[1]}, {o}[{i}])")
+    _bind_product(ge, out, o, target)
+
+
+def _bind_product(ge: GraphEmitter, out: Atom, o: str, target: str) -> None:
+    """Bind `out` to the product np.dot wrote into `o` (or straight into `target`)."""
+    dt = out.aval.dtype
     if not out.aval.ndim:
-        ge.bind(out, Ref(f"{target}[0, 0]", out.aval))
+        value = f"{o}[0, 0, 0]"
+        ge.bind(out, Ref(cast(ge.mod, value, dt) if dt in HALVES else value, out.aval))
+        return
+    if not target:
+        target = ge.alloc(out)
+        ge.w.line(f"{ge.mod.use(HALVES[dt].narrow)}({o}, {target})")
+    ge.bind(out, Ref(target, out.aval))
 
 
 def _matrix(ge: GraphEmitter, eqn: Eqn, k: int, plain: list[int], swapped: list[int],
             sizes: tuple[str, str, str], dtype: np.dtype) -> tuple[str, str]:
-    """(3-D view name, ".T" or "") of operand k as (batch, rows, cols) for np.dot."""
+    """(3-D view name, ".T" or "") of operand k as (batch, rows, cols) for np.dot, in
+    `dtype` (16-bit floats widened to float32 first, in one pass)."""
     atom = eqn.inputs[k]
     ref = ge.ref(atom)
-    source = ref.name
-    if atom.aval.dtype != dtype:
-        source = ge.fresh(f"{ref.name}_as")
-        ge.w.line(f"{source} = {ref.name}.astype(np.{dtype.name})")
+    source, held = ref.name, atom.aval.dtype
+    if held in HALVES:
+        source, held = ge.fresh(f"{ref.name}_f32"), _F32
+        ge.w.line(f"{source} = {ge.mod.use(HALVES[atom.aval.dtype].widen)}({ref.name})")
+    if held != dtype:
+        widened, source = source, ge.fresh(f"{ref.name}_as")
+        ge.w.line(f"{source} = {widened}.astype(np.{dtype.name})")
     batch, rows, cols = sizes
     identity = list(range(atom.aval.ndim))
     name = ge.fresh(f"{ref.name}3")
@@ -351,7 +288,7 @@ def _collective(ge: GraphEmitter, eqn: Eqn) -> None:
 
 
 OP_EMITTERS: dict[str, OpEmitter] = {
-    "while": _while, "conditional": _conditional, "scan": _scan, "call": _call,
+    **cpu_emit_control.EMITTERS,
     "dot_general": _dot_general, "reshape": _reshape,
     "get_dimension_size": _get_dimension_size, "concatenate": _concatenate, "pad": _pad,
     **INDEX_EMITTERS, **cpu_emit_conv.EMITTERS, **cpu_emit_window.EMITTERS,

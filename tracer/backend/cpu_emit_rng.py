@@ -14,7 +14,8 @@ import numpy as np
 
 from ..core import Eqn, Var
 from .cpu_codegen import GraphEmitter, Ref
-from .cpu_scalar import F16, storage_dtype
+from .. import dtypes
+from .cpu_scalar import HALVES, storage_dtype
 
 LIB = "cpu_lib_rng"
 
@@ -39,8 +40,8 @@ def _bind(ge: GraphEmitter, var: Var, target: str) -> None:
         return
     name = ge.fresh("value")
     value = f"{target}[0]"
-    if var.aval.dtype == F16:  # float16 scalars live as float32 values
-        value = f"{ge.mod.use('f16_to_f32')}({value})"
+    if var.aval.dtype in HALVES:  # half-precision scalars live as float32 values
+        value = f"{ge.mod.use(HALVES[var.aval.dtype].load)}({value})"
     ge.w.line(f"{name} = {value}")
     ge.bind(var, Ref(name, var.aval))
 
@@ -84,7 +85,7 @@ def _rng_bit_generator(ge: GraphEmitter, eqn: Eqn) -> None:
 
 
 def _nmant(dtype: np.dtype) -> int:
-    return int(np.finfo(dtype).nmant)
+    return int(dtypes.finfo(dtype).nmant)
 
 
 def _rng_uniform(ge: GraphEmitter, eqn: Eqn) -> None:
@@ -92,7 +93,7 @@ def _rng_uniform(ge: GraphEmitter, eqn: Eqn) -> None:
     var = eqn.outputs[0]
     dt = var.aval.dtype
     out = _target(ge, var)
-    if dt.kind == "f":
+    if dtypes.is_float(dt):
         ge.w.line(f"{_use(ge, 'stream_uniform_float')}(f64({a}), f64({b}), {out}, "
                   f"{_nmant(dt)})")
     else:  # the bounds' two's-complement bits (sign-extended: only the low bits count)

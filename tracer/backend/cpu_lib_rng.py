@@ -19,7 +19,7 @@ import numpy as np
 from numba import njit, prange, types
 from numba.extending import overload
 
-from .cpu_mathlib import f16_bits, f16_round
+from .cpu_mathlib import bf16_bits, bf16_round, f16_bits, f16_round
 
 _jit = njit(cache=True, error_model="numpy")
 
@@ -260,7 +260,10 @@ def _mantissa_draw(nmant):  # noqa: ANN001, ANN201
 
 @_jit
 def _rounded(x, nmant):  # noqa: ANN001, ANN201
-    """float64 `x` rounded to the output type (10: float16, 23: float32, 52: float64)."""
+    """float64 `x` rounded to the output type (7: bfloat16, 10: float16, 23: float32,
+    52: float64)."""
+    if nmant == 7:
+        return np.float64(bf16_round(np.float32(x)))
     if nmant == 10:
         return np.float64(f16_round(np.float32(x)))
     if nmant == 23:
@@ -270,8 +273,10 @@ def _rounded(x, nmant):  # noqa: ANN001, ANN201
 
 @_jit
 def _store(out, i, value, nmant):  # noqa: ANN001, ANN201
-    if nmant == 10:
-        out[i] = f16_bits(value)  # float16 arrays hold their bits
+    if nmant == 7:
+        out[i] = bf16_bits(value)  # half-precision arrays hold their bits
+    elif nmant == 10:
+        out[i] = f16_bits(value)
     else:
         out[i] = value
 

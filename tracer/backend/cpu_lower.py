@@ -8,7 +8,8 @@
   `BLAS_MIN_SIZE`) but with real work becomes mul + add-reduce over a product shape:
   a loop nest that fuses with its neighbours (k-means distances go straight into
   their argmin; a one-hot matrix times the points is never built) and makes no
-  `np.dot` call per batch element.
+  `np.dot` call per batch element. float16 / bfloat16 products multiply and add in
+  float32 there and round once, as the reference and the BLAS path do.
 - A `dot_general` with no free dimensions on either side is a batch of inner
   products (what `vmap` makes of a vector dot). Through BLAS it would be one tiny
   `np.dot` call per batch element; as transpose + mul + add-reduce it is a single
@@ -22,16 +23,33 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .. import ops
+from .. import dtypes, ops
 from ..core import Eqn, Graph, Var
 from ..interpret import eval_graph
 from ..passes.dce import dce
 from ..passes.rewrite import rewrite
 from ..tracing import trace_flat
+from .cpu_scalar import HALVES
 
-# What the cpu `dot_general` hands to BLAS (other dtypes run loops, which read any layout).
 _BLAS_DTYPES = frozenset(np.dtype(t) for t in (np.float32, np.float64, np.complex64,
                                                np.complex128))
+_F16, _F32 = np.dtype(np.float16), np.dtype(np.float32)
+
+
+def blas_dtype(operand: np.dtype, out: np.dtype) -> np.dtype | None:
+    """The dtype the cpu `dot_general` hands to BLAS (np.dot) for these operand and
+    result dtypes, or None where it runs loops (which read any layout).
+
+    16-bit floats have no BLAS: they are widened to float32 (exactly) and the result
+    is rounded once, as the reference computes them (float32 accumulation, as XLA's
+    CPU backend). A float16 result needs float16 operands (the reference rounds
+    others to float16 before multiplying), a bfloat16 one float operands.
+    """
+    if out in HALVES:
+        wide = operand == out or (out != _F16 and operand.kind == "f")
+        return _F32 if wide else None
+    return out if out in _BLAS_DTYPES and (operand in _BLAS_DTYPES or operand in HALVES) \
+        else None
 
 
 # BLAS pays off once rows, columns and contraction all reach this size; below it a
@@ -78,7 +96,7 @@ def _fold_transposes(eqn: Eqn, defs: dict[int, Eqn]) -> Eqn:
         contracting, batch = params[f"{side}_contracting_dims"], params[f"{side}_batch_dims"]
         free = [perm[d] for d in _free_dims(len(perm), contracting, batch)]
         contracting, batch = tuple(perm[d] for d in contracting), tuple(perm[d] for d in batch)
-        if free == sorted(free) and (eqn.outputs[0].aval.dtype not in _BLAS_DTYPES or
+        if free == sorted(free) and (_blas_of(eqn) is None or
                                      _blas_reads(len(perm), batch, contracting, k == 0)):
             inputs[k] = src.inputs[0]
             params[f"{side}_contracting_dims"], params[f"{side}_batch_dims"] = contracting, batch
@@ -109,14 +127,19 @@ def _sizes(eqn: Eqn) -> tuple[int, int, int]:
             math.prod(lhs[d] for d in p["lhs_contracting_dims"]))
 
 
+def _blas_of(eqn: Eqn) -> np.dtype | None:
+    return blas_dtype(eqn.inputs[0].aval.dtype, eqn.outputs[0].aval.dtype)
+
+
 def _is_small_dot(eqn: Eqn) -> bool:
+    """A BLAS-run product (operands of the result's dtype) small in some dim."""
     if eqn.op.name != "dot_general":
         return False
-    dtypes = {a.aval.dtype for a in (*eqn.inputs, *eqn.outputs)}
+    held = {a.aval.dtype for a in (*eqn.inputs, *eqn.outputs)}
     sizes = _sizes(eqn)
     work = sizes[2] * eqn.outputs[0].aval.size
-    return len(dtypes) == 1 and dtypes <= _BLAS_DTYPES and min(sizes) < BLAS_MIN_SIZE and \
-        work >= LOOP_MIN_WORK
+    return len(held) == 1 and _blas_of(eqn) is not None and \
+        min(sizes) < BLAS_MIN_SIZE and work >= LOOP_MIN_WORK
 
 
 def _dot_loops(eqn: Eqn, lhs: Any, rhs: Any) -> list[Any]:
@@ -146,9 +169,11 @@ def _dot_loops(eqn: Eqn, lhs: Any, rhs: Any) -> list[Any]:
         order = sorted(at, key=at.get)  # operand dims in the order of their product dims
         for d in order:
             shape[at[d]] = x.shape[d]
+        x = _as_reference_reads(x, x.dtype, out.dtype)
         placed.append((ops.transpose(x, tuple(order)), tuple(sorted(at.values()))))
     a, b = (ops.broadcast_in_dim(x, tuple(shape), dims) for x, dims in placed)
-    return [ops.reduce(ops.mul(a, b), np.zeros((), out.dtype), ops.add, tuple(k_at))]
+    total = ops.reduce(ops.mul(a, b), np.zeros((), a.dtype), ops.add, tuple(k_at))
+    return [_as(total, total.dtype, out.dtype)]
 
 
 def lower_small_dots(graph: Graph) -> Graph:
@@ -174,21 +199,28 @@ def _is_batched_inner_product(eqn: Eqn) -> bool:
 
 
 def _as(x: Any, dtype: Any, out_dtype: Any) -> Any:
-    """preferred_element_type: accumulate in the output dtype."""
     return x if dtype == out_dtype else ops.convert_element_type(x, out_dtype)
+
+
+def _as_reference_reads(x: Any, dtype: np.dtype, out_dtype: np.dtype) -> Any:
+    """An operand in the dtype products accumulate in, read as the reference does:
+    converted to the result dtype (preferred_element_type), bfloat16 results computed
+    in float32; 16-bit floats then multiply and add in float32 (rounded once, after)."""
+    x = _as(x, dtype, _F32 if out_dtype == dtypes.bfloat16 else out_dtype)
+    return _as(x, _F16, _F32) if out_dtype == _F16 else x
 
 
 def _inner_product(eqn: Eqn, lhs: Any, rhs: Any) -> list[Any]:
     p = eqn.params
     out_dtype = eqn.outputs[0].aval.dtype
-    lhs = ops.transpose(_as(lhs, eqn.inputs[0].aval.dtype, out_dtype),
+    lhs = ops.transpose(_as_reference_reads(lhs, eqn.inputs[0].aval.dtype, out_dtype),
                         (*p["lhs_batch_dims"], *p["lhs_contracting_dims"]))
-    rhs = ops.transpose(_as(rhs, eqn.inputs[1].aval.dtype, out_dtype),
+    rhs = ops.transpose(_as_reference_reads(rhs, eqn.inputs[1].aval.dtype, out_dtype),
                         (*p["rhs_batch_dims"], *p["rhs_contracting_dims"]))
     nbatch = len(p["lhs_batch_dims"])
     summed = tuple(range(nbatch, nbatch + len(p["lhs_contracting_dims"])))
-    zero = np.zeros((), out_dtype)
-    return [ops.reduce(ops.mul(lhs, rhs), zero, ops.add, summed)]
+    total = ops.reduce(ops.mul(lhs, rhs), np.zeros((), lhs.dtype), ops.add, summed)
+    return [_as(total, total.dtype, out_dtype)]
 
 
 def lower_batched_inner_products(graph: Graph) -> Graph:

@@ -19,6 +19,7 @@ from typing import Callable
 import numba
 import numpy as np
 
+from .. import dtypes
 from ..core import Eqn, Var
 from .cpu_scalar import alias, cast
 from .cuda_codegen import CudaGraphEmitter, Kernel
@@ -226,8 +227,8 @@ def _uniform(k: Kernel, key: tuple[str, str], flat: str, params: list[str],
     a, b = params
     raw = k.fresh("raw")
     k.w.line(f"{raw} = {k.mod.use('bits_at', LIB)}({key[0]}, {key[1]}, u64({flat}))")
-    if dtype.kind == "f":  # nmant random bits, exact in the dtype; then [a, b) or a
-        nmant = int(np.finfo(dtype).nmant)
+    if dtypes.is_float(dtype):  # nmant random bits, exact in the dtype; then [a, b) or a
+        nmant = int(dtypes.finfo(dtype).nmant)
         r = k.fresh("r")
         u = f"f64({raw} >> u64({64 - nmant})) * {2.0 ** -nmant!r}"
         k.w.line(f"{r} = {cast(k.mod, f'{u} * (f64({b}) - f64({a})) + f64({a})', dtype)}")

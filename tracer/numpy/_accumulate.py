@@ -107,7 +107,7 @@ def _reduce_init(name: str, dt: np.dtype) -> Any:
     identity = _identity(name, dt)
     if identity is not None:
         return identity
-    if dt.kind == "f":
+    if dtypes.kind(dt) == "f":
         return math.nan
     info = np.iinfo(dt) if dt.kind in "iu" else None
     if info is None:

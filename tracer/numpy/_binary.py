@@ -110,7 +110,7 @@ def _hypot(a: Any, b: Any) -> Any:
 
 def _fmax(pick: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
     def impl(a: Any, b: Any) -> Any:
-        if dtype_of(a).kind not in "fc":
+        if not dtypes.is_inexact(dtype_of(a)):
             return pick(a, b)
         return ops.select(ops.ne(b, b), a, ops.select(ops.ne(a, a), b, pick(a, b)))
     return impl

@@ -145,7 +145,7 @@ def vander(x: Any, N: int | None = None, increasing: bool = False) -> Any:
                     f"got {desc(v)}")
     n = np.shape(v)[0]
     cols = n if N is None else operator.index(N)
-    dt = dtypes.canonicalize(np.promote_types(dtype_of(v), np.int64))
+    dt = dtypes.result_type(dtype_of(v), dtypes.int64)[0]  # (bfloat16 stays, as in JAX)
     v = cast(v, dt)
     ones = constant(1, (n, min(cols, 1)), dt)
     if cols > 1:
@@ -189,8 +189,8 @@ def geomspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
         if not isinstance(t, Tracer) and not tracing() and np.any(np.asarray(t) == 0):
             raise error(TracerValueError, "geomspace", "Geometric sequence cannot include "
                         "zero")
-    dt = np.result_type(dtype_of(s), dtype_of(e), float(num),
-                        np.zeros((), dtypes.float64 if dtype is None else dtype))
+    dt = dtypes.result_type(dtype_of(s), dtype_of(e), float(num),
+                            np.zeros((), dtypes.float64 if dtype is None else dtype))[0]
     s, e = cast(s, dt), cast(e, dt)
     sign = uf.sign(s)
     s, e = uf.divide(s, sign), uf.divide(e, sign)

@@ -317,7 +317,7 @@ def gradient(f: Any, *varargs: Any, axis: Any = None, edge_order: int = 1) -> An
         len(axes) if len(varargs) == 1 else 1)
     if edge_order not in (1, 2):
         raise error(TracerValueError, "gradient", "'edge_order' greater than 2 not supported")
-    out_dt = dtype_of(fv) if dtype_of(fv).kind in "fc" else dtypes.float64
+    out_dt = dtype_of(fv) if dtypes.is_inexact(dtype_of(fv)) else dtypes.float64
     fv = cast(fv, out_dt)
     outs = []
     for ax, h in zip(axes, spacing, strict=True):
@@ -344,7 +344,10 @@ def unwrap(p: Any, discont: Any = None, axis: int = -1, *, period: float = 2 * m
     ax = normalize_axis(axis, np.ndim(pv), "unwrap", of=pv)
     dd = diff(pv, axis=ax)
     discont = period / 2 if discont is None else discont
-    dt = np.result_type(dtype_of(dd), period)
+    dt = dtypes.result_type(dtype_of(dd), period)[0]
+    if dt == dtypes.bfloat16:  # computed in float32, rounded once (as XLA computes it)
+        wide = unwrap(cast(pv, dtypes.float32), discont, ax, period=period)
+        return as_result(cast(wide, dt))
     if dt.kind in "iu":
         high, rem = divmod(period, 2)
         ambiguous = rem == 0

@@ -19,8 +19,8 @@ import numpy as np
 from .. import dtypes, ops
 from ..errors import TracerTypeError, TracerValueError
 from ..tracing import Tracer
-from ._promotion import (as_result, asarray_like, broadcast_to_shape, cast, constant, dtype_of,
-                         error, tracing)
+from ._promotion import (PromotionOverflowError, _holds_tracer, as_result, asarray_like,
+                         broadcast_to_shape, cast, constant, dtype_of, error, tracing)
 from ._shape import moveaxis
 
 __all__ = ["array", "asarray", "zeros", "ones", "full", "empty", "zeros_like", "ones_like",
@@ -46,6 +46,27 @@ def _order(order: Any, fname: str) -> None:
         raise error(TracerValueError, fname, f"only C order is supported, got {order!r}")
 
 
+def _operand(obj: Any, dtype: Any, fname: str) -> Any:
+    """`obj` as an array (strong) or tracer. Python numbers (a scalar, or lists without
+    traced values) convert straight to an explicit dtype, as NumPy converts them: 10**30
+    is inf as float16 (NumPy warns) and 1e30 as float32, not an int64 overflow;
+    bfloat16 goes through float32, as ml_dtypes converts floats."""
+    if dtype is not None and (dtypes.is_python_scalar(obj) or (
+            isinstance(obj, (list, tuple)) and not _holds_tracer(obj))):
+        dt = dtypes.canonicalize(dtype)
+        try:
+            via = np.asarray(obj, dtypes.float32 if dt == dtypes.bfloat16 else dt)
+        except OverflowError as e:
+            raise error(PromotionOverflowError, fname, f"{obj!r:.60} does not fit {dt} ({e})") \
+                from None
+        except (TypeError, ValueError) as e:
+            raise error(TracerTypeError, fname, f"cannot convert {obj!r:.60} to {dt} ({e})") \
+                from None
+        return via.astype(dt)
+    x = asarray_like(obj, fname)
+    return cast(x, dtype_of(x), fname=fname) if dtypes.is_python_scalar(x) else x
+
+
 def array(object: Any, dtype: Any = None, *, copy: Any = True, order: str = "K",
           subok: bool = False, ndmin: int = 0, like: Any = None) -> Any:
     """An array from any array-like (nested lists may hold traced values).
@@ -56,9 +77,7 @@ def array(object: Any, dtype: Any = None, *, copy: Any = True, order: str = "K",
     array([[1, 2], [3, 4]], dtype=np.float32) -> float32 [[1., 2.], [3., 4.]]
     """
     _order(order, "array")
-    x = asarray_like(object, "array")
-    if dtypes.is_python_scalar(x):
-        x = np.asarray(x)
+    x = _operand(object, dtype, "array")
     x = cast(x, dtype_of(x) if dtype is None else dtypes.canonicalize(dtype), fname="array")
     if not isinstance(x, Tracer):
         x = np.array(x, copy=True)
@@ -78,9 +97,7 @@ def asarray(a: Any, dtype: Any = None, order: Any = None, *, device: Any = None,
     asarray([1.5, 2]) -> float64 [1.5, 2.0]
     """
     _order(order, "asarray")
-    x = asarray_like(a, "asarray")
-    if dtypes.is_python_scalar(x):
-        x = np.asarray(x)
+    x = _operand(a, dtype, "asarray")
     if dtype is not None:
         x = cast(x, dtypes.canonicalize(dtype), fname="asarray")
     return as_result(x)
@@ -233,7 +250,7 @@ def arange(start: Any = None, stop: Any = None, step: Any = None, dtype: Any = N
         raise error(TracerValueError, "arange", f"{e} (start={args[0]!r}, stop={args[1]!r}, "
                     f"step={args[2]!r})") from None
     dt = dtypes.canonicalize(ref.dtype)
-    if not tracing() or dt.kind not in "iuf" or ref.size < 2:
+    if not tracing() or dtypes.kind(dt) not in "iuf" or ref.size < 2:
         return ref
     with np.errstate(all="ignore"):
         first, delta = ref[0], ref[1] - ref[0]
@@ -243,7 +260,7 @@ def arange(start: Any = None, stop: Any = None, step: Any = None, dtype: Any = N
 def _linspace_dtype(start: Any, stop: Any) -> np.dtype:
     """result_type(start, stop), made inexact (ints -> float64), as NumPy's linspace."""
     dt, _ = dtypes.result_type(start, stop)
-    return dt if dt.kind in "fc" else dtypes.float64
+    return dt if dtypes.is_inexact(dt) else dtypes.float64
 
 
 def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
@@ -264,6 +281,8 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
     s, e = asarray_like(start, "linspace"), asarray_like(stop, "linspace")
     dt = _linspace_dtype(s, e)
     s, e = (cast(v, dt, fname="linspace") for v in (s, e))
+    if dt == dtypes.bfloat16:
+        return _linspace_bfloat16(s, e, num, endpoint, retstep, dtype, axis)
     bshape = tuple(np.broadcast_shapes(np.shape(s), np.shape(e)))
     full_shape = (num, *bshape)
     s, e = (broadcast_to_shape(v, bshape, "linspace") for v in (s, e))
@@ -289,13 +308,22 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
     return (as_result(y), as_result(step)) if retstep else as_result(y)
 
 
+def _linspace_bfloat16(s: Any, e: Any, num: int, endpoint: bool, retstep: bool, dtype: Any,
+                       axis: int) -> Any:
+    """bfloat16 samples computed in float32 and rounded once (as XLA computes them)."""
+    wide = linspace(cast(s, dtypes.float32), cast(e, dtypes.float32), num, endpoint, True)
+    y, step = (cast(v, dtypes.bfloat16) for v in wide)
+    y = _finish_linspace(y, axis, dtype, dtypes.bfloat16)
+    return (as_result(y), as_result(step)) if retstep else as_result(y)
+
+
 def _finish_linspace(y: Any, axis: int, dtype: Any, dt: np.dtype) -> Any:
     if operator.index(axis) != 0:
         y = moveaxis(y, 0, axis)
     if dtype is None:
         return y
     target = dtypes.canonicalize(dtype)
-    if target.kind in "iu" and dt.kind == "f":
+    if target.kind in "iu" and dtypes.is_float(dt):
         y = ops.floor(y)  # NumPy 2 floors toward -inf for integer dtypes
     return cast(y, target, fname="linspace")
 

@@ -4,8 +4,8 @@ spacing, gcd, lcm, bitwise_count, i0, nan_to_num and the window functions.
 frexp / ldexp / nextafter / spacing are exact arithmetic, not bit twiddling:
 `frexp` takes floor(log2|x|) and corrects it by one if the scaled mantissa left
 [0.5, 1); scaling by powers of two is exact, and `ldexp(x, n)` is one rounding,
-`m * 2**(e + n)`. float16 computes in float32 (every float16 and its exponent fit)
-and rounds on store. gcd / lcm run Euclid's algorithm as one `ops.while_loop`
+`m * 2**(e + n)`. float16 and bfloat16 compute in float32 (every value and its
+exponent fit) and round on store. gcd / lcm run Euclid's algorithm as one `ops.while_loop`
 over the whole array.
 """
 
@@ -28,16 +28,22 @@ __all__ = ["frexp", "ldexp", "modf", "nextafter", "spacing", "gcd", "lcm", "bitw
            "i0", "nan_to_num", "bartlett", "blackman", "hamming", "hanning", "kaiser"]
 
 
+def _work(dt: np.dtype) -> np.dtype:
+    """The dtype a float function of `dt` computes in: float16 / bfloat16 in float32
+    (every value and exponent of theirs fits), rounded on store."""
+    return dtypes.float32 if dt in (dtypes.float16, dtypes.bfloat16) else dt
+
+
 def _float_operand(x: Any, fname: str) -> tuple[Any, np.dtype]:
     """(x in its compute dtype, the result dtype): NumPy's float loop for x's dtype,
-    float16 computed in float32."""
+    float16 / bfloat16 computed in float32."""
     v = asarray_like(x, fname)
     dt = dtype_of(v)
-    if dt.kind not in "biuf":
+    if dtypes.kind(dt) not in "biuf":
         raise error(DTypeError, fname, f"ufunc '{fname}' not supported for the input types "
                     f"{desc(v)}")
     out = float_of(dt)
-    work = dtypes.float32 if out == dtypes.float16 else out
+    work = _work(out)
     return cast(cast(v, out, fname=fname), work, fname=fname), out
 
 
@@ -52,7 +58,7 @@ def _frexp(x: Any) -> tuple[Any, Any]:
     special = ops.bitwise_or(ops.eq(x, 0.0), ops.bitwise_not(ops.is_finite(x)))
     mag = ops.select(special, ops.broadcast_in_dim(np.asarray(1.0, dt), np.shape(x), ()),
                      ops.abs(x))
-    info = np.finfo(dt)
+    info = dtypes.finfo(dt)
     # log rounds: keep e within the exponents finite values have, so 2**(e-1) stays exact.
     e = ops.clamp(np.asarray(info.minexp - info.nmant + 1, dt),
                   ops.add(ops.floor(ops.div(ops.log(mag), math.log(2.0))), 1.0),
@@ -99,7 +105,7 @@ def ldexp(x1: Any, x2: Any, /, out: Any = None) -> Any:
     v, n = broadcast_arrays(v, cast(n, dtypes.int64, fname="ldexp"), fname="ldexp")
     work = dtype_of(v)
     m, e = _frexp(v)
-    bound = 4 * np.finfo(work).maxexp  # beyond it the result is 0 or inf anyway
+    bound = 4 * dtypes.finfo(work).maxexp  # beyond it the result is 0 or inf anyway
     k = ops.clamp(np.asarray(-bound, work), ops.add(e, ops.convert_element_type(n, work)),
                   np.asarray(bound, work))
     # 2**k itself overflows at the top of the range: there scale 2m (exact) by 2**(k-1).
@@ -126,7 +132,7 @@ def modf(x: Any, /, out: Any = None) -> tuple[Any, Any]:
 
 
 def _mantissa_digits(dt: np.dtype) -> int:
-    return int(np.finfo(dt).nmant) + 1
+    return int(dtypes.finfo(dt).nmant) + 1
 
 
 def nextafter(x1: Any, x2: Any, /, out: Any = None) -> Any:
@@ -141,18 +147,18 @@ def nextafter(x1: Any, x2: Any, /, out: Any = None) -> Any:
         raise error(TracerTypeError, "nextafter", "out= is not supported; use the result")
     a, b = promote(x1, x2, fname="nextafter")
     dt = dtype_of(a)
-    dt = dt if dt.kind == "f" else dtypes.float64
+    dt = dt if dtypes.is_float(dt) else dtypes.float64
     if dtype_of(a).kind == "c":
         raise error(DTypeError, "nextafter", f"ufunc 'nextafter' not supported for complex "
                     f"inputs {desc(a)}")
-    work = dtypes.float32 if dt == dtypes.float16 else dt
+    work = _work(dt)
     a, b = (cast(cast(t, dt), work) for t in (a, b))
     a, b = broadcast_arrays(a, b, fname="nextafter")
     return as_result(cast(_step(a, b, dt, work), dt))
 
 
 def _step(a: Any, b: Any, dt: np.dtype, work: np.dtype) -> Any:
-    info = np.finfo(dt)
+    info = dtypes.finfo(dt)
     tiny = float(info.smallest_subnormal)
     m, e = _frexp(a)
     ulp = ops.max(_pow2(ops.sub(e, float(_mantissa_digits(dt))), work), np.asarray(tiny, work))
@@ -174,7 +180,7 @@ def _step(a: Any, b: Any, dt: np.dtype, work: np.dtype) -> Any:
 
 def _inf_step(a: Any, dt: np.dtype, work: np.dtype) -> Any:
     """From +-inf towards a finite value: the largest finite magnitude."""
-    big = float(np.finfo(dt).max)
+    big = float(dtypes.finfo(dt).max)
     return ops.select(ops.gt(a, 0.0), ops.broadcast_in_dim(np.asarray(big, work),
                                                            np.shape(a), ()),
                       ops.broadcast_in_dim(np.asarray(-big, work), np.shape(a), ()))
@@ -201,7 +207,7 @@ def spacing(x: Any, /, out: Any = None) -> Any:
         nxt = cast(cast(_step(mag, toward, dt, work), dt), work)  # 65504 steps to inf
         r = ops.abs(ops.sub(nxt, mag))
         r = ops.select(ops.eq(v, 0.0), ops.broadcast_in_dim(np.asarray(
-            float(np.finfo(dt).smallest_subnormal), work), np.shape(v), ()), r)
+            float(dtypes.finfo(dt).smallest_subnormal), work), np.shape(v), ()), r)
     else:
         toward = ops.select(ops.lt(v, 0.0), ops.neg(inf), inf)
         r = ops.sub(_step(v, toward, dt, work), v)
@@ -320,21 +326,22 @@ def _chbevl(x: Any, coefs: list[float]) -> Any:
 def i0(x: Any) -> Any:
     """Modified Bessel function of the first kind, order 0.
 
-    NumPy rule: Cephes' Chebyshev expansions on |x| <= 8 and |x| > 8; float dtypes kept,
-    others compute in float64; complex raises.
+    NumPy rule: Cephes' Chebyshev expansions on |x| <= 8 and |x| > 8; float dtypes kept
+    (bfloat16 computed in float32, rounded once), others compute in float64; complex
+    raises.
 
     i0([0.0, 1.0]) -> [1.0, 1.2660658777520082]
     """
     v = asarray_like(x, "i0")
     if dtype_of(v).kind == "c":
         raise error(TracerTypeError, "i0", "i0 not supported for complex values")
-    v = cast(v, dtype_of(v) if dtype_of(v).kind == "f" else dtypes.float64)
-    v = uf.absolute(v)
+    dt = dtype_of(v) if dtypes.is_float(dtype_of(v)) else dtypes.float64
+    v = uf.absolute(cast(v, dtypes.float32 if dt == dtypes.bfloat16 else dt))
     near = uf.multiply(uf.exp(v), _chbevl(uf.subtract(uf.divide(v, 2.0), 2.0), _I0A))
     safe = uf.where(uf.greater(v, 8.0), v, 8.0)  # keeps 32 / x finite where unused
     far = uf.divide(uf.multiply(uf.exp(v), _chbevl(uf.subtract(uf.divide(32.0, safe), 2.0),
                                                    _I0B)), uf.sqrt(safe))
-    return as_result(cast(uf.where(uf.less_equal(v, 8.0), near, far), dtype_of(v)))
+    return as_result(cast(uf.where(uf.less_equal(v, 8.0), near, far), dt))
 
 
 def nan_to_num(x: Any, copy: bool = True, nan: float = 0.0, posinf: Any = None,

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import ops
+from .. import dtypes, ops
 from ._promotion import dtype_of
 from ._ufunc_core import is_complex, select, signbit_of
 
@@ -33,7 +33,7 @@ def _with_sign_of(x: Any, magnitude: Any) -> Any:
 
 def _large(x: Any) -> float:
     """Past this magnitude t*t may overflow and sqrt(t*t + 1) == t anyway."""
-    return float(np.finfo(dtype_of(x)).eps) ** -0.5
+    return float(dtypes.finfo(dtype_of(x)).eps) ** -0.5
 
 
 def _sqrt_one_minus_sq(x: Any) -> Any:

@@ -88,7 +88,7 @@ def array_equal(a1: Any, a2: Any, equal_nan: bool = False) -> Any:
     if np.shape(x) != np.shape(y):
         return _false()
     same = uf.equal(x, y)
-    if equal_nan and (dtype_of(x).kind in "fc" or dtype_of(y).kind in "fc"):
+    if equal_nan and (dtypes.is_inexact(dtype_of(x)) or dtypes.is_inexact(dtype_of(y))):
         same = uf.logical_or(same, uf.logical_and(uf.isnan(x), uf.isnan(y)))
     return red.all(same)
 

@@ -84,12 +84,20 @@ _METHODS: dict[str, tuple[Callable[[Any, Any], Any], Any]] = {
 }
 
 
-def _prepare(a: Any, q: Any, fname: str, percent: bool) -> tuple[Any, Any]:
+def _prepare(a: Any, q: Any, fname: str, percent: bool) -> tuple[Any, Any, bool]:
+    """(a, q as NumPy computes with them, whether the result rounds to bfloat16): a
+    bfloat16 `a` computes in float32, rounded once at the end where its promotion with
+    q keeps bfloat16 (JAX's dtype; XLA keeps the float32 intermediates too)."""
     x = asarray_like(a, fname)
     x = cast(x, dtype_of(x))
     if dtype_of(x).kind == "c":
         raise error(DTypeError, fname, "a must be an array of real numbers")
-    float_a = dtype_of(x).kind == "f"
+    narrow = dtype_of(x) == dtypes.bfloat16
+    if narrow:
+        probe = q if dtypes.is_python_scalar(q) or isinstance(q, Tracer) else np.asarray(q)
+        narrow = dtypes.result_type(x, probe)[0] == dtypes.bfloat16
+        x = cast(x, dtypes.float32)
+    float_a = dtypes.is_float(dtype_of(x))
     if percent:  # NumPy divides by 100 in a's dtype
         qv = uf.divide(q, np.asarray(100, dtype_of(x)) if float_a else 100)
     elif isinstance(q, (int, float)) and not isinstance(q, bool) and float_a:
@@ -101,7 +109,7 @@ def _prepare(a: Any, q: Any, fname: str, percent: bool) -> tuple[Any, Any]:
                                                  (np.asarray(qv) <= 1)):
         raise error(TracerValueError, fname, "Percentiles must be in the range [0, 100]"
                     if percent else "Quantiles must be in the range [0, 1]")
-    return x, qv
+    return x, qv, narrow
 
 
 def _lerp(a: Any, b: Any, t: Any) -> Any:
@@ -153,7 +161,7 @@ def _order_statistic(s: Any, q: Any, method: str, count: Any) -> Any:
     n = count
     if not isinstance(count, int):  # per slice: put the quantiles' axes first
         q = reshape(q, qshape + (1,) * len(rest))
-        n = cast(count, dtype_of(q) if dtype_of(q).kind == "f" else dtypes.float64)
+        n = cast(count, dtype_of(q) if dtypes.is_float(dtype_of(q)) else dtypes.float64)
     v = index(n, q)
     if fix is None or dtype_of(v).kind in "iu":  # discrete, or integral linear indices
         last = uf.maximum(_minus_one(count), 0)
@@ -174,7 +182,7 @@ def _order_statistic(s: Any, q: Any, method: str, count: Any) -> Any:
 
 def _with_nan_rule(r: Any, s: Any, qshape: tuple[int, ...]) -> Any:
     """NumPy: a slice holding NaN (sorted last) gives NaN."""
-    if dtype_of(s).kind != "f" or np.shape(s)[0] == 0:
+    if not dtypes.is_float(dtype_of(s)) or np.shape(s)[0] == 0:
         return r
     tail = s[-1]
     return uf.where(uf.isnan(tail), tail, r)
@@ -237,16 +245,17 @@ def _quantile_impl(a: Any, q: Any, axis: Any, out: Any, method: str, keepdims: b
     if weights is not None or interpolation is not None:
         raise error(TracerTypeError, fname, "weights= and the deprecated interpolation= are "
                     "not supported; use method=")
-    x, qv = _prepare(a, q, fname, percent)
+    x, qv, narrow = _prepare(a, q, fname, percent)
     s, axes = _sorted_front(x, axis, fname)
     qshape = tuple(np.shape(qv))
-    if ignore_nan and dtype_of(x).kind == "f":
+    if ignore_nan and dtypes.is_float(dtype_of(x)):
         count = red.count_nonzero(uf.logical_not(uf.isnan(s)), axis=0)
         r = _order_statistic(s, qv, method, count)
         r = uf.where(uf.equal(count, 0), np.nan, r)
     else:
         r = _with_nan_rule(_order_statistic(s, qv, method, np.shape(s)[0]), s, qshape)
-    return as_result(_keep(r, np.shape(x), axes, len(qshape), keepdims))
+    r = _keep(r, np.shape(x), axes, len(qshape), keepdims)
+    return as_result(cast(r, dtypes.bfloat16) if narrow else r)
 
 
 def median(a: Any, axis: Any = None, out: None = None, overwrite_input: bool = False,
@@ -279,7 +288,7 @@ def nanmedian(a: Any, axis: Any = None, out: None = None, overwrite_input: bool 
     check_out(out, "nanmedian")
     x = asarray_like(a, "nanmedian")
     x = cast(x, dtype_of(x))
-    if dtype_of(x).kind != "f":
+    if not dtypes.is_float(dtype_of(x)):
         return median(x, axis, keepdims=keepdims)
     s, axes = _sorted_front(x, axis, "nanmedian")
     count = red.count_nonzero(uf.logical_not(uf.isnan(s)), axis=0)

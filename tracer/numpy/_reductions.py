@@ -257,7 +257,7 @@ def _arg_computation(prefer: Callable[..., Any], dt: np.dtype) -> Callable[..., 
         else:
             better = prefer(x_v, acc_v)
         tie = ops.eq(x_v, acc_v)
-        if dt.kind in "fc":
+        if dtypes.is_inexact(dt):
             x_nan, acc_nan = ops.ne(x_v, x_v), ops.ne(acc_v, acc_v)
             better = ops.bitwise_or(better, ops.bitwise_and(x_nan, ops.bitwise_not(acc_nan)))
             tie = ops.bitwise_or(tie, ops.bitwise_and(x_nan, acc_nan))

@@ -66,7 +66,7 @@ def _key(x: Any, merge_zeros: bool) -> Any:
     dtype = np.dtype(x.dtype)
     if dtype.kind == "c":
         return ops.complex(_key(ops.real(x), merge_zeros), _key(ops.imag(x), merge_zeros))
-    if dtype.kind != "f":
+    if not dtypes.is_float(dtype):
         return x
     shape = np.shape(x)
     x = ops.select(ops.ne(x, x), _full(np.nan, shape, dtype), x)

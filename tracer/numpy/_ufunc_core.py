@@ -155,7 +155,7 @@ def is_complex(x: Any) -> bool:
 
 def signbit_of(x: Any) -> Any:
     """True where the sign bit is set: negative numbers, -0.0, -inf and -NaN."""
-    kind = dtype_of(x).kind
+    kind = dtypes.kind(dtype_of(x))
     if kind == "f":
         # The float total order puts exactly the sign-bit values below +0.0.
         return ops.lt(x, 0.0, total_order=True)

@@ -59,7 +59,7 @@ def _absolute(x: Any) -> Any:
 def _rounding(op: Callable[[Any], Any]) -> Callable[[Any], Any]:
     """floor / ceil / trunc: integers and bools are returned unchanged (NumPy 2)."""
     def impl(x: Any) -> Any:
-        return op(x) if dtype_of(x).kind == "f" else x
+        return op(x) if dtypes.is_float(dtype_of(x)) else x
     return impl
 
 
@@ -85,23 +85,23 @@ def _isinf(x: Any) -> Any:
     kind = dtype_of(x).kind
     if kind == "c":
         return ops.bitwise_or(_isinf(ops.real(x)), _isinf(ops.imag(x)))
-    return ops.eq(ops.abs(x), math.inf) if kind == "f" else false_like(x)
+    return ops.eq(ops.abs(x), math.inf) if dtypes.is_float(dtype_of(x)) else false_like(x)
 
 
 def _isfinite(x: Any) -> Any:
     kind = dtype_of(x).kind
     if kind == "c":
         return ops.bitwise_and(ops.is_finite(ops.real(x)), ops.is_finite(ops.imag(x)))
-    return ops.is_finite(x) if kind == "f" else true_like(x)
+    return ops.is_finite(x) if dtypes.is_float(dtype_of(x)) else true_like(x)
 
 
 def _isnan(x: Any) -> Any:
-    return ops.ne(x, x) if dtype_of(x).kind in "fc" else false_like(x)
+    return ops.ne(x, x) if dtypes.is_inexact(dtype_of(x)) else false_like(x)
 
 
 def _is_value(value: float) -> Callable[[Any], Any]:
     def impl(x: Any) -> Any:
-        return ops.eq(x, value) if dtype_of(x).kind == "f" else false_like(x)
+        return ops.eq(x, value) if dtypes.is_float(dtype_of(x)) else false_like(x)
     return impl
 
 
@@ -503,9 +503,10 @@ def sinc(x: Any) -> Any:
     """
     v = asarray_like(x, "sinc")
     dt = dtype_of(v)
-    dt = dt if dt.kind in "fc" else dtypes.float64
-    tiny = float(np.finfo(dt).eps) if dt.kind == "f" else 1.0e-20
-    work = dtypes.float32 if dt == dtypes.float16 else dt  # NumPy's float16 loops use f32
+    dt = dt if dtypes.is_inexact(dt) else dtypes.float64
+    tiny = float(dtypes.finfo(dt).eps) if dtypes.is_float(dt) else 1.0e-20
+    # NumPy's float16 loops (ml_dtypes' bfloat16 ones) compute in float32
+    work = dtypes.float32 if dt in (dtypes.float16, dtypes.bfloat16) else dt
     y = ops.mul(math.pi, cast(v, work, weak=is_weak(v), fname="sinc"))
     y = select(ops.ne(y, 0), y, tiny)
     return as_result(cast(ops.div(ops.sin(y), y), dt))

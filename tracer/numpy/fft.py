@@ -3,9 +3,10 @@
 NumPy 2 semantics: `n` / `s` zero-pad or truncate the input along each axis (for
 the inverse real transforms they give the *output* lengths; -1 in `s` keeps the
 input's length), `norm` is "backward" (the default: inverse scaled by 1/n),
-"ortho" (both by 1/sqrt(n)) or "forward" (forward scaled by 1/n); float16 and
-float32 inputs give complex64, integers, bools and float64 give complex128, and
-a one-axis `irfft` / `hfft` of a float16 array returns float16. `rfft` of complex
+"ortho" (both by 1/sqrt(n)) or "forward" (forward scaled by 1/n); float16,
+bfloat16 and float32 inputs give complex64 (real transforms of bfloat16 float32,
+as JAX's), integers, bools and float64 give complex128, and a one-axis `irfft` /
+`hfft` of a float16 array returns float16. `rfft` of complex
 input is a TypeError, as in NumPy. (One difference: NumPy rounds the norm factor
 to float16 for float16 input; here it is applied in the transform's precision.)
 
@@ -38,7 +39,7 @@ __all__ = ["fft", "ifft", "rfft", "irfft", "fft2", "ifft2", "rfft2", "irfft2", "
 _NORMS = (None, "backward", "ortho", "forward")
 _SWAPPED = {None: "forward", "backward": "forward", "ortho": "ortho", "forward": "backward"}
 _INVERSE = ("IFFT", "IRFFT")
-_SINGLE = (dtypes.float16, dtypes.float32, dtypes.complex64)
+_SINGLE = (dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.complex64)
 
 
 # ------------------------------------------------------------------ arguments
@@ -65,7 +66,7 @@ def _input(x: Any, kind: str, fname: str) -> Any:
     dtype = dtype_of(x)
     if np.ndim(x) == 0:
         raise error(ShapeError, fname, f"needs an array of rank >= 1, got a scalar ({dtype})")
-    if dtype.kind not in "biufc":
+    if dtypes.kind(dtype) not in "biufc":
         raise error(DTypeError, fname, f"cannot transform {dtype} values")
     if kind == "RFFT":
         if dtype.kind == "c":

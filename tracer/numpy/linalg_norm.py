@@ -20,7 +20,7 @@ _FRO = ("f", "fro")
 
 def _inexact(x: Any, fname: str) -> Any:
     x = operand(x, fname)
-    return x if x.dtype.kind in "fc" else cast(x, np.dtype(np.float64))
+    return x if dtypes.is_inexact(x.dtype) else cast(x, np.dtype(np.float64))
 
 
 def _is(ord: Any, *values: Any) -> bool:
@@ -30,8 +30,11 @@ def _is(ord: Any, *values: Any) -> bool:
 
 
 def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> Any:
-    """Matrix or vector norm (NumPy's rules for ord, axis and keepdims)."""
+    """Matrix or vector norm (NumPy's rules for ord, axis and keepdims); bfloat16 is
+    computed in float32 and rounded once (JAX keeps bfloat16)."""
     x = _inexact(x, "norm")
+    if x.dtype == dtypes.bfloat16:
+        return cast(norm(cast(x, dtypes.float32), ord, axis, keepdims), dtypes.bfloat16)
     nd = x.ndim
     if axis is None and (ord is None or (_is(ord, *_FRO) and nd == 2) or
                          (_is(ord, 2) and nd == 1)):

@@ -62,9 +62,9 @@ def common_type(*xs: Any, fname: str) -> np.dtype:
     for x in xs:
         dt = np.dtype(x.dtype)
         cplx = cplx or dt.kind == "c"
-        if dt.kind in "fc" and dt.itemsize // (2 if dt.kind == "c" else 1) < 4:
+        if dtypes.is_inexact(dt) and dt.itemsize // (2 if dt.kind == "c" else 1) < 4:
             raise error(DTypeError, fname, f"array type {dt.name} is unsupported in linalg")
-        double = double or dt.kind not in "fc" or dt in (np.float64, np.complex128)
+        double = double or not dtypes.is_inexact(dt) or dt in (np.float64, np.complex128)
     base = np.dtype(np.float64 if double else np.float32)
     return dtypes.complex_dtype(base) if cplx else base
 

@@ -31,6 +31,7 @@ __all__ = ["reduce_precision", "bitcast_convert_type"]
 # float dtype -> (unsigned int of the same width, exponent bits, mantissa bits)
 FLOAT_FORMATS: dict[np.dtype, tuple[np.dtype, int, int]] = {
     dtypes.float16: (dtypes.uint16, 5, 10),
+    dtypes.bfloat16: (dtypes.uint16, 8, 7),
     dtypes.float32: (dtypes.uint32, 8, 23),
     dtypes.float64: (dtypes.uint64, 11, 52),
 }
@@ -41,8 +42,8 @@ FLOAT_FORMATS: dict[np.dtype, tuple[np.dtype, int, int]] = {
 def _reduce_precision_shape(x: ShapedArray, *, exponent_bits: int,
                             mantissa_bits: int) -> ShapedArray:
     if x.dtype not in FLOAT_FORMATS:
-        raise DTypeError(f"reduce_precision needs a floating-point operand (f16, f32, f64), "
-                         f"got {x}")
+        raise DTypeError(f"reduce_precision needs a floating-point operand (f16, bf16, f32, "
+                         f"f64), got {x}")
     if exponent_bits < 1:
         raise ParamError(f"exponent_bits must be >= 1 (to tell zero from infinity), "
                          f"got {exponent_bits}")
@@ -100,6 +101,7 @@ def reduce_precision(operand: Any, exponent_bits: Any, mantissa_bits: Any) -> An
     range become +-inf; NaN stays NaN; a count at least the operand's own makes that
     part a no-op; exponent_bits >= 1, mantissa_bits >= 0. As XLA: values below the
     narrow format's smallest normal number become +-0 (its denormals are flushed).
+    (8, 7) rounds float32 to bfloat16 (denormals kept: the exponent is float32's).
 
     reduce_precision(np.float32([1.0009765, 70000.0]), 5, 10) -> [1.0009766, inf]
     """

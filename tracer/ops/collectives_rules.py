@@ -110,7 +110,7 @@ def _monoid(comp: Graph) -> str | None:
 
 def _identity(comp: Graph, dtype: np.dtype) -> Any:
     """The identity of `comp` if it is a known monoid, else None."""
-    name, kind = _monoid(comp), dtype.kind
+    name, kind = _monoid(comp), dtypes.kind(dtype)  # bfloat16 is a float
     if name is None or (kind == "c" and name in ("max", "min")):
         return None
     if name in ("add", "bitwise_or", "bitwise_xor"):

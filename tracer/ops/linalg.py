@@ -82,8 +82,9 @@ def _dot_general_impl(x: np.ndarray, y: np.ndarray, *, lhs_contracting_dims: Dim
                       precision: tuple[str, str] | None,
                       preferred_element_type: np.dtype | None) -> np.ndarray:
     out_dtype = _result_dtype(x.dtype, preferred_element_type)
-    # bfloat16 products accumulate in float32 and round once, as XLA's CPU backend.
-    work = dtypes.float32 if out_dtype == dtypes.bfloat16 else out_dtype
+    # 16-bit float products accumulate in float32 and round once, as XLA's CPU backend
+    # (and the cpu backend: widened operands through BLAS, the same summation order).
+    work = dtypes.float32 if out_dtype in (dtypes.bfloat16, dtypes.float16) else out_dtype
     x, y = x.astype(work, copy=False), y.astype(work, copy=False)
     # As (batch, free, contracting) @ (batch, contracting, free): one np.matmul.
     lhs_free = [d for d in range(x.ndim) if d not in lhs_contracting_dims + lhs_batch_dims]

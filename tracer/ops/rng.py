@@ -215,7 +215,7 @@ def _scalar_params(op: str, kinds: str, *avals: ShapedArray) -> np.dtype:
     if avals[0].dtype != avals[1].dtype:
         raise DTypeError(f"{op} parameters must share a dtype, got {avals[0]}, {avals[1]}")
     dt = avals[0].dtype
-    if dt.kind not in kinds or dt.itemsize > 8:
+    if dtypes.kind(dt) not in kinds or dt.itemsize > 8:
         raise DTypeError(f"{op} needs {'integer or ' * ('i' in kinds)}floating-point "
                          f"parameters, got {avals[0]}")
     return dt
@@ -229,8 +229,8 @@ def _uniform_shape(a: ShapedArray, b: ShapedArray, *, shape: tuple[int, ...]) ->
 
 def _uniform_impl(a: np.ndarray, b: np.ndarray, *, shape: tuple[int, ...]) -> np.ndarray:
     dt = a.dtype
-    if dt.kind == "f":
-        nmant = np.finfo(dt).nmant
+    if dtypes.is_float(dt):
+        nmant = dtypes.finfo(dt).nmant
         u = _STREAM.integers(0, 1 << nmant, size=shape).astype(dt) * dt.type(2.0 ** -nmant)
         with np.errstate(all="ignore"):
             r = u * (b - a) + a

@@ -22,6 +22,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from . import elementwise as ew
+from .. import dtypes
 from .ad import aval_of_value
 from .control import scan
 from .rng import (rng_bit_generator_p, rng_normal_p, rng_uniform_p, threefry2x32_p,
@@ -117,7 +118,7 @@ def _uniform_b(args: Sequence[Any], dims: Dims, *, shape: tuple[int, ...]) -> tu
     full = (batch_size(args, dims), *shape)
     a, b = (_full(x, d, full) for x, d in zip(args, dims, strict=True))
     dt = aval_of_value(args[0]).dtype
-    if dt.kind == "f":
+    if dtypes.is_float(dt):
         u = rng_uniform_p.bind(np.zeros((), dt), np.ones((), dt), shape=full)
         r = ew.add(ew.mul(u, ew.sub(b, a)), a)
         return ew.select(ew.lt(r, b), r, a), 0

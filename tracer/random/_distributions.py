@@ -17,16 +17,17 @@ from ..ops.common import wrapper_error
 from ..tracing import Tracer
 from ._keys import UINT, aval, canonical_shape, check_key, nth, random_bits, split
 from ._math import log, log1p
-from ._special import F16, F32, F64, erf_inv, next_after
+from ._special import BF16, F16, F32, F64, erf_inv, next_after
 
-FLOATS = (F16, F32, F64)
+FLOATS = (F16, BF16, F32, F64)
 
 
 def float_dtype(name: str, dtype: Any) -> np.dtype:
     dt = np.dtype(dtype)
     if dt not in FLOATS:
         raise wrapper_error(DTypeError, name,
-                            f"dtype must be float16, float32 or float64, got {dt}")
+                            f"dtype must be float16, bfloat16, float32 or float64, got "
+                            f"{dt}")
     return dt
 
 
@@ -52,9 +53,10 @@ def check_param_shape(name: str, shape: tuple[int, ...], *params: Any) -> None:
 
 def unit_floats(key: Any, shape: tuple[int, ...], dtype: np.dtype) -> Any:
     """Uniform floats in [0, 1): the top mantissa bits of the random bits, times 2**-nmant
-    (exactly JAX's `bits >> (nbits - nmant) | bits(1.0)`, bitcast, minus 1)."""
-    finfo = np.finfo(dtype)
-    width = 8 * dtype.itemsize
+    (exactly JAX's `bits >> (nbits - nmant) | bits(1.0)`, bitcast, minus 1; as JAX,
+    bfloat16's 7 mantissa bits come from 8 random bits)."""
+    finfo = dtypes.finfo(dtype)
+    width = 8 if finfo.nmant < 8 else 8 * dtype.itemsize
     mantissa = ops.shift_right_logical(random_bits(key, width, shape),
                                        UINT[width].type(width - finfo.nmant))
     return ops.mul(ops.convert_element_type(mantissa, dtype),
@@ -137,7 +139,7 @@ def gumbel(key: Any, shape: Sequence[int] = (), dtype: Any = np.float32) -> Any:
     """Standard Gumbel samples, -log(-log(u)) for u in [tiny, 1), as `jax.random.gumbel`."""
     key = check_key("gumbel", key)
     dt = float_dtype("gumbel", dtype)
-    u = uniform(key, canonical_shape("gumbel", shape), dt, np.finfo(dt).tiny, 1.0)
+    u = uniform(key, canonical_shape("gumbel", shape), dt, dtypes.finfo(dt).tiny, 1.0)
     return ops.neg(log(ops.neg(log(u))))
 
 

@@ -57,11 +57,15 @@ def _gamma_one(key: Any, alpha: Any, log_space: bool) -> Any:
 
         _, x, v = ops.while_loop(lambda kxv: ops.le(kxv[2], zero), next_x,
                                  (nth(keys, 1), zero, minus_one))
-        return (nth(keys, 0), ops.mul(x, x), ops.mul(ops.mul(v, v), v),
-                uniform(nth(keys, 2), (), dt))
+        new = (nth(keys, 0), ops.mul(x, x), ops.mul(ops.mul(v, v), v),
+               uniform(nth(keys, 2), (), dt))
+        return (*new, rejected(new))
 
+    # The state carries its own `rejected` flag: under vmap, the loop body selects with the
+    # condition, and would otherwise evaluate the (long) rejection test a second time.
     pair = split(key)
-    _, _, v, _ = ops.while_loop(rejected, propose, (nth(pair, 0), zero, one, two))
+    init = (nth(pair, 0), zero, one, two)
+    _, _, v, _, _ = ops.while_loop(lambda state: state[4], propose, (*init, rejected(init)))
     subkey = nth(pair, 1)
     if log_space:
         log_samples = ops.neg(exponential(subkey, (), dt))

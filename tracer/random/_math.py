@@ -4,7 +4,7 @@ The backends' own `log` / `log1p` / `exp` are different approximations (NumPy's 
 loops, libm, the cpu backend's vectorized polynomials), a few ulp apart. Samplers
 written with these functions instead give the same bits on every backend: they use
 only +, -, *, /, floor, compares, selects and bit casts, which are exact (correctly
-rounded) everywhere. Accuracy: 1-2 ulp (float16 is computed in float32).
+rounded) everywhere. Accuracy: 1-2 ulp (float16 and bfloat16 are computed in float32).
 
 - log: x = m * 2**e with m in [sqrt(1/2), sqrt(2)]; log(m) = 2 atanh(s) for
   s = (m - 1) / (m + 1), a series in s**2; e * ln 2 in two parts (Cody-Waite).
@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import ops
+from .. import dtypes, ops
 from ._keys import aval
 
 F16, F32, F64 = np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)
@@ -36,9 +36,17 @@ def _c(value: float, dtype: np.dtype) -> np.ndarray:
     return np.asarray(value, dtype)
 
 
-def _widened(fn: Any, x: Any) -> Any:
-    """fn computed in float32 for float16 `x` (rounded once at the end)."""
-    return ops.convert_element_type(fn(ops.convert_element_type(x, F32)), F16)
+_HALVES = (F16, dtypes.bfloat16)
+
+
+def _in_float32(fn: Any) -> Any:
+    """`fn`, computed in float32 for float16 / bfloat16 `x` (rounded once at the end)."""
+    def run(x: Any) -> Any:
+        dtype = aval(x)[1]
+        if dtype not in _HALVES:
+            return fn(x)
+        return ops.convert_element_type(fn(ops.convert_element_type(x, F32)), dtype)
+    return run
 
 
 def _int(dtype: np.dtype) -> np.dtype:
@@ -87,8 +95,9 @@ def _log(x: Any) -> Any:
 
 
 def log(x: Any) -> Any:
-    """Natural logarithm (float16/32/64), the same bits on every backend."""
-    return _widened(_log, x) if aval(x)[1] == F16 else _log(x)
+    """Natural logarithm (16-bit floats, float32, float64), the same bits on every
+    backend."""
+    return _in_float32(_log)(x)
 
 
 def _log1p(x: Any) -> Any:
@@ -102,7 +111,7 @@ def _log1p(x: Any) -> Any:
 
 def log1p(x: Any) -> Any:
     """log(1 + x), accurate near 0, the same bits on every backend."""
-    return _widened(_log1p, x) if aval(x)[1] == F16 else _log1p(x)
+    return _in_float32(_log1p)(x)
 
 
 def _pow2(n: Any, dtype: np.dtype) -> Any:
@@ -135,7 +144,7 @@ def _exp(x: Any) -> Any:
 
 def exp(x: Any) -> Any:
     """e**x, the same bits on every backend."""
-    return _widened(_exp, x) if aval(x)[1] == F16 else _exp(x)
+    return _in_float32(_exp)(x)
 
 
 def pow(x: Any, y: Any) -> Any:  # noqa: A001 - the math name

@@ -2,7 +2,7 @@
 differentiate, batch and compile like everything else.
 
 `erf_inv` is XLA's (`xla/hlo/builder/lib/math.cc`, after Giles, "Approximating the
-erfinv function"): float16 is computed in float32; float32 evaluates its degree-8
+erfinv function"): float16 and bfloat16 are computed in float32; float32 evaluates its degree-8
 polynomial with fused multiply-adds as XLA's CPU compiler does (each step computed
 in float64 and rounded once, which is the float32 FMA); float64 uses the 23-term
 polynomial without FMAs. Its log1p is `_math.log1p` (the same bits on every
@@ -16,11 +16,12 @@ from typing import Any
 
 import numpy as np
 
-from .. import ops
+from .. import dtypes, ops
 from ._keys import aval
 from ._math import log1p
 
 F16, F32, F64 = np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)
+BF16 = dtypes.bfloat16
 
 _LT_5 = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
          -0.00125372503, -0.00417768164, 0.246640727, 1.50140941)
@@ -102,12 +103,13 @@ def _edges(x: Any, result: Any) -> Any:
 
 
 def erf_inv(x: Any) -> Any:
-    """The inverse error function of a float array (float16 computed in float32)."""
+    """The inverse error function of a float array (float16 / bfloat16 computed in
+    float32)."""
     dtype = aval(x)[1]
     if dtype == F64:
         return _erf_inv_f64(x)
-    if dtype == F16:
-        return ops.convert_element_type(_erf_inv_f32(ops.convert_element_type(x, F32)), F16)
+    if dtype in (F16, BF16):
+        return ops.convert_element_type(_erf_inv_f32(ops.convert_element_type(x, F32)), dtype)
     return _erf_inv_f32(x)
 
 
