@@ -6,7 +6,11 @@ outside and reduced dims inside, with scalar accumulators. A float add/mul/max/
 min reduction updates its accumulator through a helper compiled with just enough
 fast-math (reassociation; no-NaN for the compare, with NaNs tracked separately)
 for LLVM to vectorize the loop; everything else keeps strict IEEE semantics.
-Otherwise the loop keeps the array's own order and accumulates in the output.
+Otherwise the loop keeps the array's own order and accumulates in the output;
+such a nest reducing its outer dim (column sums, a one-hot product) runs on
+threads when its computation is a monoid: each chunk of rows folds into its own
+partial result (the init value in the first, the monoid's identity in the
+others), then the partials combine in chunk order.
 
 The outermost loop becomes a `numba.prange`, in a separate `parallel=True`
 kernel, when the nest is large, computes something costly per element, and the
@@ -26,6 +30,7 @@ import numba
 import numpy as np
 
 from ..core import Atom, Eqn, Var
+from ..ops.collectives_rules import monoid_identity
 from .cpu_codegen import (NJIT_OPTIONS, PARALLEL_MIN_ELEMENTS, GraphEmitter, Ref, load,
                           store_value)
 from .cpu_fusion import (CHEAP_OPS, LoopNest, OpStep, Plan, RowGroup, is_reduce, monoid,
@@ -63,6 +68,9 @@ def emit_loops(ge: GraphEmitter, plan: Plan, step: LoopNest | RowGroup) -> None:
     for nest in group.nests:
         names = ", ".join(dict.fromkeys(e.op.hlo_name for e in nest.eqns))
         ge.w.comment(f"loop nest over {_shape_text(nest)}: {names}")
+    if _column_parallel(ge, plan, group):
+        _emit_column_reduce(ge, plan, group.nests[0])
+        return
     parallel = _parallel(ge, plan, group)
     w = SourceWriter() if parallel else ge.w
     free: dict[str, None] = {}
@@ -203,9 +211,12 @@ def _parallel(ge: GraphEmitter, plan: Plan, group: RowGroup) -> bool:
     second thread does not widen): one that computes something costly per element
     (exp, division, ...), or loops many times over each element it reads (distances
     of every point to every center)."""
+    return 0 not in group.nests[0].reduce_dims and _worth_threads(ge, plan, group)
+
+
+def _worth_threads(ge: GraphEmitter, plan: Plan, group: RowGroup) -> bool:
     nest = group.nests[0]
-    if not ge.mod.parallel_ok or math.prod(nest.shape) < PARALLEL_MIN_ELEMENTS or \
-            0 in nest.reduce_dims:  # (the outer loop must not be reduced)
+    if not ge.mod.parallel_ok or math.prod(nest.shape) < PARALLEL_MIN_ELEMENTS:
         return False
     costly = any(e.op.name not in CHEAP_OPS and not is_reduce(e)
                  for n in group.nests for e in n.eqns)
@@ -215,6 +226,82 @@ def _parallel(ge: GraphEmitter, plan: Plan, group: RowGroup) -> bool:
     loaded = sum(next(a.aval.size for a in plan.users[v][0].inputs if id(a) == v)
                  for v in read)
     return costly or sum(math.prod(n.shape) for n in group.nests) >= 8 * loaded
+
+
+def _column_parallel(ge: GraphEmitter, plan: Plan, group: RowGroup) -> bool:
+    """A lone nest that reduces its outer dim with monoids (one result each, not a
+    half-precision one), over enough rows to give every thread many, worth threads."""
+    nest = group.nests[0]
+    if len(group.nests) > 1 or 0 not in nest.reduce_dims:
+        return False
+    rows = math.prod(nest.shape[d] for d in nest.reduce_dims)
+    for eqn in nest.reduces:
+        dtype = eqn.outputs[0].aval.dtype
+        if len(eqn.outputs) > 1 or storage_dtype(dtype) != dtype or monoid(eqn) is None or \
+                monoid_identity(eqn.params["to_apply"], dtype) is None:
+            return False
+    return rows >= 8 * numba.config.NUMBA_NUM_THREADS and _worth_threads(ge, plan, group)
+
+
+def _emit_column_reduce(ge: GraphEmitter, plan: Plan, nest: LoopNest) -> None:
+    """Chunks of the outer dim fold into partial results on threads; then the partials
+    combine, in chunk order, into the outputs (a `parallel=True` kernel)."""
+    w, free = SourceWriter(), {}
+    body = LoopBody(ge, plan, w, {id(v) for v in nest.stores}, free, set())
+    threads = body.outer(ge.mod.size(("threads",), numba.config.NUMBA_NUM_THREADS, "threads"))
+    rank, atom = len(nest.shape), _shape_atom(nest)
+    kept = [d for d in range(rank) if d not in nest.reduce_dims]
+    index = tuple(f"i{d}" for d in range(rank))
+    kept_index = body.unsigned(tuple(index[d] for d in kept))
+    parts: Outs = {}
+    for v in nest.stores:  # (each chunk writes its own rows)
+        parts[id(v)] = Ref(body.outer(_buffer(ge, plan, nest, v)), v.aval)
+        ge.bind(v, parts[id(v)])
+    for v in (eqn.outputs[0] for eqn in nest.reduces):
+        name = body.define(ge.fresh(f"{ge.hint(v)}_parts"))
+        sizes = ", ".join(body.dim(v, d) for d in range(v.aval.ndim))
+        w.line(f"{name} = np.empty(({threads}, {sizes}), np.{v.aval.dtype.name})")
+        parts[id(v)] = Ref(name, v.aval, ("chunk",))
+    rows = body.dim(atom, 0)
+    with w.block(f"for chunk in numba.prange({threads})"):
+        _loops(body, atom, kept, False, lambda: _start_parts(body, nest, parts, kept_index))
+        with w.block(f"for i0 in range(chunk * {rows} // {threads}, "
+                     f"(chunk + 1) * {rows} // {threads})"):
+            _loops(body, atom, list(range(1, rank)), False,
+                   lambda: _emit_body(body, nest, parts, index, kept, None), innermost=True)
+    _loops(body, atom, kept, False,
+           lambda: _combine_parts(body, plan, nest, parts, kept_index, threads))
+    _as_kernel(ge, free, w)
+
+
+def _start_parts(body: LoopBody, nest: LoopNest, parts: Outs, kept_index: Index) -> None:
+    """A chunk's partial results start at the init value (first chunk) or the identity
+    (-0.0 for a float sum: the init value is added once, and -0.0 + x is x)."""
+    for eqn in nest.reduces:
+        v = eqn.outputs[0]
+        ident = monoid_identity(eqn.params["to_apply"], v.aval.dtype)
+        if monoid(eqn) == "add" and v.aval.dtype.kind in "fc":
+            ident = -ident
+        init = body.value(eqn.inputs[1], ())
+        body.w.line(f"{parts[id(v)].at(kept_index)} = {init} if chunk == 0 else "
+                    f"{literal(ident.item(), v.aval.dtype)}")
+
+
+def _combine_parts(body: LoopBody, plan: Plan, nest: LoopNest, parts: Outs,
+                   kept_index: Index, threads: str) -> None:
+    ge = body.ge
+    for eqn in nest.reduces:
+        v = eqn.outputs[0]
+        out = Ref(body.outer(_buffer(ge, plan, nest, v)), v.aval)
+        ge.bind(v, out)
+        scalar = v.aval.update(shape=())
+        acc, part = ge.fresh("acc"), parts[id(v)].name
+        body.w.line(f"{acc} = {part}[{', '.join(('0', *kept_index))}]")
+        with body.w.block(f"for chunk in range(1, {threads})"):
+            [new] = ge.sub_emitter(body.w).emit_graph(eqn.params["to_apply"], [
+                Ref(acc, scalar), Ref(f"{part}[{', '.join(('chunk', *kept_index))}]", scalar)])
+            body.w.line(f"{acc} = {new.name}")
+        body.w.line(f"{out.at(kept_index)} = {acc}")
 
 
 def _nest(body: LoopBody, nest: LoopNest, outs: Outs, start: int,

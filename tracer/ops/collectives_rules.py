@@ -108,7 +108,7 @@ def _monoid(comp: Graph) -> str | None:
     return eqn.op.name
 
 
-def _identity(comp: Graph, dtype: np.dtype) -> Any:
+def monoid_identity(comp: Graph, dtype: np.dtype) -> Any:
     """The identity of `comp` if it is a known monoid, else None."""
     name, kind = _monoid(comp), dtypes.kind(dtype)  # bfloat16 is a float
     if name is None or (kind == "c" and name in ("max", "min")):
@@ -131,7 +131,7 @@ def _identity(comp: Graph, dtype: np.dtype) -> Any:
 def _reduce_axis(x: Any, comp: Graph, axis: int) -> Any:
     """Combine `x` along `axis` with the scalar computation `comp`."""
     dtype = np.dtype(x.dtype) if hasattr(x, "dtype") else np.asarray(x).dtype
-    ident = _identity(comp, dtype)
+    ident = monoid_identity(comp, dtype)
     if ident is not None:
         return reduce(x, ident, comp, (axis,))
     shape = tuple(np.shape(x))

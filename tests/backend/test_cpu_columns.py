@@ -1,0 +1,88 @@
+"""Column reductions on threads (cpu_nests: a nest reducing its outer dim with
+monoids): each chunk of rows folds into its own partial result, the partials
+combine in chunk order. Checked against the interpreter on shapes large enough for
+the threaded path, with the path itself asserted from the generated source."""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+import pytest
+
+import tracer as tr
+import tracer.numpy as tnp
+from tracer import ops
+
+ROWS = max(8 * numba.config.NUMBA_NUM_THREADS, 4000)  # (the threaded path needs 8 per thread)
+
+
+def _both(fn, *args):
+    got = tr.jit(fn)(*args)
+    want = tr.jit(fn, backend="interpreter")(*args)
+    return got, want, tr.jit(fn).lower(*args).compile().source
+
+
+def _close(got, want, dtype):
+    for g, w in zip(got, want, strict=True):
+        assert g.dtype == w.dtype
+        if np.dtype(dtype).kind in "iub":
+            np.testing.assert_array_equal(g, w)
+        else:  # the summation order differs: a few ulps of the column's magnitude
+            tol = 1e-4 if np.dtype(dtype).itemsize <= 4 else 1e-10
+            np.testing.assert_allclose(g, w, rtol=tol, atol=tol * ROWS)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64, np.complex128])
+def test_sum_prod_and_max_over_the_outer_dim_on_threads(dtype):
+    rng = np.random.default_rng(1)
+    a = (rng.standard_normal((ROWS, 24)) * 3).astype(dtype)
+    if np.dtype(dtype).kind == "c":
+        a = a + 1j * rng.standard_normal(a.shape)
+
+    def f(a):
+        x = tnp.sin(a) if a.dtype.kind in "fc" else a * a // 3
+        y = tnp.cos(a / 100) if a.dtype.kind in "fc" else a % 3 - 1
+        out = [tnp.sum(x, 0), tnp.prod(y, 0)]
+        if a.dtype.kind != "c":
+            out.append(ops.reduce(x, np.array(-np.inf if a.dtype.kind == "f" else
+                                              np.iinfo(a.dtype).min, a.dtype), ops.max, (0,)))
+        return out
+    got, want, source = _both(f, a)
+    _close(got, want, dtype)
+    assert "_parts" in source and "prange" in source
+
+
+def test_the_init_value_counts_once_and_minus_zero_survives():
+    a = np.random.default_rng(2).standard_normal((ROWS, 16))
+    got, want, source = _both(lambda a: (ops.reduce(tnp.exp(a), np.float64(5.0), ops.add, (0,)),
+                                         ops.reduce(tnp.exp(a), np.float64(9.0), ops.max, (0,))), a)
+    assert "_parts" in source
+    _close(got, want, np.float64)
+    z = -np.zeros((ROWS, 16))
+    got, _, source = _both(lambda z: ops.reduce(tnp.sin(z), np.float64(-0.0), ops.add, (0,)), z)
+    assert "_parts" in source and np.all(np.signbit(got))
+
+
+def test_a_one_hot_product_and_a_middle_dim_sum():
+    rng = np.random.default_rng(3)
+    x, labels = rng.standard_normal((ROWS, 16)), rng.integers(0, 32, ROWS)
+
+    def sums(x, labels):
+        onehot = (labels[:, None] == tnp.arange(32)[None, :]).astype(x.dtype)
+        return onehot.T @ x, tnp.sum(onehot, axis=0)
+    got, want, source = _both(sums, x, labels)
+    _close(got, want, np.float64)
+    np.testing.assert_array_equal(got[1], np.bincount(labels, minlength=32))
+    assert "_parts" in source
+    b = rng.standard_normal((5, ROWS // 5, 9))
+    got, want, source = _both(lambda b: tnp.sum(tnp.exp(b), (0, 2)), b)
+    _close([got], [want], np.float64)
+
+
+def test_few_rows_or_cheap_bodies_stay_serial():
+    a = np.random.default_rng(4).standard_normal((3, 20000))
+    got, want, source = _both(lambda a: tnp.sum(tnp.exp(a), 0), a)
+    _close([got], [want], np.float64)
+    assert "_parts" not in source
+    b = np.random.default_rng(5).standard_normal((ROWS, 16))
+    assert "_parts" not in _both(lambda b: tnp.sum(b, 0), b)[2]  # memory-bound: one thread
