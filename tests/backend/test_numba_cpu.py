@@ -286,9 +286,9 @@ _CHILD = textwrap.dedent("""
 """)
 
 
-def _child(cache_dir):
+def _child(cache_dir, child=_CHILD):
     env = dict(os.environ, TRACER_CACHE_DIR=str(cache_dir))
-    proc = subprocess.run([sys.executable, "-c", _CHILD.format(repo=REPO)], env=env,
+    proc = subprocess.run([sys.executable, "-c", child.format(repo=REPO)], env=env,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -301,6 +301,30 @@ def test_a_new_process_loads_machine_code_from_the_disk_cache(tmp_path):
     assert second["ok"] and second["compiles"] == 0 and second["disk_hits"] == 1
     assert not second["fresh"]
     assert any(name.endswith(".nbi") for name in os.listdir(tmp_path / "cpu" / "__pycache__"))
+
+
+_SORT_CHILD = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    sys.path.insert(0, {repo!r})
+    import tracer as tr
+    from tracer import ops
+    from tracer.backend.cpu_cache import STATS
+    x = np.array([3.0, -1.0, np.nan, 0.5, -0.0], np.float32)
+    got = tr.jit(ops.sort)(x)
+    ok = bool(np.array_equal(got, [-1.0, -0.0, 0.5, 3.0, np.nan], equal_nan=True))
+    print(json.dumps(dict(compiles=STATS.compiles, disk_hits=STATS.disk_hits, ok=ok)))
+""")
+
+
+def test_cached_code_calling_a_parallel_library_kernel_loads_in_a_new_process(tmp_path):
+    # The host function calls cpu_lib_sort.sort_rows (parallel=True). Loaded from disk,
+    # it used to run before anything started numba's thread pool and segfaulted in
+    # every process after the first (numba #8578).
+    first = _child(tmp_path, _SORT_CHILD)
+    second = _child(tmp_path, _SORT_CHILD)
+    assert first["ok"] and first["compiles"] == 1
+    assert second["ok"] and second["disk_hits"] == 1 and second["compiles"] == 0
 
 
 def test_two_processes_compiling_the_same_kernel_at_once(tmp_path):
@@ -374,6 +398,18 @@ def test_special_float_values(dtype):
             outs.append(getattr(ops, name)(x, y))
         return outs + [ops.convert_element_type(x, t) for t in (np.int8, np.uint32, np.int64)]
     _compare(fn, [x, y], rtol=1e-6)
+
+
+def test_complex_exp_and_expm1_follow_numpy_at_the_edges():
+    # numba's complex expm1 is exp(z) - 1, which cancels to 0 for tiny z, and its
+    # exp(x + 0j) has a NaN imaginary part where exp(x) overflows (inf * sin(0)).
+    z = np.array([1e-300 + 0j, 1e-10 + 1e-10j, -1e-12 - 2e-12j, 1e300 + 0j, 800 - 0j,
+                  0.5 + 2j, -3 + 0.25j])
+
+    def fn(z):
+        return [ops.expm1(z), ops.exp(z), ops.expm1(z.astype(np.complex64)),
+                ops.exp(z.astype(np.complex64))]
+    _compare(fn, [z], rtol=1e-6)
 
 
 def _ulps(got, want):

@@ -247,7 +247,21 @@ def _import(name: str, path: str, text: str) -> types.ModuleType:
     return module
 
 
+@functools.cache
+def _start_thread_pool() -> None:
+    """Start numba's thread pool before machine code is loaded from disk.
+
+    Starting the pool registers its entry points with LLVM. Code compiled in this
+    process starts it itself, and so does loading a `parallel=True` function of a
+    generated module; but a cached host function that calls a `parallel=True`
+    library function (`cpu_lib_sort.sort_rows`) loads without starting it, and its
+    first call jumps to a null address: a segfault in every process after the one
+    that filled the cache (numba #8578)."""
+    numba.get_num_threads()
+
+
 def _compile(entry: Entry, dispatcher: Any, sig: tuple) -> tuple[Any, bool]:
+    _start_thread_pool()
     try:
         dispatcher.compile(sig)
     except (numba.core.errors.TypingError, numba.core.errors.LoweringError) as e:

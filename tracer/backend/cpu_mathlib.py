@@ -386,6 +386,24 @@ def float_sign(x):  # noqa: ANN001, ANN201
 
 
 @_jit
+def complex_exp(z):  # noqa: ANN001, ANN201
+    """exp(z) as NumPy: exp(x + 0j) = exp(x) + 0j, also where exp(x) overflows (numba's
+    exp(x) * (cos 0 + i sin 0) makes the imaginary part inf * 0 = NaN)."""
+    if z.imag == 0:
+        return complex(np.exp(z.real), z.imag)
+    return np.exp(z)
+
+
+@_jit
+def complex_expm1(z):  # noqa: ANN001, ANN201
+    """expm1(z) as NumPy computes it: numba's exp(z) - 1 cancels to 0 for small |z|
+    (expm1(1e-300 + 0j) gave 0); cos(y) - 1 = -2 sin(y/2)**2 keeps the real part."""
+    half = np.sin(z.imag / 2)
+    return complex(np.expm1(z.real) * np.cos(z.imag) - 2 * half * half,
+                   np.exp(z.real) * np.sin(z.imag))
+
+
+@_jit
 def complex_sign(z):  # noqa: ANN001, ANN201
     """z / |z|, 0 for 0 (as a complex128)."""
     if z == 0:

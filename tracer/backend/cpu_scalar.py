@@ -197,13 +197,23 @@ def _call(fn: str) -> Emitter:
 
 
 def _fast(name: str, libm: str) -> Emitter:
-    """A vectorizable `cpu_fastmath` helper for real floats, NumPy's ufunc for complex."""
+    """A vectorizable `cpu_fastmath` helper for real floats; for complex, NumPy's ufunc
+    (`np.<name>`) or a `cpu_mathlib` helper (another name)."""
     def emit(ctx: ScalarContext, eqn: Eqn, a: list[str]) -> str:
         dt = _in(eqn)
         if dt.kind == "c":
-            return cast(ctx, f"{libm}({a[0]})", dt)
+            fn = libm if libm.startswith("np.") else ctx.use(libm)
+            return cast(ctx, f"{fn}({a[0]})", dt)
         helper = ctx.use(f"{name}_f64" if dt == np.float64 else f"{name}_f32")
         return cast(ctx, f"{helper}({a[0]})", dt)
+    return emit
+
+
+def _complex_or(helper: str, fn: str) -> Emitter:
+    """A `cpu_mathlib` helper for complex operands, `fn` (a NumPy ufunc) for the others."""
+    def emit(ctx: ScalarContext, eqn: Eqn, a: list[str]) -> str:
+        f = ctx.use(helper) if _in(eqn).kind == "c" else fn
+        return cast(ctx, f"{f}({a[0]})", _out(eqn))
     return emit
 
 
@@ -329,7 +339,8 @@ SCALAR_EMITTERS: dict[str, Emitter] = {
     "abs": _abs, "neg": _neg, "bitwise_not": _not, "sign": _sign,
     "ceil": _call("np.ceil"), "floor": _call("np.floor"),
     "round": _helper("round_half_away"), "round_nearest_even": _call("np.rint"),
-    "exp": _fast("exp", "np.exp"), "expm1": _call("np.expm1"), "log": _fast("log", "np.log"),
+    "exp": _fast("exp", "complex_exp"), "expm1": _complex_or("complex_expm1", "np.expm1"),
+    "log": _fast("log", "np.log"),
     "log1p": _call("np.log1p"), "sin": _call("np.sin"), "cos": _call("np.cos"),
     "tan": _call("np.tan"), "tanh": _fast("tanh", "np.tanh"), "sqrt": _call("np.sqrt"),
     "cbrt": _call("np.cbrt"), "logistic": _logistic, "rsqrt": _rsqrt, "erf": _erf,
