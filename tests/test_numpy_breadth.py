@@ -146,6 +146,20 @@ def test_nextafter_and_ldexp_match_numpy(data):
         compare(tnp.ldexp, np.ldexp, x, n, rtol=0)
 
 
+def test_nextafter_of_integers_and_ldexp_exponent_range():
+    # Integers take the smallest float loop that holds them (int8 -> float16, found by a
+    # random run: tracer used float64); a uint64 exponent or a Python one beyond int32
+    # has no ldexp loop.
+    for dt in ("bool", "int8", "uint8", "int16", "int32"):
+        x = np.array([1, 0, 1, 0], dt)
+        compare(tnp.nextafter, np.nextafter, x, np.array([2, 1, 0, 0], dt), rtol=0)
+        compare(tnp.nextafter, np.nextafter, x, 5, rtol=0)
+    compare(tnp.ldexp, np.ldexp, np.ones(2), np.array([1, 2], np.uint64))
+    compare(tnp.ldexp, np.ldexp, np.ones(2, np.float16), 2**40)
+    with np.errstate(all="ignore"):
+        compare(tnp.ldexp, np.ldexp, np.ones(2, np.float16), 2**31 - 1, rtol=0)
+
+
 @pytest.mark.parametrize("name", ["gcd", "lcm"])
 @settings(max_examples=20, deadline=None)
 @given(data=st.data())
@@ -155,6 +169,17 @@ def test_gcd_lcm_match_numpy(name, data):
     d1, d2 = (data.draw(st.sampled_from(["int8", "int32", "int64", "uint8"])) for _ in "ab")
     x = data.draw(arrays(d1, s1, lo=-60, hi=60))
     y = data.draw(st.one_of(arrays(d2, s2, lo=-60, hi=60), st.integers(0, 40)))
+    compare(getattr(tnp, name), getattr(np, name), x, y)
+
+
+@pytest.mark.parametrize("name", ["gcd", "lcm"])
+@pytest.mark.parametrize("dt", ["int8", "int16", "int32", "int64"])
+def test_gcd_lcm_wrap_like_numpy(name, dt):
+    # NumPy works on unsigned magnitudes and casts back: lcm(int8 19, 7) = -123 (found by
+    # the random run), gcd(INT_MIN, 6) = 2, lcm(INT_MAX, 2) = -2.
+    info = np.iinfo(dt)
+    x = np.array([19, -19, info.max, info.min, info.min, 6, 7, 0], dt)
+    y = np.array([7, 7, 2, 6, 0, info.min, info.min, 0], dt)
     compare(getattr(tnp, name), getattr(np, name), x, y)
 
 

@@ -167,6 +167,17 @@ def test_real_special_values():
     compare(tnp.arccosh, np.arccosh, np.abs(x) + 1, rtol=1e-12)
 
 
+def test_sign_of_zero_and_float16_sinc_round_like_numpy():
+    # Found by a random run: sign(-0.0) is +0.0 in NumPy; float16 sinc rounds pi * x and
+    # sin(pi x) to float16 (sinc(-7.25) = -0.03072, 1% off the exact value; pi * 65504
+    # overflows to NaN).
+    for dt in ("float16", "float32", "float64"):
+        got = run_both(tnp.sign, np.array([-0.0, 0.0], dt))
+        assert not np.signbit(got[0]).any() and not np.signbit(got[1]).any()
+    x = np.array([-7.25, 0.0, 1e-3, 65504.0, 3.3, -12.1], np.float16)
+    compare(tnp.sinc, np.sinc, x, rtol=0)
+
+
 @pytest.mark.parametrize("decimals", [-2, -1, 0, 1, 3])
 @settings(max_examples=15)
 @given(x=array_and_dtype(["bool", "int8", "int64", "uint8", "float32", "float64",
@@ -314,6 +325,17 @@ def test_reductions_match_numpy(name, case):
 def test_reduction_dtype_argument(name, dtype):
     x = np.arange(6, dtype=np.int16).reshape(2, 3) % 3
     compare(getattr(tnp, name), getattr(np, name), x, axis=0, dtype=dtype)
+
+
+@pytest.mark.parametrize("name", ["mean", "var", "std"])
+@pytest.mark.parametrize("axis", [None, 1])
+def test_integer_dtype_moments_wrap_and_truncate_like_numpy(name, axis):
+    # Found by a random run: with an integer dtype= NumPy sums in it (wrapping) and
+    # truncates each quotient back (mean([127, 32, 63, 0], dtype=int8) = -8); var's mean
+    # is truncated before the deviations; std raises for an array result.
+    x = np.array([[127, 32, 63, 0], [1, 127, -1, 32], [0, 0, 0, 7]], np.int8)
+    for dtype in ("int8", "int64"):
+        compare(getattr(tnp, name), getattr(np, name), x, axis=axis, dtype=dtype)
 
 
 @pytest.mark.parametrize("name", ["argmax", "argmin"])

@@ -412,6 +412,16 @@ def test_complex_exp_and_expm1_follow_numpy_at_the_edges():
     _compare(fn, [z], rtol=1e-6)
 
 
+def test_signed_zero_tanh_and_complex_sign_of_infinities_follow_numpy():
+    x = np.array([-0.0, 0.0, 1e-300, -0.3, 2.0])
+    got = tr.jit(ops.tanh)(x)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(np.tanh(x)))
+    np.testing.assert_allclose(got, np.tanh(x), rtol=1e-15)
+    z = np.array([complex(np.inf, 1), complex(-np.inf, 1), complex(1, np.inf),
+                  complex(1, -np.inf), complex(np.inf, np.inf), complex(np.nan, 1), 0j, 3 + 4j])
+    np.testing.assert_allclose(tr.jit(ops.sign)(z), np.sign(z), rtol=1e-15)  # (NaN at NaN)
+
+
 def _ulps(got, want):
     """Distance in units of the last place (NaN == NaN, -0.0 == 0.0)."""
     bits = np.int32 if got.dtype == np.float32 else np.int64

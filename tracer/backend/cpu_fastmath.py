@@ -173,7 +173,7 @@ def tanh_f64(x):  # noqa: ANN001, ANN201
     small = x + x * z * p / q
     large = 1.0 - 2.0 / (exp_f64(a + a) + 1.0)
     large = -large if x < 0 else large
-    return small if a < 0.625 else large
+    return x if x == 0.0 else (small if a < 0.625 else large)  # (keeps -0.0)
 
 
 @_jit

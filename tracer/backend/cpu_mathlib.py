@@ -405,9 +405,17 @@ def complex_expm1(z):  # noqa: ANN001, ANN201
 
 @_jit
 def complex_sign(z):  # noqa: ANN001, ANN201
-    """z / |z|, 0 for 0 (as a complex128)."""
+    """z / |z|, 0 for 0 (as a complex128); NumPy's rule for infinities: one infinite
+    part gives its unit direction, two give NaN."""
     if z == 0:
         return complex(0.0, 0.0)
+    r, i = z.real, z.imag
+    if np.isnan(r) or np.isnan(i) or (np.isinf(r) and np.isinf(i)):
+        return complex(np.nan, np.nan)
+    if np.isinf(r):
+        return complex(np.sign(r), 0.0)
+    if np.isinf(i):
+        return complex(0.0, np.sign(i))
     return complex_divide(complex(z), complex(abs(complex(z)), 0.0))
 
 

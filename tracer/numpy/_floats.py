@@ -20,8 +20,8 @@ from .. import dtypes, ops
 from ..errors import DTypeError, TracerTypeError
 from ..tracing import Tracer
 from . import _ufuncs as uf
-from ._promotion import (as_result, asarray_like, broadcast_arrays, cast, desc, dtype_of, error,
-                         float_of, promote)
+from ._promotion import (PromotionOverflowError, as_result, asarray_like, broadcast_arrays, cast,
+                         desc, dtype_of, error, float_of, promote)
 from ._reductions import any as any_
 
 __all__ = ["frexp", "ldexp", "modf", "nextafter", "spacing", "gcd", "lcm", "bitwise_count",
@@ -98,9 +98,13 @@ def ldexp(x1: Any, x2: Any, /, out: Any = None) -> Any:
     if out is not None:
         raise error(TracerTypeError, "ldexp", "out= is not supported; use the result")
     n = asarray_like(x2, "ldexp")
-    if dtype_of(n).kind not in "biu":
+    # NumPy's loops take int32 / int64 exponents: uint64 has no safe cast to either.
+    if dtype_of(n).kind not in "biu" or dtype_of(n) == dtypes.uint64:
         raise error(DTypeError, "ldexp", f"ufunc 'ldexp' not supported for the input types "
                     f"(exponent {desc(n)}); the exponent must be an integer")
+    if isinstance(n, int) and not -2**31 <= n < 2**31:
+        raise error(PromotionOverflowError, "ldexp", f"Python integer {n} out of bounds "
+                    f"for int32")
     v, dt = _float_operand(x1, "ldexp")
     v, n = broadcast_arrays(v, cast(n, dtypes.int64, fname="ldexp"), fname="ldexp")
     work = dtype_of(v)
@@ -138,7 +142,8 @@ def _mantissa_digits(dt: np.dtype) -> int:
 def nextafter(x1: Any, x2: Any, /, out: Any = None) -> Any:
     """The next representable float after x1 towards x2.
 
-    NumPy rule: float loops only (ints compute in float64); equal inputs give x2; NaN
+    NumPy rule: float loops only (bool/ints take the smallest float loop that holds them:
+    int8 -> float16, int16 -> float32, else float64); equal inputs give x2; NaN
     propagates; 0 steps to the smallest subnormal of the right sign.
 
     nextafter(1.0, 2.0) -> 1.0000000000000002
@@ -146,8 +151,7 @@ def nextafter(x1: Any, x2: Any, /, out: Any = None) -> Any:
     if out is not None:
         raise error(TracerTypeError, "nextafter", "out= is not supported; use the result")
     a, b = promote(x1, x2, fname="nextafter")
-    dt = dtype_of(a)
-    dt = dt if dtypes.is_float(dt) else dtypes.float64
+    dt = float_of(dtype_of(a))
     if dtype_of(a).kind == "c":
         raise error(DTypeError, "nextafter", f"ufunc 'nextafter' not supported for complex "
                     f"inputs {desc(a)}")
@@ -225,9 +229,21 @@ def _int_pair(x1: Any, x2: Any, fname: str) -> tuple[Any, Any]:
     return tuple(broadcast_arrays(a, b, fname=fname))
 
 
+def _unsigned_abs(x: Any) -> Any:
+    """|x| as the unsigned dtype of x's width: NumPy's gcd / lcm loops work on unsigned
+    magnitudes, so |INT_MIN| is 2**(bits-1), not INT_MIN."""
+    dt = dtype_of(x)
+    if dt.kind == "u":
+        return x
+    return ops.bitcast_convert_type(uf.absolute(x), np.dtype(f"u{dt.itemsize}"))
+
+
 def _gcd(a: Any, b: Any) -> Any:
-    """Euclid on |a|, |b| element-wise until every remainder is zero."""
-    zero = np.zeros((), dtype_of(a))
+    """Euclid on the unsigned |a|, |b| element-wise until every remainder is zero; the
+    result is unsigned (bitcast back by the callers, as NumPy's loops cast)."""
+    ua, ub = _unsigned_abs(a), _unsigned_abs(b)
+    udt = dtype_of(ua)
+    zero = np.zeros((), udt)
 
     def cond(state: tuple[Any, Any]) -> Any:
         return any_(ops.ne(state[1], zero))
@@ -235,11 +251,15 @@ def _gcd(a: Any, b: Any) -> Any:
     def body(state: tuple[Any, Any]) -> tuple[Any, Any]:
         p, q = state
         live = ops.ne(q, zero)
-        safe = ops.select(live, q, ops.broadcast_in_dim(np.ones((), dtype_of(a)),
-                                                        np.shape(q), ()))
+        safe = ops.select(live, q, ops.broadcast_in_dim(np.ones((), udt), np.shape(q), ()))
         return ops.select(live, q, p), ops.select(live, ops.rem(p, safe), q)
 
-    return ops.while_loop(cond, body, (uf.absolute(a), uf.absolute(b)))[0]
+    return ops.while_loop(cond, body, (ua, ub))[0]
+
+
+def _signed(u: Any, dt: np.dtype) -> Any:
+    """The unsigned result u reinterpreted as dt (wrapping, like NumPy's cast back)."""
+    return u if dtype_of(u) == dt else ops.bitcast_convert_type(u, dt)
 
 
 def gcd(x1: Any, x2: Any, /, out: Any = None) -> Any:
@@ -251,7 +271,8 @@ def gcd(x1: Any, x2: Any, /, out: Any = None) -> Any:
     """
     if out is not None:
         raise error(TracerTypeError, "gcd", "out= is not supported; use the result")
-    return as_result(_gcd(*_int_pair(x1, x2, "gcd")))
+    a, b = _int_pair(x1, x2, "gcd")
+    return as_result(_signed(_gcd(a, b), dtype_of(a)))
 
 
 def lcm(x1: Any, x2: Any, /, out: Any = None) -> Any:
@@ -265,11 +286,13 @@ def lcm(x1: Any, x2: Any, /, out: Any = None) -> Any:
         raise error(TracerTypeError, "lcm", "out= is not supported; use the result")
     a, b = _int_pair(x1, x2, "lcm")
     g = _gcd(a, b)
-    zero = np.zeros((), dtype_of(a))
-    safe = ops.select(ops.eq(g, zero), ops.broadcast_in_dim(np.ones((), dtype_of(a)),
+    # |a| / g * |b| in unsigned arithmetic, wrapping on overflow (NumPy: lcm(int8 19, 7)
+    # is -123, not |-123|).
+    zero = np.zeros((), dtype_of(g))
+    safe = ops.select(ops.eq(g, zero), ops.broadcast_in_dim(np.ones((), dtype_of(g)),
                                                             np.shape(g), ()), g)
-    r = uf.absolute(ops.mul(ops.div(uf.absolute(a), safe), uf.absolute(b)))
-    return as_result(ops.select(ops.eq(g, zero), g, r))
+    r = ops.mul(ops.div(_unsigned_abs(a), safe), _unsigned_abs(b))
+    return as_result(_signed(ops.select(ops.eq(g, zero), g, r), dtype_of(a)))
 
 
 def bitwise_count(x: Any, /, out: Any = None) -> Any:

@@ -3,8 +3,8 @@
 NumPy partitions; here the axis is sorted once (tracer.numpy.sort, NaN last) and the
 needed neighbours are gathered, which gives the same values. The virtual index of
 each quantile, its neighbours and the interpolation weight follow NumPy's
-`_quantile` for all thirteen methods, in the dtype NumPy uses (a Python float q
-takes a float array's dtype). The NaN-ignoring forms count the non-NaN values of
+`_quantile` for all thirteen methods, in the dtype NumPy (2.4) uses: q's own (a Python
+float q is float64), with a Python float / int q's weight rounded to the data's dtype. The NaN-ignoring forms count the non-NaN values of
 each slice and index within them, so their indices are traced values (one gather).
 """
 
@@ -84,10 +84,10 @@ _METHODS: dict[str, tuple[Callable[[Any, Any], Any], Any]] = {
 }
 
 
-def _prepare(a: Any, q: Any, fname: str, percent: bool) -> tuple[Any, Any, bool]:
-    """(a, q as NumPy computes with them, whether the result rounds to bfloat16): a
-    bfloat16 `a` computes in float32, rounded once at the end where its promotion with
-    q keeps bfloat16 (JAX's dtype; XLA keeps the float32 intermediates too)."""
+def _prepare(a: Any, q: Any, fname: str, percent: bool) -> tuple[Any, Any, bool, bool]:
+    """(a, q as NumPy computes with them, whether the result rounds to bfloat16, whether
+    q is weak): a bfloat16 `a` computes in float32, rounded once at the end where its
+    promotion with q keeps bfloat16 (JAX's dtype; XLA keeps the float32 intermediates)."""
     x = asarray_like(a, fname)
     x = cast(x, dtype_of(x))
     if dtype_of(x).kind == "c":
@@ -97,27 +97,30 @@ def _prepare(a: Any, q: Any, fname: str, percent: bool) -> tuple[Any, Any, bool]
         probe = q if dtypes.is_python_scalar(q) or isinstance(q, Tracer) else np.asarray(q)
         narrow = dtypes.result_type(x, probe)[0] == dtypes.bfloat16
         x = cast(x, dtypes.float32)
-    float_a = dtypes.is_float(dtype_of(x))
-    if percent:  # NumPy divides by 100 in a's dtype
-        qv = uf.divide(q, np.asarray(100, dtype_of(x)) if float_a else 100)
-    elif isinstance(q, (int, float)) and not isinstance(q, bool) and float_a:
-        qv = np.asarray(q, dtype_of(x))
-    else:
-        qv = asarray_like(q, fname)
-        qv = cast(qv, dtype_of(qv))
+    # NumPy 2.4 indexes with q as an array (a Python float is float64: quantile([0, 1],
+    # 0.9999999999999999, method="lower") is 0 for float16 data too); percentiles are
+    # divided by a weak 100.
+    qv = asarray_like(q, fname)
+    qv = cast(qv, dtype_of(qv))
+    if percent:
+        qv = uf.divide(qv, 100)
     if not isinstance(qv, Tracer) and not np.all((np.asarray(qv) >= 0) &
                                                  (np.asarray(qv) <= 1)):
         raise error(TracerValueError, fname, "Percentiles must be in the range [0, 100]"
                     if percent else "Quantiles must be in the range [0, 1]")
-    return x, qv, narrow
+    return x, qv, narrow, type(q) in (int, float)
 
 
-def _lerp(a: Any, b: Any, t: Any) -> Any:
-    """NumPy's _lerp: a + (b - a) t, or b - (b - a)(1 - t) where t >= 0.5."""
+def _lerp(a: Any, b: Any, t: Any, weak: bool) -> Any:
+    """NumPy's _lerp: a + (b - a) t, or b - (b - a)(1 - t) where t >= 0.5. A weak q
+    makes t a Python float, so t and 1 - t round to float data's dtype."""
     d = uf.subtract(b, a)
-    low = uf.add(a, uf.multiply(d, t))
-    return uf.where(uf.greater_equal(t, 0.5), uf.subtract(b, uf.multiply(d, uf.subtract(1, t))),
-                    low)
+    t_low, t_high = t, uf.subtract(1, t)
+    if weak:  # a Python float: the data's float dtype, or float64 with integer data
+        dt = dtype_of(a) if dtypes.is_float(dtype_of(a)) else dtypes.float64
+        t_low, t_high = cast(t_low, dt), cast(t_high, dt)
+    low = uf.add(a, uf.multiply(d, t_low))
+    return uf.where(uf.greater_equal(t, 0.5), uf.subtract(b, uf.multiply(d, t_high)), low)
 
 
 def _gather(s: Any, idx: Any, qshape: tuple[int, ...]) -> Any:
@@ -149,7 +152,7 @@ def _keep(r: Any, shape: tuple[int, ...], axes: tuple[int, ...], lead: int,
     return reshape(r, tuple(np.shape(r)[:lead]) + kept)
 
 
-def _order_statistic(s: Any, q: Any, method: str, count: Any) -> Any:
+def _order_statistic(s: Any, q: Any, method: str, count: Any, weak: bool) -> Any:
     """NumPy's _quantile on the sorted leading axis of s: count is the number of values
     per slice (an int, or an array of the slice shape when NaNs are ignored)."""
     if method not in _METHODS:
@@ -163,7 +166,8 @@ def _order_statistic(s: Any, q: Any, method: str, count: Any) -> Any:
         q = reshape(q, qshape + (1,) * len(rest))
         n = cast(count, dtype_of(q) if dtypes.is_float(dtype_of(q)) else dtypes.float64)
     v = index(n, q)
-    if fix is None or dtype_of(v).kind in "iu":  # discrete, or integral linear indices
+    # Discrete, or integral "linear" indices (other methods interpolate even then).
+    if fix is None or (method == "linear" and dtype_of(v).kind in "iu"):
         last = uf.maximum(_minus_one(count), 0)
         return _gather(s, uf.minimum(uf.maximum(v, 0), last), qshape)
     prev = uf.floor(v)
@@ -177,7 +181,7 @@ def _order_statistic(s: Any, q: Any, method: str, count: Any) -> Any:
     b = _gather(s, uf.where(uf.equal(nxt, -1), last, nxt), qshape)
     t = reshape(gamma, tuple(np.shape(gamma)) + (1,) * (len(qshape) + len(rest) -
                                                         np.ndim(gamma)))
-    return _lerp(a, b, t)
+    return _lerp(a, b, t, weak)
 
 
 def _with_nan_rule(r: Any, s: Any, qshape: tuple[int, ...]) -> Any:
@@ -193,8 +197,8 @@ def quantile(a: Any, q: Any, axis: Any = None, out: None = None, overwrite_input
              interpolation: Any = None) -> Any:
     """The q-th quantiles of the data along axis (q in [0, 1], scalar or array).
 
-    NumPy rule: all of NumPy's 13 methods ("linear" default); a Python float q takes a
-    float array's dtype; integer data gives float64 (integer q with "linear" indexes
+    NumPy rule: all of NumPy's 13 methods ("linear" default); a Python float q keeps a
+    float array's dtype (indexed in float64); integer data gives float64 (integer q with "linear" indexes
     exactly); a slice with NaN gives NaN; the output is q's shape + the kept shape.
 
     quantile([1, 2, 3, 4], 0.5) -> 2.5; quantile([1, 2, 3, 4], [0.25, 1]) -> [1.75, 4.0]
@@ -245,15 +249,16 @@ def _quantile_impl(a: Any, q: Any, axis: Any, out: Any, method: str, keepdims: b
     if weights is not None or interpolation is not None:
         raise error(TracerTypeError, fname, "weights= and the deprecated interpolation= are "
                     "not supported; use method=")
-    x, qv, narrow = _prepare(a, q, fname, percent)
+    x, qv, narrow, weak = _prepare(a, q, fname, percent)
     s, axes = _sorted_front(x, axis, fname)
     qshape = tuple(np.shape(qv))
     if ignore_nan and dtypes.is_float(dtype_of(x)):
         count = red.count_nonzero(uf.logical_not(uf.isnan(s)), axis=0)
-        r = _order_statistic(s, qv, method, count)
+        r = _order_statistic(s, qv, method, count, weak)
         r = uf.where(uf.equal(count, 0), np.nan, r)
     else:
-        r = _with_nan_rule(_order_statistic(s, qv, method, np.shape(s)[0]), s, qshape)
+        r = _with_nan_rule(_order_statistic(s, qv, method, np.shape(s)[0], weak), s,
+                           qshape)
     r = _keep(r, np.shape(x), axes, len(qshape), keepdims)
     return as_result(cast(r, dtypes.bfloat16) if narrow else r)
 

@@ -338,8 +338,17 @@ def _count(x: Any, axes: tuple[int, ...], where: Any, dt: np.dtype, fname: str) 
 def _mean(x: Any, axes: tuple[int, ...], where: Any, fname: str) -> Any:
     """Mean over `axes` with the reduced axes kept (x already in the accumulator dtype)."""
     total = _reduce(_masked(x, where, 0, fname), axes, ops.add, 0)
+    if dtype_of(x).kind in "iu":
+        # An integer dtype= (NumPy): the sum wraps in it, the float64 quotient truncates
+        # back (mean([127, 32, 63, 0], dtype=int8) is -8, not 55).
+        return _int_quotient(total, _count(x, axes, where, dtypes.float64, fname))
     count = _count(x, axes, where, dtype_of(x), fname)
     return ops.div(total, count if isinstance(count, float) else cast(count, dtype_of(x)))
+
+
+def _int_quotient(total: Any, count: Any) -> Any:
+    """NumPy's `true_divide(total, count, out=total, casting="unsafe")`."""
+    return cast(ops.div(cast(total, dtypes.float64), count), dtype_of(total))
 
 
 def mean(a: Any, axis: Any = None, dtype: Any = None, out: None = None,
@@ -354,7 +363,7 @@ def mean(a: Any, axis: Any = None, dtype: Any = None, out: None = None,
     check_out(out, "mean")
     x = asarray_like(a, "mean")
     result_dt = _result_dtype(dtype_of(x), dtype)
-    x = _operand(x, "mean", _mean_dtype(result_dt))
+    x = _operand(x, "mean", result_dt if result_dt.kind in "iu" else _mean_dtype(result_dt))
     axes = normalize_axes(axis, np.ndim(x), "mean", of=x)
     r = cast(_mean(x, axes, where, "mean"), result_dt)
     return as_result(_keep(r, np.shape(x), axes, keepdims))
@@ -384,6 +393,8 @@ def var(a: Any, axis: Any = None, dtype: Any = None, out: None = None, ddof: Any
     ddof = _ddof(ddof, correction, "var")
     x = asarray_like(a, "var")
     result_dt = _result_dtype(dtype_of(x), dtype)
+    if result_dt.kind in "iu":
+        return as_result(_int_var(x, result_dt, axis, ddof, keepdims, where, mean))
     # NumPy's var keeps float16 arithmetic (its sums follow the float16 reduce rules).
     acc_dt = result_dt if result_dt == dtypes.float16 else _mean_dtype(result_dt)
     x = _operand(x, "var", acc_dt)
@@ -402,6 +413,25 @@ def var(a: Any, axis: Any = None, dtype: Any = None, out: None = None, ddof: Any
     return as_result(_keep(r, np.shape(x), axes, keepdims))
 
 
+def _int_var(x: Any, dt: np.dtype, axis: Any, ddof: Any, keepdims: bool, where: Any,
+             mean: Any) -> Any:
+    """var with an integer dtype=, as NumPy computes it: the mean truncated to dt, the
+    deviations and their squares in (x's dtype, dt)'s promotion, sums wrapping in dt and
+    each quotient truncated back to dt."""
+    if np.ndim(x) == 0:
+        x = _operand(x, "var")
+    axes = normalize_axes(axis, np.ndim(x), "var", of=x)
+    m = _keep(_mean(_operand(x, "var", dt), axes, where, "var"), np.shape(x), axes, True) \
+        if mean is NOVALUE else _operand(mean, "var")
+    d = uf.subtract(x, m)
+    total = _reduce(_masked(_operand(ops.mul(d, d), "var", dt), where, 0, "var"), axes,
+                    ops.add, 0)
+    count = _count(x, axes, where, dtypes.float64, "var")
+    denominator = builtins.max(count - ddof, 0) if isinstance(count, float) else \
+        ops.max(ops.sub(count, ddof), 0)
+    return _keep(_int_quotient(total, denominator), np.shape(x), axes, keepdims)
+
+
 def std(a: Any, axis: Any = None, dtype: Any = None, out: None = None, ddof: Any = 0,
         keepdims: bool = False, *, where: Any = True, mean: Any = NOVALUE,
         correction: Any = NOVALUE) -> Any:
@@ -412,8 +442,16 @@ def std(a: Any, axis: Any = None, dtype: Any = None, out: None = None, ddof: Any
     std([1, 2, 3, 4]) -> 1.118033988749895
     """
     check_out(out, "std")
-    return uf.sqrt(var(a, axis, dtype, None, ddof, keepdims, where=where, mean=mean,
-                       correction=correction))
+    v = var(a, axis, dtype, None, ddof, keepdims, where=where, mean=mean,
+            correction=correction)
+    if dtype_of(v).kind in "iu":
+        # NumPy takes sqrt(out=var) for an array (no float -> int cast: TypeError) and
+        # dt(sqrt(var)) for a scalar result.
+        if np.ndim(v):
+            raise error(DTypeError, "std", f"ufunc 'sqrt' output (typecode 'd') could not "
+                        f"be coerced to the integer dtype {dtype_of(v)} of std(dtype=)")
+        return as_result(cast(uf.sqrt(v), dtype_of(v)))
+    return uf.sqrt(v)
 
 
 # ------------------------------------------------------------------ cumsum, cumprod

@@ -136,7 +136,15 @@ absolute = unary("absolute", _absolute, ALL, same,
 abs = absolute
 fabs = unary("fabs", ops.abs, REAL, float_of,
               f"|x| as a float.\n\n{_U}; {_FLOATS}; no complex.\n\nfabs(-2) -> 2.0")
-sign = unary("sign", ops.sign, NUM, same,
+def _sign(x: Any) -> Any:
+    out = ops.sign(x)
+    if not dtypes.is_float(dtype_of(out)):
+        return out
+    # NumPy's float loop is `x > 0 ? 1 : x < 0 ? -1 : x == 0 ? 0 : x`: sign(-0.0) is +0.0.
+    return select(ops.eq(out, 0), 0, out)
+
+
+sign = unary("sign", _sign, NUM, same,
               f"-1, 0 or 1 (x / |x| for complex, NumPy 2).\n\n{_U}; NaN stays NaN.\n\n"
               "sign([-3, 0, 5]) -> [-1, 0, 1]")
 floor = unary("floor", _rounding(ops.floor), REAL, same,
@@ -505,8 +513,14 @@ def sinc(x: Any) -> Any:
     dt = dtype_of(v)
     dt = dt if dtypes.is_inexact(dt) else dtypes.float64
     tiny = float(dtypes.finfo(dt).eps) if dtypes.is_float(dt) else 1.0e-20
-    # NumPy's float16 loops (ml_dtypes' bfloat16 ones) compute in float32
+    # NumPy's float16 loops (ml_dtypes' bfloat16 ones) compute in float32, but sinc is
+    # `y = pi * x; sin(y) / y` in NumPy arrays of dt: pi * x and sin(y) round to dt
+    # (float16 sinc(-7.25) is -0.03072, not -0.03105; sinc(65504) is NaN, as pi x overflows).
     work = dtypes.float32 if dt in (dtypes.float16, dtypes.bfloat16) else dt
-    y = ops.mul(math.pi, cast(v, work, weak=is_weak(v), fname="sinc"))
+
+    def rounded(t: Any) -> Any:
+        return t if work == dt else cast(cast(t, dt), work)
+    pi = float(np.asarray(math.pi, dt)) if dtypes.is_float(dt) else math.pi
+    y = rounded(ops.mul(pi, cast(v, work, weak=is_weak(v), fname="sinc")))
     y = select(ops.ne(y, 0), y, tiny)
-    return as_result(cast(ops.div(ops.sin(y), y), dt))
+    return as_result(cast(ops.div(rounded(ops.sin(y)), y), dt))
