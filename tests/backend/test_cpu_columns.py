@@ -13,7 +13,8 @@ import tracer as tr
 import tracer.numpy as tnp
 from tracer import ops
 
-ROWS = max(8 * numba.config.NUMBA_NUM_THREADS, 4000)  # (the threaded path needs 8 per thread)
+ROWS = max(8 * numba.config.NUMBA_NUM_THREADS, 5000)  # (threads need 8 rows each; a
+# one-hot product runs as loops from 4096 rows on)
 
 
 def _both(fn, *args):
@@ -86,3 +87,17 @@ def test_few_rows_or_cheap_bodies_stay_serial():
     assert "_parts" not in source
     b = np.random.default_rng(5).standard_normal((ROWS, 16))
     assert "_parts" not in _both(lambda b: tnp.sum(b, 0), b)[2]  # memory-bound: one thread
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex128])
+def test_full_reductions_to_a_scalar_on_threads(dtype):
+    """Every dim reduced: each chunk accumulates in scalars, the result is 0-d (this
+    generated invalid source before: `out0[] = ...`)."""
+    a = np.random.default_rng(6).standard_normal((ROWS, 64)).astype(dtype)
+
+    def f(a):
+        x = tnp.exp(a / 10) ** 2
+        return tnp.sum(x), tnp.sum(x, axis=(0, 1), keepdims=True), tnp.sum(x + 1) * 2
+    got, want, source = _both(f, a)
+    _close(got, want, dtype)
+    assert "_parts" in source and got[0].shape == () and got[1].shape == (1, 1)

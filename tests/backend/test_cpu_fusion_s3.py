@@ -312,7 +312,7 @@ def test_a_chain_of_stencil_steps_recomputes_nothing_and_reuses_two_buffers():
 
 def test_small_products_fuse_with_their_neighbours():
     rng = np.random.default_rng(5)
-    x, c = rng.normal(size=(300, 16)), rng.normal(size=(8, 16))
+    x, c = rng.normal(size=(5000, 16)), rng.normal(size=(8, 16))
 
     def assign(x, c):  # k-means: distances straight into an argmin, one-hot never built
         d2 = tnp.sum(x * x, axis=1)[:, None] - 2.0 * (x @ c.T) + tnp.sum(c * c, axis=1)
@@ -338,18 +338,21 @@ def test_nests_bound_by_computing_run_in_threads_and_those_bound_by_memory_do_no
     _agree(distances, x[:, :8], x[:90, :8])
 
 
-@pytest.mark.parametrize("spec, shapes, dtype", [
-    ("ik,jk->ij", [(600, 16), (70, 16)], np.float64),      # contraction innermost
-    ("ki,kj->ij", [(5000, 12), (5000, 3)], np.float32),    # small result: contraction outer
-    ("bij,bjk->bik", [(40, 30, 9), (40, 9, 50)], np.float64),  # a batch of small products
-    ("ij,ijk->ik", [(60, 700), (60, 700, 3)], np.complex128),
-    ("i,ij->j", [(3000,), (3000, 20)], np.float32),
+@pytest.mark.parametrize("spec, shapes, dtype, loops", [
+    ("ik,jk->ij", [(600, 16), (70, 16)], np.float64, False),  # stored: BLAS is faster
+    ("ik,jk->ij", [(256, 10), (512, 10)], np.float32, False),
+    ("ij,jk->ik", [(256, 512), (512, 10)], np.float32, False),
+    ("ki,kj->ij", [(5000, 12), (5000, 3)], np.float32, True),  # small result: contraction outer
+    ("bij,bjk->bik", [(40, 30, 9), (40, 9, 50)], np.float64, True),  # a batch of small products
+    ("ij,ijk->ik", [(60, 700), (60, 700, 3)], np.complex128, True),
+    ("i,ij->j", [(5000,), (5000, 20)], np.float32, True),
+    ("i,ij->j", [(3000,), (3000, 20)], np.float32, False),  # too short to beat BLAS
 ])
-def test_small_products_as_loops_match_the_interpreter(spec, shapes, dtype):
+def test_small_products_as_loops_match_the_interpreter(spec, shapes, dtype, loops):
     rng = np.random.default_rng(7)
     args = [rng.standard_normal(s).astype(dtype) for s in shapes]
     if dtype == np.complex128:
         args = [a + 1j * rng.standard_normal(a.shape) for a in args]
     fn = lambda a, b: tnp.einsum(spec, a, b)  # noqa: E731
-    assert "np.dot" not in _source(fn, *args)
-    _agree(fn, *args, rtol=1e-10, atol=1e-2 if dtype == np.float32 else 1e-10)  # sums of 3000+
+    assert ("np.dot" not in _source(fn, *args)) == loops
+    _agree(fn, *args, rtol=1e-10, atol=1e-2 if dtype == np.float32 else 1e-10)  # sums of 5000

@@ -47,11 +47,12 @@ class Ref:
 
     @property
     def scalar(self) -> bool:
-        return self.aval.ndim == 0
+        """A scalar variable (not an element of a buffer reached through `lead`)."""
+        return self.aval.ndim == 0 and not self.lead
 
     def at(self, index: Sequence[str]) -> str:
         """`name[...]` at the value's full `index`."""
-        return f"{self.name}[{', '.join([*self.lead, *index[self.drop:]])}]"
+        return f"{self.name}[{', '.join([*self.lead, *index[self.drop:]]) or '()'}]"
 
 
 @dataclass

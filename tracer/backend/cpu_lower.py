@@ -5,11 +5,14 @@
   dim order and leaves an operand BLAS reads as it is stored (plain, or with its
   transpose flag): `a.T @ b` then copies nothing, and DCE drops the transpose.
 - A float `dot_general` small in some dim (rows, columns or contraction below
-  `BLAS_MIN_SIZE`) but with real work becomes mul + add-reduce over a product shape:
-  a loop nest that fuses with its neighbours (k-means distances go straight into
-  their argmin; a one-hot matrix times the points is never built) and makes no
-  `np.dot` call per batch element. float16 / bfloat16 products multiply and add in
-  float32 there and round once, as the reference and the BLAS path do.
+  `BLAS_MIN_SIZE`) but with real work becomes mul + add-reduce over a product shape
+  where a loop nest beats BLAS: a batched product (no `np.dot` call per batch
+  element), a small result of a long contraction (a one-hot matrix times the points
+  is never built), or a short contraction whose result only feeds reductions
+  (k-means distances go straight into their argmin). Elsewhere BLAS's packed kernels
+  win even when one dim is small (an MLP's 512x10 layer: 5-13x). float16 / bfloat16
+  products multiply and add in float32 there and round once, as the reference and
+  the BLAS path do.
 - A `dot_general` with no free dimensions on either side is a batch of inner
   products (what `vmap` makes of a vector dot). Through BLAS it would be one tiny
   `np.dot` call per batch element; as transpose + mul + add-reduce it is a single
@@ -142,6 +145,40 @@ def _is_small_dot(eqn: Eqn) -> bool:
         min(sizes) < BLAS_MIN_SIZE and work >= LOOP_MIN_WORK
 
 
+def _loop_dots(graph: Graph) -> set[int]:
+    """ids of the small products of `graph` that run faster as loop nests than BLAS."""
+    uses: dict[int, list[Eqn]] = {}
+    for e in graph.eqns:
+        for a in e.inputs:
+            uses.setdefault(id(a), []).append(e)
+    outputs = {id(v) for v in graph.outputs}
+    found = set()
+    for eqn in filter(_is_small_dot, graph.eqns):
+        k = _sizes(eqn)[2]
+        if eqn.params["lhs_batch_dims"] or \
+                (eqn.outputs[0].aval.size <= SMALL_RESULT and k > SMALL_RESULT) or \
+                (k < BLAS_MIN_SIZE and _only_reduced(eqn.outputs[0], uses, outputs)):
+            found.add(id(eqn))
+    return found
+
+
+_ELEMENTWISE = frozenset({"unary", "binary", "compare", "ternary"})
+
+
+def _only_reduced(v: Var, uses: dict[int, list[Eqn]], outputs: set[int]) -> bool:
+    """Whether every use of `v` (through element-wise ops) is a reduction: the value
+    then never needs to be stored, which is what a fused loop nest saves."""
+    if id(v) in outputs or id(v) not in uses:
+        return False
+    for e in uses[id(v)]:
+        if e.op.family in _ELEMENTWISE:
+            if not all(_only_reduced(out, uses, outputs) for out in e.outputs):
+                return False
+        elif e.op.name != "reduce":
+            return False
+    return True
+
+
 def _dot_loops(eqn: Eqn, lhs: Any, rhs: Any) -> list[Any]:
     """mul + add-reduce over a product shape: (batch, rows, columns, contraction), the
     contraction innermost with register accumulators, or first when the result is
@@ -178,11 +215,12 @@ def _dot_loops(eqn: Eqn, lhs: Any, rhs: Any) -> list[Any]:
 
 def lower_small_dots(graph: Graph) -> Graph:
     """`graph` with dot_generals too small in some dim for BLAS as loop nests (top level)."""
-    if not any(map(_is_small_dot, graph.eqns)):
+    loops = _loop_dots(graph)
+    if not loops:
         return graph
 
     def rewrite(eqn: Eqn, args: list[Any]) -> list[Any] | None:
-        return _dot_loops(eqn, *args) if _is_small_dot(eqn) else None
+        return _dot_loops(eqn, *args) if id(eqn) in loops else None
 
     new, _ = trace_flat(lambda *xs: eval_graph(graph, xs, rewrite), graph.in_avals, graph.name)
     return new

@@ -264,27 +264,51 @@ def _emit_column_reduce(ge: GraphEmitter, plan: Plan, nest: LoopNest) -> None:
         parts[id(v)] = Ref(name, v.aval, ("chunk",))
     rows = body.dim(atom, 0)
     with w.block(f"for chunk in numba.prange({threads})"):
+        accs = _chunk_accumulators(body, nest) if not kept else None
         _loops(body, atom, kept, False, lambda: _start_parts(body, nest, parts, kept_index))
         with w.block(f"for i0 in range(chunk * {rows} // {threads}, "
                      f"(chunk + 1) * {rows} // {threads})"):
             _loops(body, atom, list(range(1, rank)), False,
-                   lambda: _emit_body(body, nest, parts, index, kept, None), innermost=True)
+                   lambda: _emit_body(body, nest, parts, index, kept, accs), innermost=True)
+        if accs is not None:
+            _finish_accumulators(body, nest, parts, (), accs)
     _loops(body, atom, kept, False,
            lambda: _combine_parts(body, plan, nest, parts, kept_index, threads))
     _as_kernel(ge, free, w)
+    for v in (eqn.outputs[0] for eqn in nest.reduces if not kept):  # full reductions
+        value = ge.fresh("value")
+        ge.w.line(f"{value} = {ge.ref(v).name}[()]")
+        ge.bind(v, Ref(value, v.aval))
 
 
 def _start_parts(body: LoopBody, nest: LoopNest, parts: Outs, kept_index: Index) -> None:
-    """A chunk's partial results start at the init value (first chunk) or the identity
-    (-0.0 for a float sum: the init value is added once, and -0.0 + x is x)."""
+    """A chunk's partial results (in memory) start at the init value (first chunk) or
+    the monoid's identity."""
+    if not kept_index:  # full reductions: the chunk's accumulators are scalars
+        return
     for eqn in nest.reduces:
-        v = eqn.outputs[0]
-        ident = monoid_identity(eqn.params["to_apply"], v.aval.dtype)
-        if monoid(eqn) == "add" and v.aval.dtype.kind in "fc":
-            ident = -ident
         init = body.value(eqn.inputs[1], ())
-        body.w.line(f"{parts[id(v)].at(kept_index)} = {init} if chunk == 0 else "
-                    f"{literal(ident.item(), v.aval.dtype)}")
+        body.w.line(f"{parts[id(eqn.outputs[0])].at(kept_index)} = {init} if chunk == 0 else "
+                    f"{_chunk_identity(eqn)}")
+
+
+def _chunk_accumulators(body: LoopBody, nest: LoopNest) -> list[Accumulator]:
+    """Scalar accumulators of a chunk of a full reduction: init value or identity."""
+    accs = _init_accumulators(body, nest)
+    for acc in accs:
+        name = acc.names[0]
+        body.w.line(f"{name} = {name} if chunk == 0 else {_chunk_identity(acc.eqn)}")
+    return accs
+
+
+def _chunk_identity(eqn: Eqn) -> str:
+    """The monoid's identity as a literal (-0.0 for a float sum: the init value is
+    added once, by the first chunk, and -0.0 + x is x)."""
+    dtype = eqn.outputs[0].aval.dtype
+    ident = monoid_identity(eqn.params["to_apply"], dtype)
+    if monoid(eqn) == "add" and dtype.kind in "fc":
+        ident = -ident
+    return literal(ident.item(), dtype)
 
 
 def _combine_parts(body: LoopBody, plan: Plan, nest: LoopNest, parts: Outs,
