@@ -33,9 +33,11 @@ class ShapedArray:
 
     def __init__(self, shape: Sequence[int], dtype: Any, weak_type: bool = False):
         shape = tuple(shape)
-        if not all(isinstance(d, (int, np.integer)) and d >= 0 for d in shape):
-            raise TracerTypeError(f"ShapedArray: shape {shape} must hold non-negative ints")
-        object.__setattr__(self, "shape", tuple(int(d) for d in shape))
+        if not all(type(d) is int and d >= 0 for d in shape):  # (the hot path: plain ints)
+            if not all(isinstance(d, (int, np.integer)) and d >= 0 for d in shape):
+                raise TracerTypeError(f"ShapedArray: shape {shape} must hold non-negative ints")
+            shape = tuple(int(d) for d in shape)
+        object.__setattr__(self, "shape", shape)
         object.__setattr__(self, "dtype", dtypes.canonicalize(dtype))
         object.__setattr__(self, "weak_type", bool(weak_type))
 

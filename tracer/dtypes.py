@@ -37,6 +37,7 @@ HLO_NAMES: dict[np.dtype, str] = {
 }
 
 SUPPORTED: frozenset[np.dtype] = frozenset(HLO_NAMES)
+_DTYPE_TYPES = frozenset(type(d) for d in SUPPORTED)
 
 bool_ = np.dtype(np.bool_)
 int8, int16, int32, int64 = (np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64))
@@ -54,6 +55,8 @@ _WEAK_PROBE = {"b": False, "i": 0, "u": 0, "f": 0.0, "c": 0j}
 
 def canonicalize(dtype: Any) -> np.dtype:
     """`np.dtype(dtype)`, checked against the supported set."""
+    if type(dtype) in _DTYPE_TYPES and dtype in SUPPORTED:  # the hot path: already one
+        return dtype
     from .errors import DTypeError
 
     try:

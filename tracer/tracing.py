@@ -124,10 +124,15 @@ class GraphBuilder:
         self.eqns: list[Eqn] = []
         self.captured: dict[int, tuple[Tracer, Var]] = {}
         self.finished = False
+        # The user line eqns bound now stand for, while a graph rewrite re-emits an
+        # eqn (see `EqnSource`); None: find it on the stack.
+        self.source: SourceInfo | None = None
         self._token: Any = None
 
     def __enter__(self) -> "GraphBuilder":
         self.parent = _current_builder.get()
+        if self.parent is not None:
+            self.source = self.parent.source
         self._token = _current_builder.set(self)
         return self
 
@@ -206,12 +211,33 @@ def bind(op: Any, args: Sequence[Any], params: dict[str, Any],
     if builder is None:
         return _eager(op, args, params)
     atoms = [builder.to_atom(a) for a in args]
-    src = source or user_source()
+    src = source or builder.source or user_source()
     out_avals = checked_abstract_eval(op, [a.aval for a in atoms], params, src)
     outs = tuple(Var(a) for a in out_avals)
     builder.add_eqn(Eqn(op, tuple(atoms), params, outs, src))
     tracers = [Tracer(builder, v) for v in outs]
     return tracers if op.multiple_results else tracers[0]
+
+
+class EqnSource:
+    """`with EqnSource(eqn.source):` around a rule that re-emits `eqn` (its JVP,
+    transpose or batching rule): the eqns the rule binds carry `eqn`'s user line,
+    not the line that called the transformation, and no stack walk finds it."""
+
+    __slots__ = ("source", "builder", "saved")
+
+    def __init__(self, source: SourceInfo | None):
+        self.source = source
+
+    def __enter__(self) -> None:
+        self.builder = _current_builder.get()
+        if self.builder is not None and self.source is not None:
+            self.saved = self.builder.source
+            self.builder.source = self.source
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.builder is not None and self.source is not None:
+            self.builder.source = self.saved
 
 
 def _eager(op: Any, args: Sequence[Any], params: dict[str, Any]) -> Any:

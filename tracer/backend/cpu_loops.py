@@ -121,6 +121,18 @@ class LoopBody:
             self.hoisted[key] = self.cache[key]
         return self.cache[key]
 
+    def product(self, atom: Atom, index: Index) -> tuple[str, str] | None:
+        """The factors of `atom` at `index` when the nest computes it as a product it
+        has not computed yet (a sum can then add it with one fused multiply-add)."""
+        if self._loaded(atom) or (id(atom), index) in self.cache:
+            return None
+        eqn = self.plan.producers[id(atom)]
+        if eqn.op.name != "mul":
+            return None
+        lhs, rhs = (self.value(a, self.operand_index(eqn, k, index))
+                    for k, a in enumerate(eqn.inputs))
+        return lhs, rhs
+
     def _chooser(self, atom: Atom) -> Eqn | None:
         """The pad / concatenate computing `atom` here, if it does."""
         if self._loaded(atom):

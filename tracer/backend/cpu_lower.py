@@ -4,6 +4,9 @@
   the permutation folded into its dimension numbers, when that keeps the output's
   dim order and leaves an operand BLAS reads as it is stored (plain, or with its
   transpose flag): `a.T @ b` then copies nothing, and DCE drops the transpose.
+- A `transpose` of a `dot_general` result that swaps the lhs and rhs free dims (what
+  reverse mode makes of `x @ w`'s weight gradient) is the product with its operands
+  swapped, which BLAS writes in the wanted order: no transposed copy.
 - A float `dot_general` small in some dim (rows, columns or contraction below
   `BLAS_MIN_SIZE`) but with real work becomes mul + add-reduce over a product shape
   where a loop nest beats BLAS: a batched product (no `np.dot` call per batch
@@ -69,7 +72,7 @@ LOOP_MIN_WORK = 1 << 15
 
 def lower(graph: Graph) -> Graph:
     """Every cpu lowering, in order."""
-    graph = lower_small_dots(fold_transposes_into_dots(graph))
+    graph = lower_small_dots(fold_transposes_of_dots(fold_transposes_into_dots(graph)))
     return lower_batched_inner_products(graph)
 
 
@@ -106,6 +109,44 @@ def _fold_transposes(eqn: Eqn, defs: dict[int, Eqn]) -> Eqn:
     if all(a is b for a, b in zip(inputs, eqn.inputs, strict=True)):
         return eqn
     return Eqn(eqn.op, tuple(inputs), params, eqn.outputs, eqn.source)
+
+
+def fold_transposes_of_dots(graph: Graph) -> Graph:
+    """`graph` (sub-graphs too) with each transpose that swaps the free dims of a
+    dot_general only it reads replaced by the swapped product."""
+    graph = rewrite(graph, lambda eqn, defs: None, fold_transposes_of_dots)  # sub-graphs
+    defs = {id(v): e for e in graph.eqns for v in e.outputs}
+    reads: dict[int, int] = {}
+    for e in graph.eqns:
+        for a in e.inputs:
+            reads[id(a)] = reads.get(id(a), 0) + 1
+    for v in graph.outputs:
+        reads[id(v)] = reads.get(id(v), 0) + 1
+    eqns = tuple(_swapped_dot(e, defs, reads) or e for e in graph.eqns)
+    if all(a is b for a, b in zip(eqns, graph.eqns, strict=True)):
+        return graph
+    return dce(Graph(graph.inputs, eqns, graph.outputs, graph.name))
+
+
+def _swapped_dot(eqn: Eqn, defs: dict[int, Eqn], reads: dict[int, int]) -> Eqn | None:
+    if eqn.op.name != "transpose" or not isinstance(eqn.inputs[0], Var):
+        return None
+    dot = defs.get(id(eqn.inputs[0]))
+    if dot is None or dot.op.name != "dot_general" or reads[id(eqn.inputs[0])] != 1:
+        return None
+    p = dot.params
+    lhs, rhs = (a.aval.ndim for a in dot.inputs)
+    nb = len(p["lhs_batch_dims"])
+    nm = lhs - nb - len(p["lhs_contracting_dims"])
+    nn = rhs - nb - len(p["rhs_contracting_dims"])
+    swap = (*range(nb), *range(nb + nm, nb + nm + nn), *range(nb, nb + nm))
+    if tuple(eqn.params["permutation"]) != swap:
+        return None
+    params = {**p, "lhs_contracting_dims": p["rhs_contracting_dims"],
+              "rhs_contracting_dims": p["lhs_contracting_dims"],
+              "lhs_batch_dims": p["rhs_batch_dims"], "rhs_batch_dims": p["lhs_batch_dims"],
+              "precision": p["precision"] and p["precision"][::-1]}
+    return Eqn(dot.op, dot.inputs[::-1], params, eqn.outputs, dot.source)
 
 
 def _blas_reads(rank: int, batch: tuple[int, ...], contracting: tuple[int, ...],

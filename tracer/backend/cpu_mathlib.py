@@ -318,6 +318,12 @@ def mul_reassoc(a, b):  # noqa: ANN001, ANN201
     return a * b
 
 
+@njit(cache=True, error_model="numpy", fastmath={"reassoc", "contract"})
+def fma_reassoc(acc, x, y):  # noqa: ANN001, ANN201
+    """acc + x * y, fused into one multiply-add (one rounding) in a summing loop."""
+    return acc + x * y
+
+
 def _min_max(name: str):  # noqa: ANN202
     """LLVM's maxnum/minnum flagged no-NaN, no-signed-zero: the form LLVM vectorizes as
     a reduction. A NaN operand gives an unspecified value (callers track NaNs)."""

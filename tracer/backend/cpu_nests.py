@@ -403,6 +403,14 @@ def _scalars(eqn: Eqn) -> list:
 def _update(body: LoopBody, acc: Accumulator, index: Index) -> None:
     eqn = acc.eqn
     n = len(eqn.outputs)
+    if acc.helper is not None and monoid(eqn) == "add":
+        factors = body.product(eqn.inputs[0], index)
+        if factors is not None:  # a dot product: one rounding per step, and FMA's speed
+            fma = body.ge.mod.use("fma_reassoc")
+            dtype = eqn.outputs[0].aval.dtype
+            body.w.line(f"{acc.names[0]} = {alias(dtype)}({fma}({acc.names[0]}, "
+                        f"{', '.join(factors)}))")
+            return
     xs = [body.value(a, index) for a in eqn.inputs[:n]]
     if acc.helper is not None:
         dtype = eqn.outputs[0].aval.dtype

@@ -20,7 +20,7 @@ from typing import Any, Callable, Protocol
 import numpy as np
 
 from .. import dtypes
-from ..core import Eqn
+from ..core import Eqn, Literal
 
 # Aliases the generated module imports (`from numpy import float32 as f32, ...`).
 DTYPE_ALIASES: dict[np.dtype, str] = {
@@ -130,6 +130,16 @@ def _int_helper(signed: str, unsigned: str, float_expr: str | None) -> Emitter:
         assert float_expr is not None
         return cast(ctx, float_expr.format(*a), _out(eqn))
     return emit
+
+
+def _power(ctx: ScalarContext, eqn: Eqn, a: list[str]) -> str:
+    """`x ** 2` of real floats as `x * x`: the exactly rounded square, as NumPy's
+    `np.square`, and no libm call in the loop (what an AD graph's `x ** 2` needs)."""
+    y = eqn.inputs[1]
+    if _in(eqn).kind == "f" and isinstance(y, Literal) and y.aval.size == 1 and \
+            float(np.ravel(y.value)[0]) == 2.0:
+        return cast(ctx, f"{a[0]} * {a[0]}", _out(eqn))
+    return _int_helper("pow_s64", "pow_u64", "{0} ** {1}")(ctx, eqn, a)
 
 
 def _divide(ctx: ScalarContext, eqn: Eqn, a: list[str]) -> str:
@@ -327,7 +337,7 @@ SCALAR_EMITTERS: dict[str, Emitter] = {
     "add": _arith("+"), "sub": _arith("-"), "mul": _arith("*"),
     "div": _divide,
     "rem": _int_helper("rem_s64", "rem_u64", "np.fmod({0}, {1})"),
-    "pow": _int_helper("pow_s64", "pow_u64", "{0} ** {1}"),
+    "pow": _power,
     "max": _extremum("maximum", "complex_maximum"),
     "min": _extremum("minimum", "complex_minimum"),
     "atan2": _atan2, "complex": _complex,

@@ -121,6 +121,23 @@ def _pow_lhs(t: Any, z: Any, x: Any, y: Any) -> Any:
     return ew.mul(t, ew.select(ew.eq(y, 0), _const(y, 0), jac))
 
 
+def _pow_lhs_rule(t: Any, z: Any, x: Any, y: Any, *,
+                  broadcast_dimensions: tuple[int, ...] | None = None) -> Any:
+    """d x**y / dx; for a constant scalar y (`x ** 2` in a loss) the factor y and the
+    exponent y - 1 are computed now, so the graph holds `t * (2 * x)`, not a select
+    between broadcast constants and a second `pow`."""
+    if not isinstance(y, np.ndarray | np.generic) or np.ndim(y) != 0:
+        return _binary(_pow_lhs)(t, z, x, y, broadcast_dimensions=broadcast_dimensions)
+    shape = _shape(z)
+    t, x, y = _expand(t, shape, None), _expand(x, shape, None), np.asarray(y)
+    if y == 0:
+        return ew.mul(t, _const(z, 0))
+    if y == 1:  # y * x**0 is 1 everywhere (NaN and inf included)
+        return t
+    power = x if y == 2 else ew.pow(x, np.asarray(y - 1, y.dtype))
+    return ew.mul(t, ew.mul(y, power))
+
+
 def _atan2_lhs(t: Any, z: Any, x: Any, y: Any) -> Any:
     return ew.mul(t, ew.div(y, ew.add(ew.mul(x, x), ew.mul(y, y))))
 
@@ -381,7 +398,8 @@ def _clamp_batch(args: Sequence[Any], dims: Sequence[int | None]) -> tuple[Any, 
 
 def _register() -> None:
     for name, (lhs, rhs) in _BINARY_JVPS.items():
-        _defjvp(getattr(ew, f"{name}_p"), _binary(lhs), _binary(rhs))
+        _defjvp(getattr(ew, f"{name}_p"), _pow_lhs_rule if name == "pow" else _binary(lhs),
+                _binary(rhs))
     for name, rule in _UNARY_JVPS.items():
         _defjvp(getattr(ew, f"{name}_p"), rule)
     for name in _ZERO_JVP:

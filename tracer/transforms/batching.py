@@ -18,7 +18,6 @@ is on: then the op runs once per batch element and the results are stacked.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import warnings
 from typing import Any, Callable, Hashable, Sequence
@@ -31,7 +30,7 @@ from ..core import Eqn, Graph, Literal, ShapedArray, TypecheckError, subgraphs
 from ..errors import TracerTypeError, TracerValueError
 from ..ops.collectives import AxisFrame, batching_frame, move_batch_dim, names_axis
 from ..ops.shape import concatenate, reshape, slice as slice_op
-from ..tracing import bind, current_builder, trace_flat
+from ..tracing import EqnSource, bind, trace_flat
 
 Dims = list[int | None]
 Finish = Callable[[list[Any], Dims], tuple[list[Any], Dims]]
@@ -94,32 +93,18 @@ def batch_eval(graph: Graph, args: Sequence[Any], dims: Sequence[int | None],
 
     for eqn in graph.eqns:
         pairs = [read(a) for a in eqn.inputs]
-        start = _eqn_count()
         vals, in_dims = [p[0] for p in pairs], [p[1] for p in pairs]
         if all(d is None for d in in_dims) and not uses_axis(eqn, frame.name):
             outs = bind(eqn.op, vals, eqn.params, eqn.source)
             outs = outs if eqn.op.multiple_results else [outs]
             out_dims: Dims = [None] * len(eqn.outputs)
         else:
-            outs, out_dims = _apply_rule(eqn, vals, in_dims, frame)
-            _keep_source(start, eqn)
+            with EqnSource(eqn.source):
+                outs, out_dims = _apply_rule(eqn, vals, in_dims, frame)
         for v, x, d in zip(eqn.outputs, outs, out_dims, strict=True):
             env[id(v)] = (x, d)
     pairs = [read(a) for a in graph.outputs]
     return [p[0] for p in pairs], [p[1] for p in pairs]
-
-
-def _eqn_count() -> int:
-    builder = current_builder()
-    return 0 if builder is None else len(builder.eqns)
-
-
-def _keep_source(start: int, eqn: Eqn) -> None:
-    """Eqns a rule emitted for `eqn` keep the user's line of `eqn` (not vmap's caller)."""
-    builder = current_builder()
-    if builder is not None and eqn.source is not None:
-        builder.eqns[start:] = [dataclasses.replace(e, source=eqn.source)
-                                for e in builder.eqns[start:]]
 
 
 def uses_axis(eqn: Eqn, name: Hashable) -> bool:

@@ -16,7 +16,7 @@ from typing import Any, Sequence
 from ..core import Eqn, Graph, Var
 from ..errors import TracerTypeError
 from ..ops.ad import Zero, aval_of_value, instantiate
-from ..tracing import bind
+from ..tracing import EqnSource, bind
 from .util import differentiable, read, tangent_aval, trace_closed
 
 
@@ -71,7 +71,8 @@ def jvp_eval(graph: Graph, primals: Sequence[Any],
         ins = [read(env, a) for a in eqn.inputs]
         tins = [tenv[id(a)] if isinstance(a, Var) else Zero(tangent_aval(a.aval))
                 for a in eqn.inputs]
-        outs, touts = jvp_eqn(eqn, ins, tins)
+        with EqnSource(eqn.source):
+            outs, touts = jvp_eqn(eqn, ins, tins)
         for v, x, t in zip(eqn.outputs, outs, touts, strict=True):
             env[id(v)] = x
             tenv[id(v)] = t

@@ -18,7 +18,7 @@ from typing import Any, Sequence
 from ..core import Graph, Var
 from ..errors import TracerTypeError
 from ..ops.ad import UndefinedPrimal, Zero, add_tangents, aval_of_value, instantiate
-from ..tracing import bind
+from ..tracing import EqnSource, bind
 from .util import read, tangent_aval, trace_closed
 
 
@@ -72,7 +72,8 @@ def backward_pass(graph: Graph, args: Sequence[Any], cts: Sequence[Any]) -> list
     for atom, ct in zip(graph.outputs, cts, strict=True):
         _write(ct_env, linear, atom, ct)
     for eqn in reversed(linear_eqns):
-        _transpose_eqn(eqn, env, linear, ct_env)
+        with EqnSource(eqn.source):
+            _transpose_eqn(eqn, env, linear, ct_env)
     return [ct_env.get(id(v), Zero(tangent_aval(v.aval))) if id(v) in linear else None
             for v in graph.inputs]
 
