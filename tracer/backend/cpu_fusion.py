@@ -152,6 +152,7 @@ def plan_graph(graph: Graph, fuse: bool = True, inline_indices: bool = False) ->
     plan = Plan(steps, materialized, producers, users, outputs)
     if fuse:
         plan.steps = _merge(plan)
+        _drop_private_stores(plan)
         plan.steps = _group_rows(plan)
     return plan
 
@@ -309,6 +310,26 @@ def _merge(plan: Plan) -> list[Step]:
             target.reduce_dims = target.reduce_dims or step.reduce_dims
             target.eqns += [e for e in step.eqns if e not in target.eqns]
     return merged
+
+
+def _drop_private_stores(plan: Plan) -> None:
+    """A value stored because two nests read it, whose readers all joined its own nest
+    (`d` of `sum(d * d), d * 3`), is computed in that nest's body and never stored."""
+    nests = [s for s in plan.steps if isinstance(s, LoopNest)]
+    homes: dict[int, int] = {}  # id(eqn) -> how many nests compute it
+    for nest in nests:
+        for e in nest.eqns:
+            homes[id(e)] = homes.get(id(e), 0) + 1
+    for nest in nests:
+        own = {id(e) for e in nest.eqns}
+        identity = tuple(range(len(nest.shape)))
+        private = [v for v in nest.stores if v.aval.ndim and id(v) not in plan.outputs and
+                   all(id(u) in own and homes[id(u)] == 1 for u in plan.users.get(id(v), []))]
+        reads = nest_reads(plan, nest) if private else {}
+        for v in private:
+            if reads.get(id(v)) == {identity} and (len(nest.stores) > 1 or nest.reduces):
+                nest.stores.remove(v)
+                plan.materialized.discard(id(v))
 
 
 def _merge_target(plan: Plan, merged: list[Step], nest: LoopNest) -> LoopNest | None:

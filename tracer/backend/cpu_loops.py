@@ -76,8 +76,8 @@ class LoopBody:
         self.hoist: SourceWriter | None = None
         self.hoisted: dict[tuple[int, Index], str] = {}
 
-    def use(self, helper: str) -> str:
-        return self.ge.mod.use(helper)
+    def use(self, helper: str, module: str | None = None) -> str:
+        return self.ge.mod.use(helper, module)
 
     def outer(self, name: str) -> str:
         if name not in self.local:

@@ -344,21 +344,6 @@ min_nonan = _min_max("llvm.minnum")
 
 
 @_jit
-def complex_maximum(a, b):  # noqa: ANN001, ANN201
-    """Lexicographic maximum; any NaN part gives nan+nanj (NumPy)."""
-    if a != a or b != b:
-        return complex(np.nan, np.nan)
-    return a if (a.real > b.real or (a.real == b.real and a.imag >= b.imag)) else b
-
-
-@_jit
-def complex_minimum(a, b):  # noqa: ANN001, ANN201
-    if a != a or b != b:
-        return complex(np.nan, np.nan)
-    return a if (a.real < b.real or (a.real == b.real and a.imag <= b.imag)) else b
-
-
-@_jit
 def complex_divide(a, b):  # noqa: ANN001, ANN201
     """NumPy's complex division (Smith's method); x / 0 gives inf/nan, never raises."""
     ar, ai, br, bi = a.real, a.imag, b.real, b.imag
@@ -392,37 +377,12 @@ def float_sign(x):  # noqa: ANN001, ANN201
 
 
 @_jit
-def complex_exp(z):  # noqa: ANN001, ANN201
-    """exp(z) as NumPy: exp(x + 0j) = exp(x) + 0j, also where exp(x) overflows (numba's
-    exp(x) * (cos 0 + i sin 0) makes the imaginary part inf * 0 = NaN)."""
-    if z.imag == 0:
-        return complex(np.exp(z.real), z.imag)
-    return np.exp(z)
-
-
-@_jit
 def complex_expm1(z):  # noqa: ANN001, ANN201
     """expm1(z) as NumPy computes it: numba's exp(z) - 1 cancels to 0 for small |z|
     (expm1(1e-300 + 0j) gave 0); cos(y) - 1 = -2 sin(y/2)**2 keeps the real part."""
     half = np.sin(z.imag / 2)
     return complex(np.expm1(z.real) * np.cos(z.imag) - 2 * half * half,
                    np.exp(z.real) * np.sin(z.imag))
-
-
-@_jit
-def complex_sign(z):  # noqa: ANN001, ANN201
-    """z / |z|, 0 for 0 (as a complex128); NumPy's rule for infinities: one infinite
-    part gives its unit direction, two give NaN."""
-    if z == 0:
-        return complex(0.0, 0.0)
-    r, i = z.real, z.imag
-    if np.isnan(r) or np.isnan(i) or (np.isinf(r) and np.isinf(i)):
-        return complex(np.nan, np.nan)
-    if np.isinf(r):
-        return complex(np.sign(r), 0.0)
-    if np.isinf(i):
-        return complex(0.0, np.sign(i))
-    return complex_divide(complex(z), complex(abs(complex(z)), 0.0))
 
 
 @_jit

@@ -8,7 +8,8 @@ float32 registers and are rounded after every op (`f16_round` / `bf16_round`);
 arrays hold their uint16 bits (`HALVES` names the load / store helpers).
 
 `SCALAR_EMITTERS[op_name](ctx, eqn, args) -> str` gets the operands' scalar
-expressions; `ctx.use(name)` imports a helper from `cpu_mathlib`.
+expressions; `ctx.use(name)` imports a helper from `cpu_mathlib`; complex math with
+NumPy's special values comes from `cpu_lib_complex`.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ HALVES: dict[np.dtype, Half] = {
 
 
 class ScalarContext(Protocol):
-    def use(self, helper: str) -> str: ...
+    def use(self, helper: str, module: str | None = None) -> str: ...
 
 
 Emitter = Callable[[ScalarContext, Eqn, list[str]], str]
@@ -111,6 +112,24 @@ def _out(eqn: Eqn) -> np.dtype:
     return eqn.outputs[0].aval.dtype
 
 
+COMPLEX_LIB = "cpu_lib_complex"
+
+
+def _use_complex(ctx: ScalarContext, helper: str) -> str:
+    """`helper`, imported from `cpu_lib_complex`."""
+    return ctx.use(helper, COMPLEX_LIB)
+
+
+def _complex_lib(helper: str, other: Emitter) -> Emitter:
+    """`helper` (from `cpu_lib_complex`: NumPy's special values, signed zeros and
+    infinities) for complex operands; `other` for the rest."""
+    def emit(ctx: ScalarContext, eqn: Eqn, a: list[str]) -> str:
+        if _in(eqn).kind == "c":
+            return cast(ctx, f"{_use_complex(ctx, helper)}({', '.join(a)})", _out(eqn))
+        return other(ctx, eqn, a)
+    return emit
+
+
 # ---------------------------------------------------------------- binary arithmetic
 
 def _arith(symbol: str) -> Emitter:
@@ -149,9 +168,10 @@ def _divide(ctx: ScalarContext, eqn: Eqn, a: list[str]) -> str:
 
 
 def _extremum(real: str, complex_: str) -> Emitter:
+    """`real` (`cpu_mathlib`) or, for complex operands, `complex_` (`cpu_lib_complex`)."""
     def emit(ctx: ScalarContext, eqn: Eqn, a: list[str]) -> str:
-        helper = complex_ if _in(eqn).kind == "c" else real
-        return cast(ctx, f"{ctx.use(helper)}({a[0]}, {a[1]})", _out(eqn))
+        fn = _use_complex(ctx, complex_) if _in(eqn).kind == "c" else ctx.use(real)
+        return cast(ctx, f"{fn}({a[0]}, {a[1]})", _out(eqn))
     return emit
 
 
@@ -208,11 +228,11 @@ def _call(fn: str) -> Emitter:
 
 def _fast(name: str, libm: str) -> Emitter:
     """A vectorizable `cpu_fastmath` helper for real floats; for complex, NumPy's ufunc
-    (`np.<name>`) or a `cpu_mathlib` helper (another name)."""
+    (`np.<name>`) or a `cpu_lib_complex` helper (another name)."""
     def emit(ctx: ScalarContext, eqn: Eqn, a: list[str]) -> str:
         dt = _in(eqn)
         if dt.kind == "c":
-            fn = libm if libm.startswith("np.") else ctx.use(libm)
+            fn = libm if libm.startswith("np.") else _use_complex(ctx, libm)
             return cast(ctx, f"{fn}({a[0]})", dt)
         helper = ctx.use(f"{name}_f64" if dt == np.float64 else f"{name}_f32")
         return cast(ctx, f"{helper}({a[0]})", dt)
@@ -255,7 +275,7 @@ def _sign(ctx: ScalarContext, eqn: Eqn, a: list[str]) -> str:
     if dtypes.is_float(dt):
         return cast(ctx, f"{ctx.use('float_sign')}({a[0]})", dt)
     if dt.kind == "c":
-        return cast(ctx, f"{ctx.use('complex_sign')}({a[0]})", dt)
+        return cast(ctx, f"{_use_complex(ctx, 'complex_sign')}({a[0]})", dt)
     if dt.kind == "u":
         return cast(ctx, f"{a[0]} > 0", dt)
     return cast(ctx, f"i64({a[0]} > 0) - i64({a[0]} < 0)", dt)
@@ -334,10 +354,11 @@ def _convert(ctx: ScalarContext, eqn: Eqn, a: list[str]) -> str:
 
 
 SCALAR_EMITTERS: dict[str, Emitter] = {
-    "add": _arith("+"), "sub": _arith("-"), "mul": _arith("*"),
+    "add": _arith("+"), "sub": _arith("-"),
+    "mul": _complex_lib("complex_multiply", _arith("*")),
     "div": _divide,
     "rem": _int_helper("rem_s64", "rem_u64", "np.fmod({0}, {1})"),
-    "pow": _power,
+    "pow": _complex_lib("complex_pow", _power),
     "max": _extremum("maximum", "complex_maximum"),
     "min": _extremum("minimum", "complex_minimum"),
     "atan2": _atan2, "complex": _complex,
@@ -349,10 +370,13 @@ SCALAR_EMITTERS: dict[str, Emitter] = {
     "abs": _abs, "neg": _neg, "bitwise_not": _not, "sign": _sign,
     "ceil": _call("np.ceil"), "floor": _call("np.floor"),
     "round": _helper("round_half_away"), "round_nearest_even": _call("np.rint"),
-    "exp": _fast("exp", "complex_exp"), "expm1": _complex_or("complex_expm1", "np.expm1"),
-    "log": _fast("log", "np.log"),
-    "log1p": _call("np.log1p"), "sin": _call("np.sin"), "cos": _call("np.cos"),
-    "tan": _call("np.tan"), "tanh": _fast("tanh", "np.tanh"), "sqrt": _call("np.sqrt"),
+    "exp": _fast("exp", "complex_exp"),
+    "expm1": _complex_or("complex_expm1", "np.expm1"),
+    "log": _fast("log", "np.log"), "log1p": _call("np.log1p"),
+    "sin": _complex_lib("complex_sin", _call("np.sin")),
+    "cos": _complex_lib("complex_cos", _call("np.cos")),
+    "tan": _complex_lib("complex_tan", _call("np.tan")),
+    "tanh": _fast("tanh", "complex_tanh"), "sqrt": _call("np.sqrt"),
     "cbrt": _call("np.cbrt"), "logistic": _logistic, "rsqrt": _rsqrt, "erf": _erf,
     "is_finite": lambda ctx, eqn, a: f"np.isfinite({a[0]})",
     "real": _real, "imag": _imag,

@@ -29,10 +29,9 @@ from numba import cuda
 from numba.cuda import libdevice
 
 from .cpu_mathlib import (  # noqa: F401 - re-exported for generated kernels
-    clamp_index, complex_divide, complex_maximum, complex_minimum, complex_sign, div_s64,
-    div_u64, float_sign, index_i64, leading_zeros, maximum, minimum, popcount, pow_s64, pow_u64,
-    rem_s64, rem_u64, shift_left, shift_right_arithmetic, shift_right_logical, total_order_f32,
-    total_order_f64)
+    clamp_index, complex_divide, div_s64, div_u64, float_sign, index_i64, leading_zeros,
+    maximum, minimum, popcount, pow_s64, pow_u64, rem_s64, rem_u64, shift_left,
+    shift_right_arithmetic, shift_right_logical, total_order_f32, total_order_f64)
 from .cuda_launch import SIMULATED
 
 _device = cuda.jit(device=True)
@@ -267,9 +266,9 @@ def round_half_away(x):  # noqa: ANN001, ANN201
 
 __all__ = [  # what generated kernels import (the cpu helpers are re-exported)
     "b1", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "f32", "f64", "c64",
-    "c128", "clamp_index", "complex_divide", "complex_maximum", "complex_minimum",
-    "complex_sign", "div_s64", "div_u64", "float_sign", "index_i64", "leading_zeros", "maximum",
-    "minimum", "popcount", "pow_s64", "pow_u64", "rem_s64", "rem_u64", "shift_left",
+    "c128", "clamp_index", "complex_divide", "div_s64", "div_u64", "float_sign", "index_i64",
+    "leading_zeros", "maximum", "minimum", "popcount", "pow_s64", "pow_u64", "rem_s64",
+    "rem_u64", "shift_left",
     "shift_right_arithmetic", "shift_right_logical", "total_order_f32", "total_order_f64",
     *(f"{fn}_{kind}" for fn in ("exp", "log", "tanh", "expm1", "log1p", "sin", "cos", "tan",
                                 "sqrt") for kind in ("f32", "f64", "complex")),

@@ -1,0 +1,140 @@
+"""Complex special values on the cpu backend follow NumPy (the interpreter).
+
+Every element-wise op that takes complex operands runs once per dtype over a grid
+whose parts are 0, -0, +-1, 0.5, 1e-300, 1e300, +-inf and NaN (binary ops: every
+pair), compiled as one kernel, and must give the interpreter's (NumPy's) answer:
+the same infinities, signed zeros and NaN placement; finite values within a few
+ulps of |z| (glibc and the helpers round differently inside). Then random finite
+values, and the `tracer.numpy` functions against NumPy itself.
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import tracer as tr
+import tracer.numpy as tnp
+from tracer import ops
+
+PARTS = [0.0, -0.0, 1.0, -1.0, 0.5, 1e-300, 1e300, np.inf, -np.inf, np.nan]
+UNARY = ["abs", "exp", "expm1", "log", "log1p", "logistic", "neg", "sign", "sin", "cos",
+         "tan", "tanh", "sqrt", "rsqrt", "real", "imag"]
+BINARY = ["add", "sub", "mul", "div", "max", "min", "pow"]
+# NaN signs NumPy leaves to its loops' operation order, which these emitters do not copy.
+NAN_SIGN_FREE = {"div", "expm1", "logistic"}
+DTYPES = [np.complex64, np.complex128]
+
+
+def _grid(dtype: type) -> np.ndarray:
+    with np.errstate(over="ignore"):  # (1e300 is inf in complex64)
+        return np.array([complex(a, b) for a in PARTS for b in PARTS], dtype)
+
+
+def _operands(name: str, dtype: type) -> tuple[np.ndarray, ...]:
+    x = _grid(dtype)
+    return (np.repeat(x, x.size), np.tile(x, x.size)) if name in BINARY else (x,)
+
+
+def _parts(z: np.ndarray) -> list[np.ndarray]:
+    return [z.real, z.imag] if z.dtype.kind == "c" else [z]
+
+
+def _mismatches(got: np.ndarray, want: np.ndarray, ulps: float, nan_sign: bool) -> np.ndarray:
+    """Indices where `got` is not `want`: NaN placement (and sign, if `nan_sign`), signed
+    zeros and infinities exactly; finite values within `ulps` of |want|."""
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    scale = np.abs(want).astype(np.float64)
+    eps = np.finfo(want.dtype).eps
+    bad = np.zeros(want.shape, bool)
+    for g, w in zip(_parts(got), _parts(want)):
+        g, w = g.astype(np.float64), w.astype(np.float64)
+        nan = np.isnan(g) & np.isnan(w)
+        if nan_sign:
+            bad |= nan & (np.signbit(g) != np.signbit(w))
+        exact = ~np.isfinite(w) | ~np.isfinite(g) | ((g == 0) & (w == 0))
+        with np.errstate(invalid="ignore"):
+            close = np.abs(g - w) <= ulps * eps * np.where(np.isfinite(scale), scale, 0)
+        same = (g == w) & (np.signbit(g) == np.signbit(w))
+        bad |= ~nan & np.where(exact, ~same, ~close)
+    return np.flatnonzero(bad)
+
+
+def _report(idx: np.ndarray, args: tuple, got: np.ndarray, want: np.ndarray) -> str:
+    rows = [f"{tuple(a[k] for a in args)}: cpu {got[k]!r}, numpy {want[k]!r}" for k in idx[:8]]
+    return f"{idx.size} mismatches:\n" + "\n".join(rows)
+
+
+@functools.cache
+def _jitted(name: str, backend: str | None = None):  # noqa: ANN202
+    fn = getattr(ops, name)
+    return tr.jit(lambda *a: fn(*a), backend=backend)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("name", UNARY + BINARY)
+def test_special_values_match_the_interpreter(name: str, dtype: type) -> None:
+    args = _operands(name, dtype)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        want = np.asarray(_jitted(name, "interpreter")(*args))
+    got = np.asarray(_jitted(name)(*args))
+    idx = _mismatches(got, want, 4, nan_sign=name not in NAN_SIGN_FREE)
+    assert idx.size == 0, _report(idx, args, got, want)
+
+
+def test_pow_of_zero_follows_numpy() -> None:
+    """0 ** w: 1 for w == 0, 0 for Re w > 0 (any Im w), NaN otherwise (npy_cpow)."""
+    w = np.array([0, 2, 1 + 1j, 0.5 - 3j, -1, -1 + 1j, 1j], np.complex128)
+    got = _jitted("pow")(np.zeros_like(w), w)
+    np.testing.assert_array_equal(got, [1, 0, 0, 0, np.nan, np.nan, np.nan])
+
+
+def _finite(limit: float) -> st.SearchStrategy:
+    return st.floats(-limit, limit, allow_nan=False, allow_infinity=False)
+
+
+# (op, |part| bound of the operands, ulps of |result|): pow's general path is glibc's
+# exp(w log z), whose error grows with |w log z|.
+RANDOM = [("sin", 20, 8), ("cos", 20, 8), ("tan", 20, 8), ("tanh", 20, 8), ("exp", 50, 8),
+          ("mul", 1e6, 4), ("sign", 1e6, 4), ("pow", 4, 64)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("name,limit,ulps", RANDOM, ids=[r[0] for r in RANDOM])
+@settings(max_examples=15, deadline=None)
+@given(data=st.data())
+def test_random_finite_values_are_close(name: str, limit: float, ulps: float, dtype: type,
+                                        data: st.DataObject) -> None:
+    n = data.draw(st.integers(1, 16))
+    arity = 2 if name in BINARY else 1
+    parts = data.draw(st.lists(_finite(limit), min_size=2 * n * arity, max_size=2 * n * arity))
+    z = (np.array(parts[0::2]) + 1j * np.array(parts[1::2])).astype(dtype)
+    args = tuple(np.split(z, arity))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        want = np.asarray(_jitted(name, "interpreter")(*args))
+    got = np.asarray(_jitted(name)(*args))
+    idx = _mismatches(got, want, ulps, nan_sign=True)
+    assert idx.size == 0, _report(idx, args, got, want)
+
+
+NUMPY_FUNCTIONS = ["sin", "tan", "power", "multiply", "sign", "maximum"]
+
+
+@pytest.mark.parametrize("name", NUMPY_FUNCTIONS)
+def test_tracer_numpy_matches_numpy(name: str) -> None:
+    args = _operands("add" if name in ("power", "multiply", "maximum") else "neg",
+                     np.complex128)
+    got = np.asarray(tr.jit(lambda *a: getattr(tnp, name)(*a))(*args))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        want = getattr(np, name)(*args)
+    idx = _mismatches(got, want, 4, nan_sign=True)
+    assert idx.size == 0, _report(idx, args, got, want)
