@@ -10,7 +10,7 @@ stay accurate near 0 and not to overflow early:
   the true value does, not at ln(max) like exp);
 - arcsinh / arccosh from log1p, switching to log(x) + ln 2 past 1/sqrt(eps);
   arctanh(x) = log1p(2x / (1 - x)) / 2;
-- complex operands use the principal-branch logarithm formulas.
+- complex operands follow NumPy's C99 Annex G functions (`_complex_special`).
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import numpy as np
 
 from .. import dtypes, ops
+from . import _complex_special
 from ._promotion import dtype_of
 from ._ufunc_core import is_complex, select, signbit_of
 
@@ -41,34 +41,35 @@ def _sqrt_one_minus_sq(x: Any) -> Any:
 
 
 def arcsin(x: Any) -> Any:
-    if is_complex(x):  # -i log(iz + sqrt(1 - z^2))
-        root = ops.sqrt(ops.sub(1, ops.mul(x, x)))
-        return ops.mul(-1j, ops.log(ops.add(ops.mul(1j, x), root)))
+    if is_complex(x):
+        return _complex_special.casin(x)
     return ops.atan2(x, _sqrt_one_minus_sq(x))
 
 
 def arccos(x: Any) -> Any:
     if is_complex(x):
-        return ops.sub(math.pi / 2, arcsin(x))
+        return _complex_special.cacos(x)
     angle = ops.mul(2, ops.atan2(_sqrt_one_minus_sq(x), ops.add(1, x)))
     return select(ops.eq(x, -1), math.pi, angle)  # atan2(0, 0) would give 0 at x = -1
 
 
 def arctan(x: Any) -> Any:
-    if is_complex(x):  # i/2 (log(1 - iz) - log(1 + iz))
-        iz = ops.mul(1j, x)
-        return ops.mul(0.5j, ops.sub(ops.log1p(ops.neg(iz)), ops.log1p(iz)))
+    if is_complex(x):
+        return _complex_special.catan(x)
     return ops.atan2(x, 1)
 
 
 def _half_exp(t: Any) -> Any:
-    """e**t / 2, finite up to the largest t whose sinh / cosh is finite."""
-    return ops.exp(ops.sub(t, _LN2))
+    """e**t / 2, finite up to the largest t whose sinh / cosh is finite. (Not
+    exp(t - ln 2): rounding t - ln 2 costs hundreds of ulps at t ~ 700.)"""
+    limit = math.floor(math.log(float(dtypes.finfo(dtype_of(t)).max)))  # 709 for float64
+    root = ops.exp(ops.mul(0.5, t))  # past it e**t overflows: (e**(t/2) / 2) e**(t/2)
+    return select(ops.gt(t, limit), ops.mul(ops.mul(0.5, root), root), ops.mul(0.5, ops.exp(t)))
 
 
 def sinh(x: Any) -> Any:
     if is_complex(x):
-        return ops.mul(0.5, ops.sub(ops.exp(x), ops.exp(ops.neg(x))))
+        return _complex_special.csinh(x)
     t = ops.abs(x)
     a = ops.expm1(t)  # sinh t = (a + a / (a + 1)) / 2 with a = e**t - 1: exact near 0
     small = ops.mul(0.5, ops.add(a, ops.div(a, ops.add(a, 1))))
@@ -79,14 +80,14 @@ def sinh(x: Any) -> Any:
 
 def cosh(x: Any) -> Any:
     if is_complex(x):
-        return ops.mul(0.5, ops.add(ops.exp(x), ops.exp(ops.neg(x))))
+        return _complex_special.ccosh(x)
     half = _half_exp(ops.abs(x))
     return ops.add(half, ops.div(0.25, half))
 
 
 def arcsinh(x: Any) -> Any:
-    if is_complex(x):  # log(z + sqrt(z^2 + 1))
-        return ops.log(ops.add(x, ops.sqrt(ops.add(ops.mul(x, x), 1))))
+    if is_complex(x):
+        return _complex_special.casinh(x)
     t = ops.abs(x)
     tt = ops.mul(t, t)
     small = ops.log1p(ops.add(t, ops.div(tt, ops.add(1, ops.sqrt(ops.add(1, tt))))))
@@ -95,9 +96,8 @@ def arcsinh(x: Any) -> Any:
 
 
 def arccosh(x: Any) -> Any:
-    if is_complex(x):  # log(z + sqrt(z + 1) sqrt(z - 1))
-        root = ops.mul(ops.sqrt(ops.add(x, 1)), ops.sqrt(ops.sub(x, 1)))
-        return ops.log(ops.add(x, root))
+    if is_complex(x):
+        return _complex_special.cacosh(x)
     y = ops.sub(x, 1)
     small = ops.log1p(ops.add(y, ops.sqrt(ops.mul(y, ops.add(y, 2)))))
     big = ops.add(ops.log(x), _LN2)
@@ -106,6 +106,6 @@ def arccosh(x: Any) -> Any:
 
 
 def arctanh(x: Any) -> Any:
-    if is_complex(x):  # (log1p(z) - log1p(-z)) / 2
-        return ops.mul(0.5, ops.sub(ops.log1p(x), ops.log1p(ops.neg(x))))
+    if is_complex(x):
+        return _complex_special.catanh(x)
     return ops.mul(0.5, ops.log1p(ops.div(ops.mul(2, x), ops.sub(1, x))))

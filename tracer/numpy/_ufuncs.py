@@ -20,7 +20,7 @@ import numpy as np
 from .. import dtypes, ops
 from ..errors import DTypeError, TracerTypeError, TracerValueError
 from ..tracing import Tracer
-from . import _math
+from . import _complex_special, _math
 from ._binary import *  # noqa: F401,F403
 from ._binary import __all__ as _binary_all
 from ._binary import add, bitwise_and, floor_divide, multiply, subtract
@@ -78,7 +78,7 @@ def _reciprocal(x: Any) -> Any:
     if dtype_of(x).kind in "iu":  # integer 1 // x (C truncation); 1 / 0 gives 0
         zero = ops.eq(x, 0)
         return select(zero, 0, ops.div(1, select(zero, 1, x)))
-    return ops.div(1, x)
+    return _complex_special.creciprocal(x) if is_complex(x) else ops.div(1, x)
 
 
 def _isinf(x: Any) -> Any:
@@ -160,7 +160,8 @@ rint = unary("rint", _rint, ALL, float_of,
               f"Round to the nearest integer, ties to even.\n\n{_U}; {_FLOATS}.\n\n"
               "rint([0.5, 1.5, 2.5]) -> [0.0, 2.0, 2.0]")
 exp = unary("exp", ops.exp, ALL, float_of, f"e**x.\n\n{_U}; {_FLOATS}.\n\nexp(0.0) -> 1.0")
-exp2 = unary("exp2", lambda x: ops.pow(2, x), ALL, float_of,
+exp2 = unary("exp2", lambda x: _complex_special.cexp2(x) if is_complex(x) else ops.pow(2, x),
+              ALL, float_of,
               f"2**x.\n\n{_U}; {_FLOATS}.\n\nexp2(3.0) -> 8.0")
 expm1 = unary("expm1", ops.expm1, ALL, float_of,
                f"e**x - 1, accurate near 0.\n\n{_U}; {_FLOATS}.\n\nexpm1(1e-10) -> 1e-10")
@@ -284,11 +285,14 @@ def _beyond_range(a: Any, b: Any, direction: str) -> Any:
 
 
 def lexicographic(direction: str, a: Any, b: Any) -> Any:
-    """Complex ordering: by real part, then by imaginary part (NumPy)."""
+    """Complex ordering: by real part, then by imaginary part (NumPy's CLT / CLE /
+    CGT / CGE: the real parts decide only when neither imaginary part is NaN)."""
     op = getattr(ops, direction)
     strict = ops.lt if direction in ("lt", "le") else ops.gt
     ar, br, ai, bi = ops.real(a), ops.real(b), ops.imag(a), ops.imag(b)
-    return ops.bitwise_or(strict(ar, br), ops.bitwise_and(ops.eq(ar, br), op(ai, bi)))
+    no_nan = ops.bitwise_and(ops.eq(ai, ai), ops.eq(bi, bi))
+    by_real = ops.bitwise_and(strict(ar, br), no_nan)
+    return ops.bitwise_or(by_real, ops.bitwise_and(ops.eq(ar, br), op(ai, bi)))
 
 
 def _comparison(name: str, direction: str, doc: str) -> Callable[..., Any]:
