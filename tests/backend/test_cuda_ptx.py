@@ -124,6 +124,11 @@ def _extra_cases():
     yield "layernorm", layernorm, (x32, np.ones(300, np.float32))
     yield "column sums", lambda x: tnp.sum(x, axis=0), (x32,)
     yield "full sum f16", lambda x: tnp.sum(x), (x16,)
+    for dt in (np.complex64, np.complex128):  # NumPy's special values (cpu_lib_complex)
+        z = np.ones(8, dt)
+        yield f"complex math {np.dtype(dt).name}", lambda z, w: (
+            ops.sin(z), ops.cos(z), ops.tan(z), ops.tanh(z), ops.exp(z), ops.pow(z, w),
+            ops.mul(z, w), ops.max(z, w), ops.sign(z)), (z, z)
     # GEMM: every dtype path (float += , float16 loads and stores, integer wrapping,
     # complex) and both layouts of A and B, each compiled once.
     for dt, transposed in ((np.float32, False), (np.float16, False), (np.int8, False),

@@ -70,12 +70,25 @@ def _fast_or_complex(name: str) -> Emitter:
     return emit
 
 
+def _real_only(name: str) -> Emitter:
+    """sin, cos, tan, exp, tanh: libdevice for real operands; complex ones keep the CPU
+    emitter, whose `cpu_lib_complex` helpers (NumPy's special values) compile for the GPU."""
+    real = _math(name) if name in ("sin", "cos", "tan") else SCALAR_EMITTERS[name]
+
+    def emit(ctx: ScalarContext, eqn: Eqn, a: list[str]) -> str:
+        if eqn.inputs[0].aval.dtype.kind == "c":
+            return SCALAR_EMITTERS[name](ctx, eqn, a)
+        return real(ctx, eqn, a)
+    return emit
+
+
 CUDA_SCALAR_EMITTERS: dict[str, Emitter] = {
     **SCALAR_EMITTERS,
     "ceil": _math("ceil"), "floor": _math("floor"), "round_nearest_even": _math("rint"),
-    "exp": _fast_or_complex("exp"), "log": _fast_or_complex("log"),
-    "tanh": _fast_or_complex("tanh"), "expm1": _math("expm1"), "log1p": _math("log1p"),
-    "sin": _math("sin"), "cos": _math("cos"), "tan": _math("tan"), "sqrt": _math("sqrt"),
+    "exp": _real_only("exp"), "log": _fast_or_complex("log"),
+    "tanh": _real_only("tanh"), "expm1": _math("expm1"), "log1p": _math("log1p"),
+    "sin": _real_only("sin"), "cos": _real_only("cos"), "tan": _real_only("tan"),
+    "sqrt": _math("sqrt"),
     "cbrt": _math("cbrt"), "rsqrt": _rsqrt, "rem": _rem, "is_finite": _is_finite,
     "logistic": _logistic,
 }
