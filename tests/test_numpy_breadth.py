@@ -351,6 +351,16 @@ def test_calculus_matches_numpy(case, edge):
     compare(tnp.unwrap, np.unwrap, y, axis=axis, rtol=rtol)
 
 
+def test_gradient_of_booleans_raises_as_numpy():
+    flags = np.array([True, False, True])
+    with pytest.raises(TypeError):
+        np.gradient(flags)
+    with pytest.raises(TypeError, match="gradient.*boolean"):
+        tnp.gradient(flags)
+    with pytest.raises(TypeError, match="gradient.*boolean"):
+        tr.jit(tnp.gradient)(flags)
+
+
 @settings(max_examples=15, deadline=None)
 @given(p=arrays("float64", st.integers(1, 5).map(lambda n: (n,)), lo=-3, hi=3, special=False),
        q=arrays("int32", st.integers(1, 4).map(lambda n: (n,)), lo=-3, hi=3),

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes, ops
-from ..errors import ShapeError, TracerTypeError, TracerValueError
+from ..errors import DTypeError, ShapeError, TracerTypeError, TracerValueError
 from ..tracing import Tracer
 from . import _reductions as red
 from . import _ufuncs as uf
@@ -307,6 +307,9 @@ def gradient(f: Any, *varargs: Any, axis: Any = None, edge_order: int = 1) -> An
     """
     fv = asarray_like(f, "gradient")
     fv = cast(fv, dtype_of(fv))
+    if dtype_of(fv) == dtypes.bool_:  # (NumPy's boolean subtract raises)
+        raise error(DTypeError, "gradient", "boolean input is not supported (numpy boolean "
+                    "subtract); convert it first, e.g. f.astype(int)")
     nd = np.ndim(fv)
     axes = tuple(range(nd)) if axis is None else tuple(
         normalize_axis(a, nd, "gradient", of=fv)
