@@ -364,8 +364,8 @@ def clip(a: Any, a_min: Any = NOVALUE, a_max: Any = NOVALUE, out: None = None, *
     shape = broadcast_shapes(*(np.shape(v) for v in (x, *bounds)), fname="clip")
     x = broadcast_to_shape(x, shape, "clip")
     bounds = [v if np.ndim(v) == 0 else broadcast_to_shape(v, shape, "clip") for v in bounds]
-    if len(bounds) == 2 and not is_complex(x):
-        return as_result(ops.clamp(bounds[0], x, bounds[1]))
+    # max then min, not clamp: at a tie (x == bound) the derivative splits like
+    # jnp.clip's (maximum/minimum share it) where clamp's JVP would drop it
     if lo is not None:
         x = ops.max(x, bounds[0])
     if hi is not None:

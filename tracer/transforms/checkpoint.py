@@ -18,6 +18,7 @@ import functools
 from typing import Any, Callable, Sequence
 
 from ..core import Eqn, Graph, Var, subgraphs
+from ..interpret import eval_graph
 from ..ops.ad import UndefinedPrimal, aval_of_value, instantiate
 from ..ops.ad_ops import checkpoint_p
 from ..ops.control import call_p
@@ -27,7 +28,7 @@ from .control_rules import fill_tangents, nonzero_mask
 from .jvp import jvp_graph
 from .partial_eval import PE_RULES, partial_eval_graph
 from .transpose import transpose_graph
-from .util import merge, new_eqn, pick, read, select_outputs, trace_closed
+from .util import merge, new_eqn, pick, read, select_outputs, tangent_aval, trace_closed
 
 __all__ = ["checkpoint", "lower_ad_ops"]
 
@@ -91,8 +92,28 @@ def checkpoint_partial_eval(eqn: Eqn, in_unk: list[bool]
 def checkpoint_transpose(cts: list[Any], *args: Any, to_apply: Graph) -> list[Any]:
     lin = tuple(isinstance(a, UndefinedPrimal) for a in args)
     outs = call_p.bind(*pick(args, lin, False), *map(instantiate, cts),
-                       to_apply=transpose_graph(to_apply, lin))
+                       to_apply=_recompute_and_transpose(to_apply, lin))
     return merge(lin, outs, [None] * lin.count(False))
+
+
+@functools.lru_cache(maxsize=256)
+def _recompute_and_transpose(graph: Graph, lin: tuple[bool, ...]) -> Graph:
+    """(defined inputs..., cotangents...) -> (cotangents of the `lin` inputs...).
+
+    `graph` is a JVP graph whose eqns may mix primal and tangent values (a loop's JVP
+    carries both), so it is split first: the known half recomputes the residuals,
+    the transpose of the unknown (linear) half turns the cotangents around."""
+    pe = partial_eval_graph(graph, lin, instantiate=True)
+    back = transpose_graph(pe.unknown, [False] * pe.num_res + [True] * lin.count(True))
+    n = lin.count(False)
+
+    def fun(*args: Any) -> list[Any]:
+        res = eval_graph(pe.known, args[:n])
+        return eval_graph(back, [*res, *args[n:]])
+
+    avals = [v.aval for v, u in zip(graph.inputs, lin, strict=True) if not u]
+    return trace_closed(fun, avals + [tangent_aval(a.aval) for a in graph.outputs],
+                        f"remat_transpose_{graph.name}")
 
 
 checkpoint_p.jvp, checkpoint_p.transpose = checkpoint_jvp, checkpoint_transpose
