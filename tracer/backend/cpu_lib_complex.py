@@ -212,6 +212,15 @@ def complex_exp(z):  # noqa: ANN001, ANN201
     return complex(_NAN, y if y == 0 else _NAN)
 
 
+@_jit
+def complex_expm1(z):  # noqa: ANN001, ANN201
+    """expm1(z) as NumPy computes it: numba's exp(z) - 1 cancels to 0 for small |z|
+    (expm1(1e-300 + 0j) gave 0); cos(y) - 1 = -2 sin(y/2)**2 keeps the real part."""
+    half = np.sin(z.imag / 2)
+    return complex(np.expm1(z.real) * np.cos(z.imag) - 2 * half * half,
+                   np.exp(z.real) * np.sin(z.imag))
+
+
 # ---------------------------------------------------------------- product, power
 
 @intrinsic

@@ -116,12 +116,8 @@ def fold_transposes_of_dots(graph: Graph) -> Graph:
     dot_general only it reads replaced by the swapped product."""
     graph = rewrite(graph, lambda eqn, defs: None, fold_transposes_of_dots)  # sub-graphs
     defs = {id(v): e for e in graph.eqns for v in e.outputs}
-    reads: dict[int, int] = {}
-    for e in graph.eqns:
-        for a in e.inputs:
-            reads[id(a)] = reads.get(id(a), 0) + 1
-    for v in graph.outputs:
-        reads[id(v)] = reads.get(id(v), 0) + 1
+    uses, outputs = _readers(graph), {id(v) for v in graph.outputs}
+    reads = {k: len(readers) + (k in outputs) for k, readers in uses.items()}
     eqns = tuple(_swapped_dot(e, defs, reads) or e for e in graph.eqns)
     if all(a is b for a, b in zip(eqns, graph.eqns, strict=True)):
         return graph
@@ -186,13 +182,18 @@ def _is_small_dot(eqn: Eqn) -> bool:
         min(sizes) < BLAS_MIN_SIZE and work >= LOOP_MIN_WORK
 
 
-def _loop_dots(graph: Graph) -> set[int]:
-    """ids of the small products of `graph` that run faster as loop nests than BLAS."""
+def _readers(graph: Graph) -> dict[int, list[Eqn]]:
+    """id(value) -> the eqns of `graph` reading it."""
     uses: dict[int, list[Eqn]] = {}
     for e in graph.eqns:
         for a in e.inputs:
             uses.setdefault(id(a), []).append(e)
-    outputs = {id(v) for v in graph.outputs}
+    return uses
+
+
+def _loop_dots(graph: Graph) -> set[int]:
+    """ids of the small products of `graph` that run faster as loop nests than BLAS."""
+    uses, outputs = _readers(graph), {id(v) for v in graph.outputs}
     found = set()
     for eqn in filter(_is_small_dot, graph.eqns):
         k = _sizes(eqn)[2]

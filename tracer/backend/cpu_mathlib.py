@@ -377,15 +377,6 @@ def float_sign(x):  # noqa: ANN001, ANN201
 
 
 @_jit
-def complex_expm1(z):  # noqa: ANN001, ANN201
-    """expm1(z) as NumPy computes it: numba's exp(z) - 1 cancels to 0 for small |z|
-    (expm1(1e-300 + 0j) gave 0); cos(y) - 1 = -2 sin(y/2)**2 keeps the real part."""
-    half = np.sin(z.imag / 2)
-    return complex(np.expm1(z.real) * np.cos(z.imag) - 2 * half * half,
-                   np.exp(z.real) * np.sin(z.imag))
-
-
-@_jit
 def total_order_f32(x):  # noqa: ANN001, ANN201
     """An int32 key ordered -NaN < -Inf < ... < -0 < +0 < ... < +Inf < +NaN."""
     b = f32_as_i32(x)

@@ -239,14 +239,6 @@ def _fast(name: str, libm: str) -> Emitter:
     return emit
 
 
-def _complex_or(helper: str, fn: str) -> Emitter:
-    """A `cpu_mathlib` helper for complex operands, `fn` (a NumPy ufunc) for the others."""
-    def emit(ctx: ScalarContext, eqn: Eqn, a: list[str]) -> str:
-        f = ctx.use(helper) if _in(eqn).kind == "c" else fn
-        return cast(ctx, f"{f}({a[0]})", _out(eqn))
-    return emit
-
-
 def _helper(name: str) -> Emitter:
     def emit(ctx: ScalarContext, eqn: Eqn, a: list[str]) -> str:
         return cast(ctx, f"{ctx.use(name)}({a[0]})", _out(eqn))
@@ -371,7 +363,7 @@ SCALAR_EMITTERS: dict[str, Emitter] = {
     "ceil": _call("np.ceil"), "floor": _call("np.floor"),
     "round": _helper("round_half_away"), "round_nearest_even": _call("np.rint"),
     "exp": _fast("exp", "complex_exp"),
-    "expm1": _complex_or("complex_expm1", "np.expm1"),
+    "expm1": _complex_lib("complex_expm1", _call("np.expm1")),
     "log": _fast("log", "np.log"), "log1p": _call("np.log1p"),
     "sin": _complex_lib("complex_sin", _call("np.sin")),
     "cos": _complex_lib("complex_cos", _call("np.cos")),
