@@ -15,6 +15,7 @@ bodies from `cpu_loops`) and ops with their own emitter (`cpu_emit_ops`).
 from __future__ import annotations
 
 import os
+from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -247,6 +248,23 @@ def store_value(expr: str, dtype: np.dtype, helpers: ModuleBuilder) -> str:
     return expr
 
 
+def copy_array(ge: GraphEmitter, target: str, source: str, ndim: int,
+               lead: Sequence[str] = (), offsets: Sequence[str] = ()) -> None:
+    """`target[*lead, offsets + j] = source[j]` for every index j of `source` (same storage
+    dtype; `offsets` per dim of `source`, default 0), as loops.
+
+    numba's array-to-array assignment compiles a shape-mismatch error path that costs
+    seconds per pair of ranks in every process; loops compile in milliseconds."""
+    index = [ge.fresh("j") for _ in range(ndim)]
+    at = [f"{o} + {j}" if o not in ("", "0") else j
+          for o, j in zip(list(offsets) or [""] * ndim, index, strict=True)]
+    with ExitStack() as nest:
+        for k, j in enumerate(index):
+            nest.enter_context(ge.w.block(f"for {j} in range({source}.shape[{k}])"))
+        ge.w.line(f"{target}[{', '.join([*lead, *at]) or '()'}] = "
+                  f"{source}[{', '.join(index) or '()'}]")
+
+
 # ------------------------------------------------------------------ the module
 
 def generate(graph: Graph, name: str, parallel_ok: bool, fuse: bool = True) -> Module:
@@ -289,7 +307,7 @@ def _finish_outputs(top: GraphEmitter, graph: Graph, refs: list[Ref]) -> list[tu
         if ref.scalar:
             top.w.line(f"{out}[()] = {store_value(ref.name, atom.aval.dtype, top.mod)}")
         elif ref.name != out:
-            top.w.line(f"{out}[...] = {ref.name}")
+            copy_array(top, out, ref.name, atom.aval.ndim)
         outputs.append(("param", top.mod.param_index(out)))
     return outputs
 

@@ -25,8 +25,8 @@ from typing import Any, Sequence
 
 from ..core import Eqn, Graph, ShapedArray, subgraphs
 from ..hlo import graph_to_text
-from .cpu_codegen import (NJIT_OPTIONS, GraphEmitter, ModuleBuilder, Param, Ref, load, spell,
-                          store_value)
+from .cpu_codegen import (NJIT_OPTIONS, GraphEmitter, ModuleBuilder, Param, Ref, copy_array, load,
+                          spell, store_value)
 from .cpu_scalar import DTYPE_ALIASES
 from .source import Namer, SourceWriter
 
@@ -300,8 +300,10 @@ def _scan(ge: GraphEmitter, eqn: Eqn) -> None:
         outs = _apply_graph(ge, p["body"], "scan_body", consts + carry + slices,
                          ["x"] * nconsts + ["carry"] * ncarry + ["row"] * len(xs))
         for y, out in zip(ys, outs[ncarry:], strict=True):  # before the carry moves on
-            value = store_value(out.name, y.aval.dtype, ge.mod) if out.scalar else out.name
-            ge.w.line(f"{y.name}[{i}] = {value}")
+            if out.scalar:
+                ge.w.line(f"{y.name}[{i}] = {store_value(out.name, y.aval.dtype, ge.mod)}")
+            else:
+                copy_array(ge, y.name, out.name, y.aval.ndim - 1, lead=[i])
         if carry:
             ge.w.line(f"{_names(carry)} = {_names(outs[:ncarry])}")
     _bind_all(ge, eqn, carry + ys)

@@ -21,7 +21,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..core import Atom, Eqn
-from .cpu_codegen import GraphEmitter, Ref
+from .cpu_codegen import GraphEmitter, Ref, copy_array
 from .cpu_scalar import HALVES
 
 _LIB = "cpu_lib_conv"
@@ -139,7 +139,7 @@ def _store(ge: GraphEmitter, eqn: Eqn, result: str, buffer: str, sizes: list[str
     if out.aval.dtype in HALVES:
         ge.w.line(f"{ge.mod.use(HALVES[out.aval.dtype].narrow)}({value}, {buffer})")
     else:
-        ge.w.line(f"{buffer}[...] = {value}")
+        copy_array(ge, buffer, value, out.aval.ndim)
 
 
 EMITTERS: dict[str, Any] = {"conv_general_dilated": _conv}

@@ -19,7 +19,7 @@ import re
 from typing import Callable, Sequence
 
 from ..core import Atom, Eqn, Literal
-from .cpu_codegen import NJIT_OPTIONS, GraphEmitter, Ref, load, store_value
+from .cpu_codegen import NJIT_OPTIONS, GraphEmitter, Ref, copy_array, load, store_value
 from .cpu_loops import LoopBody
 from .source import SourceWriter
 
@@ -70,7 +70,7 @@ def _copy(ge: GraphEmitter, source: Ref, aval: object, hint: str, var: object) -
         ge.w.line(f"{name} = {source.name}")
         return Ref(name, aval)  # type: ignore[arg-type]
     name = ge.alloc(var)  # type: ignore[arg-type]
-    ge.w.line(f"{name}[...] = {source.name}")
+    copy_array(ge, name, source.name, source.aval.ndim)
     return Ref(name, aval)  # type: ignore[arg-type]
 
 
@@ -81,13 +81,13 @@ def _dynamic_update_slice(ge: GraphEmitter, eqn: Eqn) -> None:
         ge.bind(out, update)
         return
     result = _copy(ge, operand, out.aval, "updated", out)
-    bounds = []
+    starts_at = []
     for d, start in enumerate(starts):
         s = ge.fresh(f"start{d}")
         high = f"{ge.dim(eqn.inputs[0], d)} - {ge.dim(eqn.inputs[1], d)}"
         ge.w.line(f"{s} = {ge.mod.use('clamp_index')}({start.name}, {high})")
-        bounds.append(f"{s}:{s} + {ge.dim(eqn.inputs[1], d)}")
-    ge.w.line(f"{result.name}[{', '.join(bounds)}] = {update.name}")
+        starts_at.append(s)
+    copy_array(ge, result.name, update.name, out.aval.ndim, offsets=starts_at)
     ge.bind(out, result)
 
 

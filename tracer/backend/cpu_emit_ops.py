@@ -16,7 +16,7 @@ import numpy as np
 
 from ..core import Atom, Eqn
 from ..errors import TracerValueError
-from .cpu_codegen import GraphEmitter, Ref, load, store_value
+from .cpu_codegen import GraphEmitter, Ref, copy_array, load, store_value
 from . import (cpu_emit_control, cpu_emit_conv, cpu_emit_decomp, cpu_emit_misc,
                cpu_emit_numerics, cpu_emit_rng, cpu_emit_sort, cpu_emit_window)
 from .cpu_emit_index import INDEX_EMITTERS
@@ -201,12 +201,11 @@ def _concatenate(ge: GraphEmitter, eqn: Eqn) -> None:
     axis = eqn.params["dimension"]
     offset = "0"
     for atom in eqn.inputs:
+        offsets = ["0"] * out.aval.ndim
+        offsets[axis] = offset
+        copy_array(ge, target, ge.ref(atom).name, out.aval.ndim, offsets=offsets)
         size = ge.dim(atom, axis)
-        end = size if offset == "0" else f"{offset} + {size}"
-        index = [":"] * out.aval.ndim
-        index[axis] = f"{'' if offset == '0' else offset}:{end}"
-        ge.w.line(f"{target}[{', '.join(index)}] = {ge.ref(atom).name}")
-        offset = end
+        offset = size if offset == "0" else f"{offset} + {size}"
     ge.bind(out, Ref(target, out.aval))
 
 
