@@ -24,7 +24,7 @@ from .cpu_codegen import Ref, load, store_value
 from .cpu_fusion import is_loop_op, monoid
 from .cpu_loops import Index
 from .cuda_codegen import CudaGraphEmitter, Kernel
-from .cuda_kernels import emit_scalar_graph, product, unflatten
+from .cuda_kernels import advance_index, emit_scalar_graph, product, split_index
 
 _ATOMIC_ADD = frozenset(np.dtype(t) for t in (np.float32, np.float64, np.int32, np.uint32,
                                                 np.int64, np.uint64))
@@ -33,16 +33,21 @@ _ATOMIC_ADD = frozenset(np.dtype(t) for t in (np.float32, np.float64, np.int32, 
 @contextmanager
 def over_elements(k: Kernel, atom: Atom) -> Iterator[tuple[Index, str]]:
     """A grid-stride loop over the elements of `atom`'s shape; yields (their index, the
-    name of their row-major flat index)."""
+    name of their row-major flat index). Over several dims the index is split once and
+    then stepped (`split_index`): no integer division per element."""
     rank = atom.aval.ndim
     sizes = [k.dim(atom, d) for d in range(rank)]
     index = tuple(f"i{d}" for d in range(rank))
     total, flat = k.fresh("total"), k.fresh("flat")
     k.w.line(f"{total} = {product(sizes)}")
+    steps = split_index(k, ("cuda.grid(1)", total, "cuda.gridsize(1)"), sizes, index) \
+        if rank > 1 else []
     with k.w.block(f"for {flat} in range(cuda.grid(1), {total}, cuda.gridsize(1))"):
-        if rank:
-            unflatten(k.w, flat, sizes, index, k.fresh("rest"))
+        if rank == 1:
+            k.w.line(f"{index[0]} = {flat}")
         yield index, flat
+        if rank > 1:
+            advance_index(k, index, steps, sizes)
 
 
 def launch_over(k: Kernel, atom: Atom, comment: str) -> None:

@@ -10,18 +10,22 @@ registers, spread over the tile (strided, so loads from shared memory and
 stores to C are coalesced). Accumulation is in the result's register dtype
 (float16 in float32, rounded once on store; integers wrap as in XLA), as in
 the CPU backend's loops; float operands of another dtype are converted on load.
+Every index the kernel computes is in range and non-negative, and is cast to
+`u64`: numba wraps negative signed indices, and that per-access fix-up kept
+each shared-memory address from folding into a constant offset (per step of
+the depth: 162 PTX instructions for 64 multiply-adds signed, 101 unsigned).
 """
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Sequence
 
 from ..core import Atom, Eqn
 from .cpu_codegen import Ref, load, store_value
 from .cpu_scalar import alias, cast
 from .cuda_arrays import register_dtype
 from .cuda_codegen import CudaGraphEmitter, Kernel, array_type
-from .cuda_kernels import product, unflatten
+from .cuda_kernels import advance_index, product, split_index
 
 
 def emit_dot_general(ge: CudaGraphEmitter, eqn: Eqn) -> None:
@@ -78,14 +82,16 @@ def _transposed(ge: CudaGraphEmitter, atom: Atom, perm: list[int]) -> str:
     index = [f"i{j}" for j in range(len(perm))]
     total, flat = k.fresh("total"), k.fresh("flat")
     k.w.line(f"{total} = {product(sizes)}")
-    with k.w.block(f"for {flat} in range(cuda.grid(1), {total}, cuda.gridsize(1))"):
-        unflatten(k.w, flat, sizes, index, k.fresh("rest"))
+    loop = ("cuda.grid(1)", total, "cuda.gridsize(1)")
+    steps = split_index(k, loop, sizes, index)  # (an operand to transpose has 2+ dims)
+    with k.w.block(f"for {flat} in range({', '.join(loop)})"):
         src = [""] * len(perm)
         for j, d in enumerate(perm):
             src[d] = index[j]
         k.outer(ref.name)
         k.outer(target)
         k.w.line(f"{target}[{', '.join(index)}] = {ref.at(src)}")
+        advance_index(k, index, steps, sizes)
     k.launch(f"launch.grid({' * '.join(ge.dim(atom, d) for d in perm)})",
              "launch.CONFIG.block", "transpose an operand of dot_general into (batch, rows, depth)")
     return target
@@ -129,6 +135,7 @@ def _tile(k: Kernel, eqn: Eqn, a: tuple[str, bool], b: tuple[str, bool], c: str,
     lhs, rhs = eqn.inputs
     out = eqn.outputs[0]
     threads = "(TILE_M // THREAD_M) * (TILE_N // THREAD_N)"
+    u = _unsigned(k)
     with w.block(f"for {v['i']} in range(THREAD_M)"):
         with w.block(f"for {v['j']} in range(THREAD_N)"):
             w.line(f"{v['acc']}[{v['i']}, {v['j']}] = {reg}(0)")
@@ -138,11 +145,11 @@ def _tile(k: Kernel, eqn: Eqn, a: tuple[str, bool], b: tuple[str, bool], c: str,
         w.line("cuda.syncthreads()")
         with w.block(f"for {v['q']} in range(TILE_K)"):
             with w.block(f"for {v['i']} in range(THREAD_M)"):
-                w.line(f"{v['ra']}[{v['i']}] = {v['sa']}[{v['q']}, {v['ty']} + {v['i']} * "
-                       f"(TILE_M // THREAD_M)]")
+                w.line(f"{v['ra']}[{v['i']}] = {v['sa']}[{u(v['q'])}, "
+                       f"{u(v['ty'] + ' + ' + v['i'] + ' * (TILE_M // THREAD_M)')}]")
             with w.block(f"for {v['j']} in range(THREAD_N)"):
-                w.line(f"{v['rb']}[{v['j']}] = {v['sb']}[{v['q']}, {v['tx']} + {v['j']} * "
-                       f"(TILE_N // THREAD_N)]")
+                w.line(f"{v['rb']}[{v['j']}] = {v['sb']}[{u(v['q'])}, "
+                       f"{u(v['tx'] + ' + ' + v['j'] + ' * (TILE_N // THREAD_N)')}]")
             with w.block(f"for {v['i']} in range(THREAD_M)"):
                 with w.block(f"for {v['j']} in range(THREAD_N)"):
                     acc = f"{v['acc']}[{v['i']}, {v['j']}]"
@@ -159,7 +166,7 @@ def _tile(k: Kernel, eqn: Eqn, a: tuple[str, bool], b: tuple[str, bool], c: str,
             w.line(f"{col} = {v['col0']} + {v['tx']} + {v['j']} * (TILE_N // THREAD_N)")
             with w.block(f"if {row} < {m} and {col} < {n}"):
                 value = store_value(f"{v['acc']}[{v['i']}, {v['j']}]", out.aval.dtype, k.mod)
-                w.line(f"{c}[{v['bb']}, {row}, {col}] = {value}")
+                w.line(f"{c}[{u(v['bb'])}, {u(row)}, {u(col)}] = {value}")
 
 
 def _stage(k: Kernel, v: dict[str, str], operand: tuple[str, bool], atom: Atom, shared: str,
@@ -181,8 +188,15 @@ def _stage(k: Kernel, v: dict[str, str], operand: tuple[str, bool], atom: Atom, 
             w.line(f"{r} = {e} % {width}")
             w.line(f"{q} = {e} // {width}")
         gq, gr = f"{v['k0']} + {q}", f"{start} + {r}"
-        index = [v["bb"], gr, gq] if is_a != transposed else [v["bb"], gq, gr]
+        u = _unsigned(k)
+        index = [u(v["bb"]), u(gr), u(gq)] if is_a != transposed else [u(v["bb"]), u(gq), u(gr)]
         ref = Ref(name, atom.aval.update(shape=(1, 1, 1)))
         value = load(ref, index, k.mod)
-        w.line(f"{v[shared]}[{q}, {r}] = {reg}({value}) if {gr} < {limit} and {gq} < {depth} "
-               f"else {reg}(0)")
+        w.line(f"{v[shared]}[{u(q)}, {u(r)}] = {reg}({value}) if {gr} < {limit} and "
+               f"{gq} < {depth} else {reg}(0)")
+
+
+def _unsigned(k: Kernel) -> Callable[[str], str]:
+    """`u64(index)`, for an index known to be in range (see the module doc)."""
+    u64 = k.mod.use("u64")
+    return lambda index: f"{u64}({index})"

@@ -55,6 +55,40 @@ def unflatten(w: SourceWriter, flat: str, sizes: Sequence[str], names: Sequence[
     w.line(f"{names[0]} = {scratch}")
 
 
+def split_index(k: Kernel, loop: tuple[str, str, str], sizes: Sequence[str],
+                digits: Sequence[str]) -> list[str]:
+    """Before a loop `for flat in range(first, end, step)` over row-major positions in
+    `sizes` (several dims): `digits` = the index of `first`, and the step's digits (the
+    names returned; "0"/"1" for a step of 1), for `advance_index` to step the index
+    without an integer division per element. Split only when the loop runs (a size may
+    be 0); the names are 0 otherwise."""
+    first, end, step = loop
+    steps = ["0"] * (len(sizes) - 1) + ["1"] if step == "1" else \
+        [k.fresh("step") for _ in sizes]
+    names = list(digits) + [s for s in steps if s not in ("0", "1")]
+    k.w.line(f"{', '.join(names)} = {', '.join('0' for _ in names)}")
+    with k.w.block(f"if {first} < {end}"):
+        unflatten(k.w, first, sizes, digits, k.fresh("rest"))
+        if step != "1":
+            unflatten(k.w, step, sizes, steps, k.fresh("rest"))
+    return steps
+
+
+def advance_index(k: Kernel, digits: Sequence[str], steps: Sequence[str],
+                  sizes: Sequence[str]) -> None:
+    """digits += steps in the mixed radix `sizes` (the last statement of the loop body):
+    each digit and step is below its size, so one carry per digit; the first digit is
+    not bounded (the loop ends first)."""
+    for d in range(len(digits) - 1, 0, -1):
+        if steps[d] != "0":
+            k.w.line(f"{digits[d]} += {steps[d]}")
+        with k.w.block(f"if {digits[d]} >= {sizes[d]}"):
+            k.w.line(f"{digits[d]} -= {sizes[d]}")
+            k.w.line(f"{digits[d - 1]} += 1")
+    if steps[0] != "0":
+        k.w.line(f"{digits[0]} += {steps[0]}")
+
+
 def product(sizes: Sequence[str]) -> str:
     return " * ".join(sizes) or "1"
 

@@ -32,8 +32,8 @@ from .cpu_fusion import LoopNest, Plan, RowGroup, monoid
 from .cpu_loops import Index
 from .cuda_arrays import register_dtype
 from .cuda_codegen import CudaGraphEmitter, Kernel, array_type
-from .cuda_kernels import (CudaLoopBody, describe_nest, emit_nest, emit_scalar_graph, product,
-                           shape_atom, store, unflatten)
+from .cuda_kernels import (CudaLoopBody, advance_index, describe_nest, emit_nest,
+                           emit_scalar_graph, product, shape_atom, split_index, store, unflatten)
 
 _T, _NT = "cuda.threadIdx.x", "cuda.blockDim.x"
 
@@ -119,22 +119,33 @@ def _tree(k: Kernel, accs: list[Accumulators]) -> None:
 def _columns(k: Kernel, body: CudaLoopBody, nest: LoopNest, accs: list[Accumulators],
              outs: dict[int, Ref], bounds: tuple[str, str], depth: int) -> None:
     """This thread's share of the columns [lo, hi) of one row: interleaved (coalesced)
-    for monoids, else a contiguous chunk (the fold keeps the element order)."""
+    for monoids, else a contiguous chunk (the fold keeps the element order). Over
+    several dims the first column is split into its index once, and each step adds
+    the step's digits with carries: no integer division per element."""
     atom = shape_atom(nest)
     rank = len(nest.shape)
     index = tuple(f"i{d}" for d in range(rank))
+    sizes = [k.dim(atom, d) for d in range(depth, rank)]
     lo, hi = bounds
     col = k.fresh("col")
     if all(monoid(a.eqn) for a in accs):
-        header = f"for {col} in range({lo} + {_T}, {hi}, {_NT})"
+        first, step = f"{lo} + {_T}", _NT
+        header = f"for {col} in range({first}, {hi}, {_NT})"
     else:
         per = k.fresh("per_thread")
         k.w.line(f"{per} = ({hi} - {lo} + {_NT} - 1) // {_NT}")
-        header = f"for {col} in range({lo} + {_T} * {per}, min({hi}, {lo} + ({_T} + 1) * {per}))"
+        first, step = f"{lo} + {_T} * {per}", "1"
+        header = f"for {col} in range({first}, min({hi}, {lo} + ({_T} + 1) * {per}))"
+    if len(sizes) == 1:
+        with k.w.block(header):
+            k.w.line(f"{index[depth]} = {col}")
+            _body(k, body, nest, accs, outs, index)
+        return
+    digits = index[depth:]
+    steps = split_index(k, (first, hi, step), sizes, digits)
     with k.w.block(header):
-        unflatten(k.w, col, [k.dim(atom, d) for d in range(depth, rank)], index[depth:],
-                  k.fresh("rest"))
         _body(k, body, nest, accs, outs, index)
+        advance_index(k, digits, steps, sizes)
 
 
 def _body(k: Kernel, body: CudaLoopBody, nest: LoopNest, accs: list[Accumulators],
@@ -161,7 +172,8 @@ def emit_reduce_nest(ge: CudaGraphEmitter, plan: Plan, nest: LoopNest) -> None:
     kept = [d for d in range(len(nest.shape)) if d not in nest.reduce_dims]
     rows = math.prod(nest.shape[d] for d in kept)
     cols = math.prod(nest.shape[d] for d in nest.reduce_dims)
-    if kept == list(range(len(kept))) and (cols >= 64 or cols >= rows):
+    # (Reducing no dims, f(init, x) per element, is serial: a row has no columns to split.)
+    if nest.reduce_dims and kept == list(range(len(kept))) and (cols >= 64 or cols >= rows):
         _row_reduce(ge, plan, nest, len(kept))
     else:
         _serial_reduce(ge, plan, nest, kept)
