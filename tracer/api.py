@@ -16,11 +16,12 @@ import numpy as np
 from . import cache
 from .backend import backend_loaded, backend_names, get_backend
 from .config import config
-from .core import ShapedArray, typecheck
-from .errors import TracerTypeError, TracerValueError
+from .core import ShapedArray, aval_of, typecheck
+from .errors import (TracerError, TracerTypeError, TracerValueError, add_user_line,
+                     names_user_line)
 from .hlo import HloModule
 from .stages import Compiled, Lowered
-from .tracing import GraphBuilder, current_builder
+from .tracing import GraphBuilder, Tracer, current_builder
 from .tree_util import (keystr, tree_flatten, tree_flatten_with_path, tree_map,
                         tree_unflatten)
 
@@ -38,10 +39,15 @@ class Jitted:
         functools.update_wrapper(self, fun)
         self.fun = fun
         self.name = getattr(fun, "__name__", "fun")
-        self._params = _positional_params(fun)
+        # What `fun` accepts: a wrapper's own signature (`functools.wraps` copies only
+        # the wrapped function's names, which still name the static arguments).
+        self._signature = _signature(fun, follow_wrapped=False)
+        self._params = _positional_params(_signature(fun))
         self.static_argnums, self.static_argnames = _resolve_statics(
-            self._params, _as_tuple(static_argnums), _as_tuple(static_argnames), self.name)
-        self.donate_argnums = _as_tuple(donate_argnums)  # accepted; NumPy inputs are never mutated
+            self._signature, self._params, _as_tuple(static_argnums, "static_argnums", int),
+            _as_tuple(static_argnames, "static_argnames", str), self.name)
+        # accepted for JAX compatibility; NumPy inputs are never mutated
+        self.donate_argnums = _as_tuple(donate_argnums, "donate_argnums", int)
         self.backend = backend
         self._cache: dict[tuple, tuple[Compiled, Any]] = {}
         self._stats = cache.CacheStats()
@@ -49,6 +55,13 @@ class Jitted:
 
     # -- the hot path ------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return self._call(args, kwargs)
+        except TracerError as e:
+            add_user_line(e)
+            raise
+
+    def _call(self, args: tuple, kwargs: dict) -> Any:
         if current_builder() is not None:
             return self._inline(args, kwargs)
         dynamic, statics = self._split(args, kwargs)
@@ -64,7 +77,12 @@ class Jitted:
         else:
             self._stats.hits += 1
         compiled = entry[0]
-        outs = compiled.executable(*map(cache.as_input, leaves, sigs))
+        try:
+            inputs = list(map(cache.as_input, leaves, sigs))
+        except OverflowError:
+            raise cache.overflow_error(self.name, self._leaf_names(dynamic), leaves,
+                                       sigs) from None
+        outs = compiled.run(inputs) if compiled.aliased else compiled.executable(*inputs)
         return tree_unflatten(compiled.lowered.out_tree, list(outs))
 
     def _split(self, args: tuple, kwargs: dict) -> tuple[tuple, tuple]:
@@ -75,17 +93,18 @@ class Jitted:
         dyn_args = list(args)
         for i in self.static_argnums:
             if i < len(args):
-                statics.append((self._arg_name(i), type(args[i]), _hashable(args[i], self, i)))
+                statics.append((self._arg_name(i), _types(args[i]), _hashable(args[i], self, i)))
                 dyn_args[i] = None
         dyn_kwargs = dict(kwargs)
         for name in self.static_argnames:
             if name in kwargs:
-                statics.append((name, type(kwargs[name]), _hashable(kwargs[name], self, name)))
+                statics.append((name, _types(kwargs[name]), _hashable(kwargs[name], self, name)))
                 del dyn_kwargs[name]
         return (tuple(dyn_args), dyn_kwargs), tuple(statics)
 
     # -- misses, tracing, lowering ---------------------------------------------------
     def _miss(self, key: tuple, args: tuple, kwargs: dict, dynamic: tuple) -> tuple:
+        self._check_call(args, kwargs)
         self._stats.misses += 1
         if config.explain_cache_misses:
             names = self._leaf_names(dynamic)
@@ -98,19 +117,22 @@ class Jitted:
 
     def _lower_key(self, key: tuple, args: tuple, kwargs: dict, dynamic: tuple) -> Lowered:
         treedef, sigs, _, backend = key
-        names = self._leaf_names(dynamic) if any(s[1] == object for s in sigs) else None
-        avals = [cache.aval_from_signature(s, names[i] if names else f"#{i}")
-                 for i, s in enumerate(sigs)]
+        try:
+            avals = [cache.aval_from_signature(s) for s in sigs]
+        except TracerError:  # name the argument (only now: names cost a tree walk)
+            avals = [cache.aval_from_signature(s, name)
+                     for s, name in zip(sigs, self._leaf_names(dynamic), strict=True)]
         with GraphBuilder() as builder:
             tracers = [builder.new_input(a) for a in avals]
             out = self._call_with(tree_unflatten(treedef, tracers), args, kwargs)
             out_leaves, out_tree = tree_flatten(out)
+            _check_outputs(self.name, out)
             graph, _ = builder.build(out_leaves, "main")
         self._stats.traces += 1
         if config.runtime_checks:
             typecheck(graph)
-        split = lambda a, k: self._split(a, k)[0]  # noqa: E731
-        return Lowered(graph, f"jit_{self.name}", treedef, avals, out_tree, backend, split)
+        return Lowered(graph, f"jit_{self.name}", treedef, avals, out_tree, backend,
+                       self._split, key[2])
 
     def _call_with(self, dynamic: tuple, args: tuple, kwargs: dict) -> Any:
         """Call fun with dynamic leaves from `dynamic` and static values from args/kwargs."""
@@ -121,16 +143,30 @@ class Jitted:
 
     def _inline(self, args: tuple, kwargs: dict) -> Any:
         """Called inside another trace: the function's ops join that trace."""
+        self._check_call(args, kwargs)
         self._stats.traces += 1
         self._split(args, kwargs)  # still validates static arguments
         return self.fun(*args, **kwargs)
 
+    def _check_call(self, args: tuple, kwargs: dict) -> None:
+        """A wrong number or name of arguments, as a TracerTypeError naming `fun` (checked
+        before tracing, so a TypeError raised inside `fun` is never mistaken for it)."""
+        if self._signature is None:
+            return
+        try:
+            self._signature.bind(*args, **kwargs)
+        except TypeError as e:
+            raise TracerTypeError(f"jit({self.name}): {e}; the signature is "
+                                  f"{self.name}{self._signature}") from None
+
+    @names_user_line
     def lower(self, *args: Any, **kwargs: Any) -> Lowered:
         """Trace for these arguments (arrays, scalars or `ShapedArray`s) without running."""
         dynamic, statics = self._split(args, kwargs)
         leaves, treedef = tree_flatten(dynamic, is_leaf=lambda x: isinstance(x, ShapedArray))
         sigs = tuple(map(cache.leaf_signature, leaves))
         key = (treedef, sigs, statics, self.backend or config.default_backend)
+        self._check_call(args, kwargs)
         return self._lower_key(key, args, kwargs, dynamic)
 
     # -- introspection ---------------------------------------------------------------
@@ -182,12 +218,14 @@ def make_hlo(fun: Callable[..., Any], static_argnums: int | Iterable[int] = ()) 
     """`make_hlo(f)(*args)` → the HLO module of `f` traced for `args`."""
     jitted = fun if isinstance(fun, Jitted) else Jitted(fun, static_argnums=static_argnums)
 
+    @names_user_line
     def lower_to_hlo(*args: Any, **kwargs: Any) -> HloModule:
         return jitted.lower(*args, **kwargs).hlo
 
     return lower_to_hlo
 
 
+@names_user_line
 def eval_shape(fun: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """The pytree of `ShapedArray`s `fun(*args)` would return, without running it."""
     jitted = fun if isinstance(fun, Jitted) else Jitted(fun)
@@ -239,33 +277,76 @@ def _flat_treedef(n: int) -> Any:
     return tree_flatten((tuple(range(n)), {}))[1]
 
 
-def _as_tuple(x: Any) -> tuple:
+def _as_tuple(x: Any, what: str, kind: type) -> tuple:
+    """`x` (one `kind` value or an iterable of them) as a tuple; TracerTypeError else."""
     if x is None:
         return ()
-    if isinstance(x, (int, str)):
-        return (x,)
-    return tuple(x)
-
-
-def _positional_params(fun: Callable[..., Any]) -> list[str]:
+    items = (x,) if isinstance(x, (int, str)) else x
     try:
-        sig = inspect.signature(fun)
+        items = tuple(items)
+    except TypeError:
+        items = (x,)
+    for i in items:
+        if not isinstance(i, kind) or isinstance(i, bool):
+            raise TracerTypeError(f"jit: {what} must be {kind.__name__}s or a tuple of them, "
+                                  f"got {x!r}")
+    return items
+
+
+def _signature(fun: Callable[..., Any], follow_wrapped: bool = True
+               ) -> inspect.Signature | None:
+    try:
+        return inspect.signature(fun, follow_wrapped=follow_wrapped)
     except (TypeError, ValueError):
+        return None
+
+
+def _positional_params(sig: inspect.Signature | None) -> list[str]:
+    if sig is None:
         return []
     kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
     return [p.name for p in sig.parameters.values() if p.kind in kinds]
 
 
-def _resolve_statics(params: Sequence[str], nums: tuple, names: tuple,
-                     fun_name: str) -> tuple[tuple[int, ...], tuple[str, ...]]:
+def _check_static_names(sig: inspect.Signature | None, nums: tuple, names: tuple,
+                        fun_name: str) -> None:
+    """As in JAX: static arguments must be arguments `fun` can take."""
+    if sig is None:
+        return
+    kinds = {p.kind for p in sig.parameters.values()}
+    params = _positional_params(sig)
+    if inspect.Parameter.VAR_POSITIONAL not in kinds:
+        bad = [i for i in nums if not -len(params) <= i < len(params)]
+        if bad:
+            raise TracerValueError(f"jit({fun_name}): static_argnums={nums} but {fun_name} "
+                                   f"takes only {len(params)} positional arguments")
+    if inspect.Parameter.VAR_KEYWORD not in kinds:
+        bad = [n for n in names if n not in sig.parameters]
+        if bad:
+            raise TracerValueError(f"jit({fun_name}): static_argnames {bad} are not "
+                                   f"parameters of {fun_name}{sig}")
+
+
+def _resolve_statics(sig: inspect.Signature | None, params: Sequence[str], nums: tuple,
+                     names: tuple, fun_name: str) -> tuple[tuple[int, ...], tuple[str, ...]]:
     """Each static argument is known both by position and by name, as in JAX."""
-    for i in nums:
-        if not isinstance(i, int):
-            raise TracerTypeError(f"jit({fun_name}): static_argnums must be ints, got {i!r}")
+    _check_static_names(sig, nums, names, fun_name)
     nums = tuple(i + len(params) if i < 0 and params else i for i in nums)
     nums += tuple(params.index(n) for n in names if n in params)
     names += tuple(params[i] for i in nums if 0 <= i < len(params))
     return tuple(sorted(set(nums))), tuple(dict.fromkeys(names))
+
+
+def _types(value: Any) -> Any:
+    """The type of a static value, and of its elements for tuples and frozensets: part
+    of the cache key because `==` mixes them up ((2,) == (2.0,) == (True,)), while the
+    trace can differ (an int or a float multiplier gives an int or a float result)."""
+    t = type(value)
+    if isinstance(value, tuple):
+        return (t,) + tuple(map(_types, value))
+    if isinstance(value, frozenset):
+        return (t, frozenset(map(_types, value)))
+    return t
 
 
 def _hashable(value: Any, jitted: Jitted, where: int | str) -> Any:
@@ -278,3 +359,17 @@ def _hashable(value: Any, jitted: Jitted, where: int | str) -> Any:
             f"{type(value).__name__}; static arguments are part of the cache key, so pass a "
             f"hashable value (a tuple instead of a list) or make the argument dynamic") from None
     return value
+
+
+def _check_outputs(fun_name: str, out: Any) -> None:
+    """Every output leaf must be an array, a scalar or a traced value."""
+    for path, leaf in tree_flatten_with_path(out)[0]:
+        if isinstance(leaf, Tracer):
+            continue
+        try:
+            aval_of(leaf)
+        except (TypeError, ValueError):
+            raise TracerTypeError(
+                f"jit({fun_name}): output{keystr(path)} is a {type(leaf).__name__} "
+                f"({leaf!r:.40}), not an array; return arrays, scalars or pytrees of them"
+            ) from None

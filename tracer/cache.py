@@ -15,7 +15,7 @@ import numpy as np
 
 from . import dtypes
 from .core import ShapedArray
-from .errors import DTypeError, EscapedTracerError, TracerTypeError
+from .errors import DTypeError, EscapedTracerError, TracerOverflowError, TracerTypeError
 from .tracing import Tracer, escaped_message
 
 log = logging.getLogger("tracer.jit")
@@ -30,7 +30,8 @@ def leaf_signature(x: Any) -> LeafSig:
     """(shape, dtype, weak_type) of one argument leaf, without building avals."""
     t = type(x)
     if t is np.ndarray:
-        return (x.shape, x.dtype, False)
+        d = x.dtype
+        return (x.shape, d if d.isnative else d.newbyteorder("="), False)
     weak = _WEAK.get(t)
     if weak is not None:
         return ((), weak, True)
@@ -48,7 +49,7 @@ def leaf_signature(x: Any) -> LeafSig:
     return (arr.shape, arr.dtype, False)
 
 
-def aval_from_signature(sig: LeafSig, name: str) -> ShapedArray:
+def aval_from_signature(sig: LeafSig, name: str = "") -> ShapedArray:
     shape, dtype, weak = sig
     if dtype == object:
         raise TracerTypeError(f"argument {name} is not an array (got an object array or an "
@@ -57,14 +58,30 @@ def aval_from_signature(sig: LeafSig, name: str) -> ShapedArray:
     try:
         return ShapedArray(shape, dtype, weak)
     except DTypeError as e:
-        raise DTypeError(f"argument {name}: {e}") from None
+        raise DTypeError(f"argument {name}: {e}" if name else str(e)) from None
 
 
 def as_input(x: Any, sig: LeafSig) -> np.ndarray:
     """The array an executable receives for one leaf (device arrays as they are)."""
-    if type(x) is np.ndarray or getattr(type(x), "__cuda_ndarray__", False):
+    t = type(x)
+    if t is np.ndarray:
+        return x if x.dtype.isnative else x.astype(sig[1])  # big-endian data: native copy
+    if getattr(t, "__cuda_ndarray__", False):
         return x
     return np.asarray(x, dtype=sig[1])
+
+
+def overflow_error(fun_name: str, names: Sequence[str], leaves: Sequence[Any],
+                   sigs: Sequence[LeafSig]) -> TracerOverflowError:
+    """The error for a Python int argument out of its dtype's range (JAX: OverflowError)."""
+    for name, x, sig in zip(names, leaves, sigs, strict=True):
+        if type(x) is int:
+            info = np.iinfo(sig[1])
+            if not info.min <= x <= info.max:
+                return TracerOverflowError(
+                    f"jit({fun_name}): argument {name} = {x} does not fit in {sig[1]} "
+                    f"[{info.min}, {info.max}]; pass an array of a wider or unsigned dtype")
+    return TracerOverflowError(f"jit({fun_name}): an argument overflows its dtype")
 
 
 class CacheInfo(NamedTuple):
@@ -115,11 +132,13 @@ def explain_miss(fun_name: str, key: tuple, previous: Sequence[tuple],
 
 
 def _static_changes(old: tuple, new: tuple) -> list[str]:
-    old_d, new_d = {k: v for k, _, v in old}, {k: v for k, _, v in new}
-    return [f"static argument {k} changed from {old_d.get(k, '<absent>')!r} to "
-            f"{new_d.get(k, '<absent>')!r}" for k in sorted(set(old_d) | set(new_d), key=str)
-            if old_d.get(k, _ABSENT) != new_d.get(k, _ABSENT)
-            or type(old_d.get(k)) is not type(new_d.get(k))]
+    """Static values differ by value or by type (of the value or, for tuples, of an
+    element: the middle entry of each (name, types, value) triple)."""
+    old_d, new_d = {k: (t, v) for k, t, v in old}, {k: (t, v) for k, t, v in new}
+    absent = (None, "<absent>")
+    return [f"static argument {k} changed from {old_d.get(k, absent)[1]!r} to "
+            f"{new_d.get(k, absent)[1]!r}" for k in sorted(set(old_d) | set(new_d), key=str)
+            if old_d.get(k, _ABSENT) != new_d.get(k, _ABSENT)]
 
 
 _ABSENT = object()

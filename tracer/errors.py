@@ -9,6 +9,12 @@ user's source line (see `tracer.core.SourceInfo`).
 
 from __future__ import annotations
 
+import functools
+import os
+import sys
+from types import FrameType, TracebackType
+from typing import Any, Callable, TypeVar
+
 
 class TracerError(Exception):
     """Base class of every error tracer raises for a user mistake."""
@@ -38,6 +44,10 @@ class TracerValueError(TracerError, ValueError):
     """A value is invalid for reasons other than shapes (e.g. mismatched sizes)."""
 
 
+class TracerOverflowError(TracerError, OverflowError):
+    """A Python int argument does not fit in its dtype (e.g. `jit(f)(2**70)`)."""
+
+
 class ConcretizationError(TracerError, TypeError):
     """A traced value was used where Python needs a concrete one.
 
@@ -56,3 +66,60 @@ class EscapedTracerError(TracerError, RuntimeError):
 
 class UnsupportedOpError(TracerError, NotImplementedError):
     """A backend cannot run an op and knows no decomposition for it."""
+
+
+# ------------------------------------------------------------ naming the user's line
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_DEMO = _PACKAGE_DIR + "__main__.py"  # `python -m tracer`'s model is user code
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _is_user(filename: str) -> bool:
+    return (not filename.startswith(_PACKAGE_DIR) or filename == _DEMO) \
+        and not filename.startswith("<frozen")
+
+
+def _where(frame: FrameType, line: int) -> str:
+    return f"{frame.f_code.co_filename}:{line} (in {frame.f_code.co_name})"
+
+
+def _user_line(tb: TracebackType | None) -> str | None:
+    """The innermost user frame of `tb` (the line that reached tracer), else the
+    innermost user frame of the current stack (the line calling the transformation)."""
+    found = None
+    while tb is not None:
+        if _is_user(tb.tb_frame.f_code.co_filename):
+            found = _where(tb.tb_frame, tb.tb_lineno)
+        tb = tb.tb_next
+    frame = sys._getframe(1)
+    while found is None and frame is not None:
+        if _is_user(frame.f_code.co_filename):
+            found = _where(frame, frame.f_lineno)
+        frame = frame.f_back
+    return found
+
+
+def add_user_line(err: TracerError) -> None:
+    """Append `at <file:line>` to an error raised by a transformation or `jit` itself
+    (not by an op's `bind`, which already names the line), in place."""
+    if getattr(err, "_tracer_context", False) or len(err.args) != 1:
+        return
+    msg = str(err.args[0])
+    if "\n  at " not in msg:
+        where = _user_line(err.__traceback__)
+        if where is not None:
+            err.args = (f"{msg}\n  at {where}",)
+    err._tracer_context = True  # type: ignore[attr-defined]
+
+
+def names_user_line(fun: _F) -> _F:
+    """Decorator for entry points: their TracerErrors name the user's line."""
+    @functools.wraps(fun)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fun(*args, **kwargs)
+        except TracerError as e:
+            add_user_line(e)
+            raise
+
+    return wrapper  # type: ignore[return-value]

@@ -7,8 +7,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from .backend import Executable, get_backend
-from .core import Graph, ShapedArray, subgraphs
-from .errors import TracerTypeError
+from .core import Graph, ShapedArray, Var, subgraphs
+from .errors import TracerTypeError, TracerValueError, names_user_line
 from .hlo import HloModule
 from .passes import optimize
 from .tree_util import PyTreeDef, tree_flatten, tree_unflatten
@@ -18,14 +18,15 @@ class Lowered:
     """A traced function for one signature, before optimization and compilation."""
 
     def __init__(self, graph: Graph, name: str, in_tree: PyTreeDef, in_avals: Sequence[ShapedArray],
-                 out_tree: PyTreeDef, backend: str, split_args: Any):
+                 out_tree: PyTreeDef, backend: str, split_args: Any, statics: tuple = ()):
         self.graph = graph
         self.name = name
         self.in_tree = in_tree
         self.in_avals = tuple(in_avals)
         self.out_tree = out_tree
         self.backend = backend
-        self._split_args = split_args  # (args, kwargs) -> dynamic (args, kwargs) pytree
+        self._split_args = split_args  # (args, kwargs) -> (dynamic pytree, static values)
+        self.statics = statics  # the static arguments' (name, type, value), as traced
 
     @property
     def hlo(self) -> HloModule:
@@ -48,6 +49,17 @@ class Compiled:
         self.lowered = lowered
         self.graph = graph
         self.executable = executable
+        self.aliased = _aliased_outputs(graph)
+
+    def run(self, arrays: Sequence[Any]) -> list[Any]:
+        """The executable's outputs; an output the graph passes through from an input
+        (or repeats) is copied, so mutating a result never changes an argument or
+        another result (backends may hand those buffers back as they are)."""
+        outs = list(self.executable(*arrays))
+        for i in self.aliased:
+            if isinstance(outs[i], np.ndarray):
+                outs[i] = outs[i].copy()
+        return outs
 
     @property
     def source(self) -> str:
@@ -60,8 +72,15 @@ class Compiled:
     def cost_analysis(self) -> dict[str, float]:
         return cost_analysis(self.graph)
 
+    @names_user_line
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        leaves, tree = tree_flatten(self.lowered._split_args(args, kwargs))
+        dynamic, statics = self.lowered._split_args(args, kwargs)
+        if statics != self.lowered.statics:  # the graph has the traced values baked in
+            raise TracerValueError(
+                f"{self.lowered.name}: compiled for the static arguments "
+                f"{_statics_text(self.lowered.statics)} but called with "
+                f"{_statics_text(statics)}; call the jitted function to retrace")
+        leaves, tree = tree_flatten(dynamic)
         arrays = [x if _on_device(x) else np.asarray(x) for x in leaves]
         avals = tuple(ShapedArray(tuple(a.shape), np.dtype(a.dtype)) for a in arrays)
         expected = tuple(a.strip_weak() for a in self.lowered.in_avals)
@@ -71,7 +90,23 @@ class Compiled:
                 f"with ({', '.join(map(str, avals))}); call the jitted function to retrace")
         arrays = [x if _on_device(x) else np.asarray(x, dtype=a.dtype)
                   for x, a in zip(arrays, expected, strict=True)]
-        return tree_unflatten(self.lowered.out_tree, list(self.executable(*arrays)))
+        return tree_unflatten(self.lowered.out_tree, self.run(arrays))
+
+
+def _aliased_outputs(graph: Graph) -> tuple[int, ...]:
+    """Positions of outputs that are graph inputs or repeat an earlier output."""
+    seen = {id(v) for v in graph.inputs}
+    aliased = []
+    for i, atom in enumerate(graph.outputs):
+        if isinstance(atom, Var):
+            if id(atom) in seen:
+                aliased.append(i)
+            seen.add(id(atom))
+    return tuple(aliased)
+
+
+def _statics_text(statics: tuple) -> str:
+    return "(" + ", ".join(f"{name}={value!r}" for name, _, value in statics) + ")"
 
 
 def _on_device(x: Any) -> bool:

@@ -18,6 +18,8 @@ import dataclasses
 from collections import OrderedDict, defaultdict
 from typing import Any, Callable, Hashable, Iterable, Iterator, Sequence
 
+import numpy as np
+
 from .errors import TracerTypeError, TracerValueError
 
 PyTree = Any
@@ -162,7 +164,32 @@ def register_pytree_node(nodetype: type, flatten_fn: Callable[[Any], tuple[Itera
                          unflatten_fn: Callable[[Any, list[Any]], Any]) -> None:
     """Make `nodetype` a node: `flatten_fn(x) -> (children, aux_data)`,
     `unflatten_fn(aux_data, children) -> x`. aux_data becomes part of the treedef."""
-    _register(_NodeKind(nodetype, flatten_fn, unflatten_fn, _flat_keys, _custom_fmt(nodetype)))
+    _check_node_type("register_pytree_node", nodetype)
+    for name, fn in (("flatten_fn", flatten_fn), ("unflatten_fn", unflatten_fn)):
+        if not callable(fn):
+            raise TracerTypeError(f"register_pytree_node: {name} must be callable, got "
+                                  f"{type(fn).__name__}")
+
+    def flatten(x: Any) -> tuple[Iterable[Any], Any]:
+        out = flatten_fn(x)
+        if not isinstance(out, (tuple, list)) or len(out) != 2:
+            raise TracerTypeError(f"register_pytree_node({nodetype.__qualname__}): flatten_fn "
+                                  f"must return (children, aux_data), got {out!r:.60}")
+        return out
+
+    _register(_NodeKind(nodetype, flatten, unflatten_fn, _flat_keys, _custom_fmt(nodetype)))
+
+
+# Leaves by nature: registering them as nodes would break every later flatten.
+_LEAF_TYPES = (bool, int, float, complex, str, bytes, np.ndarray, np.generic)
+
+
+def _check_node_type(what: str, nodetype: Any) -> None:
+    if not isinstance(nodetype, type):
+        raise TracerTypeError(f"{what}: expected a class, got {nodetype!r:.60}")
+    if issubclass(nodetype, _LEAF_TYPES):
+        raise TracerTypeError(f"{what}: {nodetype.__qualname__} is an array or scalar type "
+                              f"(always a leaf); register your own class instead")
 
 
 def _register(kind: _NodeKind) -> None:
@@ -178,6 +205,7 @@ def register_dataclass(cls: type, data_fields: Sequence[str] | None = None,
     """Make `cls` a node whose children are `data_fields` and whose `meta_fields`
     are static (kept in the treedef). Left out, they come from the dataclass fields:
     `field(metadata=dict(static=True))` marks meta fields, the other init fields are data."""
+    _check_node_type("register_dataclass", cls)
     if data_fields is None and not dataclasses.is_dataclass(cls):
         raise TracerTypeError(f"register_dataclass: {cls.__qualname__} is not a dataclass; "
                               "pass data_fields and meta_fields explicitly")
@@ -187,6 +215,10 @@ def register_dataclass(cls: type, data_fields: Sequence[str] | None = None,
     if data_fields is None:
         data_fields = [f.name for f in fields if f.init and f.name not in meta_fields]
     data, meta = tuple(data_fields), tuple(meta_fields)
+    names = {f.name for f in fields}
+    if fields and not set(data + meta) <= names:
+        raise TracerValueError(f"register_dataclass: {sorted(set(data + meta) - names)} are "
+                               f"not fields of {cls.__qualname__}")
     if set(data) & set(meta):
         raise TracerValueError(f"register_dataclass: {sorted(set(data) & set(meta))} are "
                                "both data and meta fields")
@@ -302,6 +334,9 @@ def _flatten(node: Any, kind: _NodeKind, leaves: list[Any], is_leaf: IsLeaf) -> 
 
 
 def tree_unflatten(treedef: PyTreeDef, leaves: Iterable[Any]) -> PyTree:
+    if not isinstance(treedef, PyTreeDef):
+        raise TracerTypeError(f"tree_unflatten: expected a PyTreeDef (from tree_flatten or "
+                              f"tree_structure), got {type(treedef).__name__}")
     return treedef.unflatten(leaves)
 
 
@@ -315,6 +350,8 @@ def tree_structure(tree: PyTree, is_leaf: IsLeaf = None) -> PyTreeDef:
 
 def tree_map(f: Callable[..., Any], tree: PyTree, *rest: PyTree, is_leaf: IsLeaf = None) -> PyTree:
     """`f` applied leafwise; every tree in `rest` must have the structure of `tree`."""
+    if not callable(f):
+        raise TracerTypeError(f"tree_map: f must be callable, got {type(f).__name__}")
     leaves, treedef = tree_flatten(tree, is_leaf)
     all_leaves = [leaves]
     for i, other in enumerate(rest, 1):

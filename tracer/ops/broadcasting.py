@@ -24,6 +24,7 @@ from ..core import ShapedArray
 from ..errors import DTypeError, ParamError, ShapeError, TracerError, TracerIndexError, \
     TracerValueError
 from ..tracing import Tracer
+from .common import wrapper_error
 from .registry import Op, all_weak, define_op, dtype_of, harmonize, same_dtypes
 
 Kernel = Callable[..., np.ndarray]
@@ -52,8 +53,8 @@ def dims_param(name: str, dims: Sequence[int] | None) -> tuple[int, ...] | None:
     try:
         return tuple(operator.index(d) for d in dims)
     except TypeError:
-        raise ParamError(f"{name}: broadcast_dimensions must be a sequence of ints, "
-                         f"got {dims!r}") from None
+        raise wrapper_error(ParamError, name, f"broadcast_dimensions must be a sequence of "
+                            f"ints, got {dims!r}") from None
 
 
 def broadcast_shape(lhs: tuple[int, ...], rhs: tuple[int, ...],

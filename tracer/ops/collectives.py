@@ -29,7 +29,7 @@ from ..core import Graph, ShapedArray
 from ..errors import ParamError, ShapeError, TracerIndexError, TracerTypeError, \
     TracerValueError
 from ..tracing import trace_flat
-from .common import operand_aval, static_int, wrapper_error
+from .common import check_arity, operand_aval, static_int, wrapper_error
 from .elementwise import add
 from .registry import define_op
 from .shape import broadcast_in_dim, transpose
@@ -126,6 +126,7 @@ def scalar_computation(op: str, fun: Any, dtype: np.dtype) -> Graph:
     if not callable(fun):
         raise wrapper_error(TracerTypeError, op, f"computation must be a function of two "
                             f"scalars, got {fun!r}")
+    check_arity(op, "the computation", fun, 2)
     scalar = ShapedArray((), dtype)
     graph, captured = trace_flat(lambda a, b: [fun(a, b)], [scalar, scalar],
                                  name=f"{op}_computation")

@@ -3,6 +3,7 @@ aval comparison for sub-computations, and errors raised before `bind`."""
 
 from __future__ import annotations
 
+import inspect
 import operator
 from typing import Any, Callable, Sequence
 
@@ -20,6 +21,38 @@ def wrapper_error(cls: type[TracerError], op: str, msg: str) -> TracerError:
     err = cls(f"{op}: {msg}" + (f"\n  at {src}" if src else ""))
     err._tracer_context = True  # type: ignore[attr-defined]  # bind must not re-wrap it
     return err
+
+
+def check_arity(op: str, what: str, fun: Any, n: int) -> None:
+    """TracerTypeError naming `op` unless `fun` is callable with `n` positional arguments
+    (checked before tracing, so a TypeError raised inside `fun` is not mistaken for it)."""
+    if not callable(fun):
+        raise wrapper_error(TracerTypeError, op, f"{what} must be a function, got "
+                            f"{type(fun).__name__} {fun!r:.40}")
+    try:
+        sig = inspect.signature(fun)
+    except (TypeError, ValueError):  # builtins without a signature: let the call decide
+        return
+    try:
+        sig.bind(*range(n))
+    except TypeError as e:
+        name = getattr(fun, "__name__", type(fun).__name__)
+        raise wrapper_error(TracerTypeError, op, f"{what} is called with {n} positional "
+                            f"argument(s), but {name}{sig} does not accept that: {e}") from None
+
+
+def check_results(op: str, what: str, leaves: Sequence[Any]) -> None:
+    """TracerTypeError naming `op` unless every leaf a user function returned is an
+    array, a scalar or a traced value (not a string, None or another object)."""
+    for i, x in enumerate(leaves):
+        if isinstance(x, Tracer):
+            continue
+        try:
+            aval_of(x)
+        except (TypeError, ValueError):
+            raise wrapper_error(TracerTypeError, op, f"{what} returned a {type(x).__name__} "
+                                f"({x!r:.40}) as result leaf {i}; return arrays or "
+                                f"scalars") from None
 
 
 def operand_aval(x: Any) -> ShapedArray:
@@ -84,6 +117,7 @@ def trace_scalar_computation(op: str, fun: Callable[..., Any], scalars: list[Sha
     inputs/updates) returning N values, as reduce and scatter take them. It must be
     closed: traced values of an enclosing function cannot reach an XLA computation."""
     n = len(scalars)
+    check_arity(op, what, fun, 2 * n)
 
     def flat(*args: Any) -> list[Any]:
         out = fun(*args)

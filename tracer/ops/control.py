@@ -31,7 +31,7 @@ from ..interpret import run_graph
 from ..tracing import Tracer, trace_flat
 from ..tree_util import tree_flatten, tree_unflatten
 from . import elementwise as ew
-from .common import aval_mismatch, check_avals, wrapper_error
+from .common import aval_mismatch, check_arity, check_avals, check_results, wrapper_error
 from .registry import OPS, define_op
 
 __all__ = ["while_loop", "cond", "switch", "fori_loop", "scan", "call"]
@@ -46,13 +46,14 @@ def _fmt(avals: Iterable[ShapedArray]) -> str:
     return "(" + ", ".join(map(str, avals)) + ")"
 
 
-def _trace(fun: Callable[..., Any], avals: Sequence[ShapedArray],
-           name: str) -> tuple[Graph, list[Tracer], Any]:
+def _trace(fun: Callable[..., Any], avals: Sequence[ShapedArray], name: str,
+           op: str, what: str) -> tuple[Graph, list[Tracer], Any]:
     """Trace `fun(*leaves) -> pytree`: (graph, captured tracers, output treedef)."""
     trees: list[Any] = []
 
     def flat(*args: Any) -> list[Any]:
         leaves, tree = tree_flatten(fun(*args))
+        check_results(op, what, leaves)
         trees.append(tree)
         return leaves
 
@@ -158,11 +159,13 @@ def while_loop(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any],
 
     >>> while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] * 2.0), (0, 1.0))  # (3, 8.)
     """
+    check_arity("while", "cond_fun", cond_fun, 1)
+    check_arity("while", "body_fun", body_fun, 1)
     leaves, tree = tree_flatten(init_val)
     for _ in range(2):
         avals = [_aval(x) for x in leaves]
         body, bconsts, body_tree = _trace(lambda *c: body_fun(tree_unflatten(tree, c)),
-                                          avals, "while_body")
+                                          avals, "while_body", "while", "body_fun")
         _check_tree("while", "body_fun output and init_val", tree, body_tree, avals,
                     body.out_avals)
         leaves, changed = _promote_weak(leaves, avals, body.out_avals)
@@ -194,6 +197,7 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any, Any], Any],
 
     >>> fori_loop(0, 4, lambda i, s: s + i, 0)  # 0 + 1 + 2 + 3 = 6
     """
+    check_arity("fori_loop", "body_fun", body_fun, 2)
     dtype, _ = dtypes.result_type(lower, upper)
     if not dtypes.is_integer(dtype):
         raise wrapper_error(TracerTypeError, "fori_loop", f"lower and upper must be "
@@ -287,10 +291,12 @@ def switch(index: Any, branches: Sequence[Callable[..., Any]], *operands: Any) -
 
 def _conditional(op: str, index: Any, funs: Sequence[Callable[..., Any]],
                  names: Sequence[str], operands: tuple[Any, ...]) -> Any:
+    for name, f in zip(names, funs, strict=True):
+        check_arity(op, name, f, len(operands))
     leaves, tree = tree_flatten(operands)
     avals = [_aval(x) for x in leaves]
-    traced = [_trace(lambda *xs, f=f: f(*tree_unflatten(tree, xs)), avals, f"branch_{i}")
-              for i, f in enumerate(funs)]
+    traced = [_trace(lambda *xs, f=f: f(*tree_unflatten(tree, xs)), avals, f"branch_{i}",
+                     op, names[i]) for i, f in enumerate(funs)]
     first, first_tree = traced[0][0].out_avals, traced[0][2]
     for name, (g, _, out_tree) in zip(names[1:], traced[1:], strict=True):
         what = f"{name} must return the same structure and types as {names[0]}"
@@ -369,6 +375,7 @@ def scan(f: Callable[[Any, Any], tuple[Any, Any]], init: Any, xs: Any,
 
     >>> scan(lambda c, x: (c + x, c * x), 0.0, np.arange(3.0))  # (3., [0., 0., 2.])
     """
+    check_arity("scan", "f", f, 2)
     carry, carry_tree = tree_flatten(init)
     x_leaves, x_tree = tree_flatten(xs)
     x_avals = [_aval(x) for x in x_leaves]
@@ -402,6 +409,7 @@ def _trace_scan_body(f: Callable[..., Any], carry_tree: Any, x_tree: Any,
             raise wrapper_error(TracerTypeError, "scan", f"f must return a pair "
                                 f"(carry, y), got {type(out).__name__}")
         (c_leaves, c_tree), (y_leaves, y_tree) = tree_flatten(out[0]), tree_flatten(out[1])
+        check_results("scan", "f", c_leaves + y_leaves)
         trees.extend((c_tree, y_tree))
         return c_leaves + y_leaves
 
@@ -457,9 +465,10 @@ def call(fun: Callable[..., Any], *args: Any) -> Any:
 
     >>> call(lambda a, b: {"s": a + b}, x, y)  # {"s": x + y}
     """
+    check_arity("call", "fun", fun, len(args))
     leaves, tree = tree_flatten(args)
     name = getattr(fun, "__name__", "call")
     graph, consts, out_tree = _trace(lambda *xs: fun(*tree_unflatten(tree, xs)),
-                                     [_aval(x) for x in leaves], name)
+                                     [_aval(x) for x in leaves], name, "call", "fun")
     outs = call_p.bind(*leaves, *consts, to_apply=graph)
     return tree_unflatten(out_tree, outs)

@@ -23,6 +23,7 @@ from ..errors import DTypeError, ParamError, ShapeError
 from .broadcasting import (ANY, INEXACT, INTEGER, NUMBER, broadcast_shape, check_kinds,
                            define_binary, define_unary, dims_param, expand_operands,
                            harmonize_for, quiet)
+from .common import wrapper_error
 from .registry import all_weak, define_op, same_dtypes
 
 _SIGNED = {1: np.int8, 2: np.int16, 4: np.int32, 8: np.int64}
@@ -508,8 +509,8 @@ def convert_element_type(operand: Any, new_dtype: Any, weak_type: bool = False) 
     try:
         dtype = np.dtype(new_dtype)
     except TypeError:
-        raise DTypeError(f"convert_element_type: new_dtype {new_dtype!r} is not a dtype") \
-            from None
+        raise wrapper_error(DTypeError, "convert_element_type",
+                            f"new_dtype {new_dtype!r} is not a dtype") from None
     return convert_element_type_p.bind(operand, new_dtype=dtype, weak_type=bool(weak_type))
 
 

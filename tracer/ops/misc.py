@@ -27,7 +27,7 @@ from ..core import Graph, ShapedArray
 from ..errors import ParamError, TracerIndexError, TracerTypeError, TracerValueError
 from ..interpret import run_graph
 from ..tree_util import tree_flatten, tree_unflatten
-from .common import check_avals, wrapper_error
+from .common import check_arity, check_avals, wrapper_error
 from .control import _aval, _cast, _trace
 from .registry import define_op
 
@@ -117,9 +117,10 @@ def composite(name: str, fun: Callable[..., Any], *operands: Any,
     if not isinstance(version, (int, np.integer)) or version < 0:
         raise wrapper_error(ParamError, "composite", f"version must be an int >= 0, "
                             f"got {version!r}")
+    check_arity("composite", "fun", fun, len(operands))
     leaves, tree = tree_flatten(operands)
     graph, consts, out_tree = _trace(lambda *xs: fun(*tree_unflatten(tree, xs)),
-                                     [_aval(x) for x in leaves], name)
+                                     [_aval(x) for x in leaves], name, "composite", "fun")
     outs = composite_p.bind(*leaves, *consts, to_apply=graph, name=name,
                             attributes=_attribute_items(attributes), version=int(version))
     return tree_unflatten(out_tree, outs)
@@ -207,7 +208,12 @@ def custom_call(target: str, operands: Sequence[Any], result_shape: Any) -> Any:
         raise wrapper_error(TracerValueError, "custom_call", f"no custom-call target "
                             f"{target!r} is registered (registered: {known}); use "
                             f"tr.register_custom_call({target!r}, fn) first")
+    if hasattr(operands, "shape") or not hasattr(operands, "__len__"):
+        raise wrapper_error(TracerTypeError, "custom_call", f"operands must be a list or "
+                            f"tuple of arrays, got {type(operands).__name__}")
     out_avals, single = _result_avals(result_shape)
+    check_arity("custom_call", f"target {target!r} (called as fn(*outs, *ins))",
+                CUSTOM_CALL_TARGETS[target][-1], len(out_avals) + len(operands))
     outs = custom_call_p.bind(*operands, target=target,
                               revision=len(CUSTOM_CALL_TARGETS[target]) - 1,
                               out_avals=out_avals)

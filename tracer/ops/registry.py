@@ -18,7 +18,7 @@ import numpy as np
 
 from .. import dtypes
 from ..core import ShapedArray
-from ..errors import DTypeError, TracerValueError
+from ..errors import DTypeError, TracerError, TracerValueError, add_user_line
 from ..tracing import Tracer, bind
 
 ShapeRule = Callable[..., "ShapedArray | Sequence[ShapedArray]"]
@@ -50,7 +50,14 @@ class Op:
         return tuple(out) if self.multiple_results else (out,)
 
     def bind(self, *args: Any, **params: Any) -> Any:
-        return bind(self, args, params)
+        try:
+            return bind(self, args, params)
+        except TracerError as e:  # e.g. an operand that is not an array: name op and line
+            if not getattr(e, "_tracer_context", False) and len(e.args) == 1 \
+                    and not str(e.args[0]).startswith(f"{self.name}:"):
+                e.args = (f"{self.name}: {e.args[0]}",)
+            add_user_line(e)
+            raise
 
     def __repr__(self) -> str:
         return f"Op({self.name})"

@@ -29,7 +29,7 @@ from ..errors import DTypeError, ParamError, ShapeError, TracerIndexError, Trace
 from ..interpret import eval_graph, run_graph
 from ..tracing import Tracer, trace_flat
 from . import elementwise as ew
-from .common import check_avals, operand_aval, static_int, wrapper_error
+from .common import check_arity, check_avals, operand_aval, static_int, wrapper_error
 from .registry import define_op
 
 __all__ = ["sort"]
@@ -269,6 +269,7 @@ def _comparator(comparator: Callable[..., Any] | Graph | None, dtypes: tuple[np.
 
 
 def _trace_comparator(fun: Callable[..., Any], dtypes: tuple[np.dtype, ...]) -> Graph:
+    check_arity("sort", "the comparator", fun, 2 * len(dtypes))
     def flat(*params: Any) -> list[Any]:
         out = fun(*params)
         if isinstance(out, (tuple, list)):

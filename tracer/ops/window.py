@@ -23,7 +23,7 @@ from ..core import Graph, ShapedArray
 from ..errors import DTypeError, ParamError, ShapeError, TracerTypeError
 from ..interpret import run_graph
 from ..tracing import trace_flat
-from .common import (check_avals, operand_aval, static_ints, trace_scalar_computation,
+from .common import (check_arity, check_avals, operand_aval, static_ints, trace_scalar_computation,
                      wrapper_error)
 from .reduce import _is_elementwise, _single_ufunc
 from .registry import define_op, harmonize
@@ -402,6 +402,7 @@ def _trace_map(fun: Callable[..., Any], scalars: list[ShapedArray]) -> Graph:
     if not callable(fun):
         raise wrapper_error(ParamError, "map", f"computation must be a function or a Graph, "
                             f"got {fun!r}")
+    check_arity("map", "the computation", fun, len(scalars))
 
     def flat(*args: Any) -> list[Any]:
         out = fun(*args)

@@ -19,15 +19,14 @@ import numpy as np
 
 from .. import dtypes
 from ..core import Graph, ShapedArray, aval_of
-from ..errors import TracerTypeError, TracerValueError
-from ..interpret import eval_graph
+from ..errors import TracerTypeError, TracerValueError, names_user_line
 from ..ops import convert_element_type, reshape, slice as slice_, transpose
 from ..ops.ad import zeros_like_aval
 from ..tracing import Tracer, trace_flat
 from ..tree_util import PyTreeDef, keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
 from .api_vmap import vmap
 from .jvp import jvp_graph
-from .util import differentiable, tangent_aval
+from .util import differentiable, eval_fresh, tangent_aval
 from .vjp import linearize_graph, vjp_graph
 
 __all__ = ["jvp", "linearize", "vjp", "grad", "value_and_grad", "jacfwd", "jacrev", "hessian"]
@@ -129,6 +128,7 @@ def _check_like(what: str, kind: str, values: Sequence[Any], avals: Sequence[Sha
 
 
 # ---------------------------------------------------------------------- forward mode
+@names_user_line
 def jvp(fun: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]
         ) -> tuple[Any, Any]:
     """`(fun(*primals), J·tangents)`: forward-mode derivative along `tangents`.
@@ -148,7 +148,7 @@ def jvp(fun: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]
     t_leaves = _check_like("jvp", "tangents", t_leaves, in_avals, t_tree, p_tree)
     nonzero = [differentiable(a) for a in in_avals] + [False] * (len(tr.leaves) - tr.num_args)
     graph, out_nz = jvp_graph(tr.graph, nonzero)
-    outs = eval_graph(graph, tr.leaves + [t for t, nz in zip(t_leaves, nonzero) if nz])
+    outs = eval_fresh(graph, tr.leaves + [t for t, nz in zip(t_leaves, nonzero) if nz])
     n = len(tr.graph.outputs)
     touts = iter(outs[n:])
     tangents_out = [next(touts) if nz else _zeros(a)
@@ -156,6 +156,7 @@ def jvp(fun: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]
     return tree_unflatten(tr.out_tree, outs[:n]), tree_unflatten(tr.out_tree, tangents_out)
 
 
+@names_user_line
 def linearize(fun: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[..., Any]]:
     """`(fun(*primals), jvp_fn)` with `jvp_fn(*tangents)` the linear map J·tangents,
     evaluated from residuals saved now (the primal computation is not repeated).
@@ -167,14 +168,15 @@ def linearize(fun: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[...
     nonzero = [differentiable(a) for a in in_avals] + [False] * (len(tr.leaves) - tr.num_args)
     lin = linearize_graph(tr.graph, nonzero)
     n = len(tr.graph.outputs)
-    res_outs = eval_graph(lin.primal, tr.leaves)
+    res_outs = eval_fresh(lin.primal, tr.leaves)
     residuals = res_outs[n:]
     p_tree = tree_flatten((tuple(primals), {}))[1]
 
+    @names_user_line
     def jvp_fn(*tangents: Any) -> Any:
         t_leaves, t_tree = tree_flatten((tangents, {}))
         t_leaves = _check_like("linearize", "tangents", t_leaves, in_avals, t_tree, p_tree)
-        touts = iter(eval_graph(lin.linear, residuals + [t for t, nz in zip(t_leaves, nonzero)
+        touts = iter(eval_fresh(lin.linear, residuals + [t for t, nz in zip(t_leaves, nonzero)
                                                          if nz]))
         outs = [next(touts) if nz else _zeros(a)
                 for nz, a in zip(lin.out_nonzero, tr.graph.out_avals, strict=True)]
@@ -184,6 +186,7 @@ def linearize(fun: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[...
 
 
 # ---------------------------------------------------------------------- reverse mode
+@names_user_line
 def vjp(fun: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple[Any, ...]:
     """`(fun(*primals), vjp_fn[, aux])`; `vjp_fn(ct)` returns a tuple with one
     cotangent per primal (zeros for integer and bool leaves).
@@ -197,6 +200,7 @@ def vjp(fun: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple[
     out_avals = tr.graph.out_avals[:tr.num_out]
     p_tree = tree_flatten(tuple(primals))[1]
 
+    @names_user_line
     def vjp_fn(ct: Any) -> tuple[Any, ...]:
         ct_leaves, ct_tree = tree_flatten(ct)
         ct_leaves = _check_like("vjp", "cotangent", ct_leaves, out_avals, ct_tree, tr.out_tree)
@@ -216,13 +220,13 @@ def _forward(tr: _Traced, nonzero: list[bool]) -> tuple[list[Any], Callable[[lis
     n = len(tr.graph.outputs)
     mask = [i < tr.num_out for i in range(n)]
     v = vjp_graph(tr.graph, nonzero, mask)
-    res_outs = eval_graph(v.forward, tr.leaves)
+    res_outs = eval_fresh(v.forward, tr.leaves)
     residuals = res_outs[n:]
 
     def backward(ct_leaves: list[Any]) -> list[Any]:
         cts = [c for c, nz in zip(ct_leaves, v.out_nonzero[:len(ct_leaves)], strict=True)
                if nz]
-        return eval_graph(v.backward, residuals + cts)
+        return eval_fresh(v.backward, residuals + cts)
 
     return res_outs[:n], backward
 
@@ -267,6 +271,7 @@ def _make_grad(what: str, fun: Callable[..., Any], nums: tuple[int, ...], single
         raise TracerTypeError(f"{what}: expected a function, got {type(fun).__name__}")
 
     @functools.wraps(fun)
+    @names_user_line
     def grad_fun(*args: Any, **kwargs: Any) -> Any:
         value, grads, aux = _value_and_grad(what, fun, nums, args, kwargs, has_aux)
         g = grads[0] if single else tuple(grads)
@@ -339,6 +344,7 @@ def jacfwd(fun: Callable[..., Any], argnums: int | Sequence[int] = 0) -> Callabl
     nums, single = _argnums("jacfwd", argnums)
 
     @functools.wraps(fun)
+    @names_user_line
     def jacobian(*args: Any, **kwargs: Any) -> Any:
         f, dyn = _partial(fun, nums, args, kwargs)
         _check_inputs("jacfwd", fun, args, nums)
@@ -364,13 +370,20 @@ def jacrev(fun: Callable[..., Any], argnums: int | Sequence[int] = 0) -> Callabl
     nums, single = _argnums("jacrev", argnums)
 
     @functools.wraps(fun)
+    @names_user_line
     def jacobian(*args: Any, **kwargs: Any) -> Any:
         f, dyn = _partial(fun, nums, args, kwargs)
         _check_inputs("jacrev", fun, args, nums)
         leaves, in_tree = tree_flatten(dyn)
         out, pullback = vjp(f, *dyn)
         out_leaves, out_tree = tree_flatten(out)
-        basis = _basis([_leaf_aval(y, "output", "jacrev") for y in out_leaves])
+        out_avals = [_leaf_aval(y, "output", "jacrev") for y in out_leaves]
+        for path, a in zip(tree_flatten_with_path(out)[0], out_avals, strict=True):
+            if not differentiable(a):
+                raise TracerTypeError(
+                    f"jacrev: output{keystr(path[0])} is {a}; jacrev needs float or complex "
+                    f"outputs (use jacfwd, or cast the output to a float)")
+        basis = _basis(out_avals)
         cts = vmap(lambda *c: pullback(tree_unflatten(out_tree, c)))(*basis)
         out_shapes = [_leaf_aval(y, "output", "jacrev").shape for y in out_leaves]
         return _assemble(tree_flatten(cts)[0], out_shapes, out_tree, leaves, in_tree, single,

@@ -14,12 +14,12 @@ from typing import Any, Callable, Hashable, Sequence
 import numpy as np
 
 from ..core import ShapedArray, aval_of
-from ..errors import TracerTypeError, TracerValueError
-from ..interpret import eval_graph
+from ..errors import TracerTypeError, TracerValueError, names_user_line
 from ..ops.collectives import bind_axis
 from ..tracing import Tracer, trace_flat
 from ..tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
 from .batching import vmap_graph
+from .util import eval_fresh
 
 __all__ = ["vmap"]
 
@@ -50,6 +50,7 @@ def vmap(fun: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0,
         raise TracerTypeError(f"vmap: axis_size must be a non-negative int, got {axis_size!r}")
 
     @functools.wraps(fun)
+    @names_user_line
     def vmapped(*args: Any, **kwargs: Any) -> Any:
         return _vmap_call(fun, in_axes, out_axes, axis_name, axis_size, args, kwargs)
 
@@ -88,7 +89,7 @@ def _vmap_call(fun: Callable[..., Any], in_axes: Any, out_axes: Any, axis_name: 
                                 "out_axes", name)
     batched, _ = vmap_graph(graph, dims + [None] * len(captured), size, axis_name,
                             out_axes=flat_out)
-    outs = eval_graph(batched, leaves + captured)
+    outs = eval_fresh(batched, leaves + captured)
     return tree_unflatten(out_tree, [_as_result(x, a) for x, a in
                                      zip(outs, batched.out_avals, strict=True)])
 

@@ -18,6 +18,7 @@ import functools
 from typing import Any, Callable, Sequence
 
 from ..core import Eqn, Graph, Var, subgraphs
+from ..errors import names_user_line
 from ..interpret import eval_graph
 from ..ops.ad import UndefinedPrimal, aval_of_value, instantiate
 from ..ops.ad_ops import checkpoint_p
@@ -43,17 +44,19 @@ def checkpoint(fun: Callable[..., Any], *, static_argnums: int | Sequence[int] =
     statics = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
 
     @functools.wraps(fun)
-    def remat(*args: Any) -> Any:
+    @names_user_line
+    def remat(*args: Any, **kwargs: Any) -> Any:
         if current_builder() is None:  # concrete values: nothing to differentiate
-            return fun(*args)
+            return fun(*args, **kwargs)
         dyn = [a for i, a in enumerate(args) if i not in statics]
-        leaves, tree = tree_flatten(tuple(dyn))
+        leaves, tree = tree_flatten((tuple(dyn), kwargs))
         out_trees: list[Any] = []
 
         def flat(*xs: Any) -> list[Any]:
-            it = iter(tree_unflatten(tree, xs))
+            dyn_args, dyn_kwargs = tree_unflatten(tree, xs)
+            it = iter(dyn_args)
             full = [a if i in statics else next(it) for i, a in enumerate(args)]
-            out, out_tree = tree_flatten(fun(*full))
+            out, out_tree = tree_flatten(fun(*full, **dyn_kwargs))
             out_trees.append(out_tree)
             return out
 

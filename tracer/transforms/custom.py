@@ -26,7 +26,7 @@ from typing import Any, Callable, Sequence
 
 from .. import dtypes
 from ..core import Graph, ShapedArray
-from ..errors import TracerTypeError
+from ..errors import TracerTypeError, names_user_line
 from ..ops import convert_element_type
 from ..ops.ad import aval_of_value, zeros_like_aval
 from ..ops.ad_ops import Rule, custom_jvp_call_p, custom_vjp_call_p
@@ -119,6 +119,7 @@ class custom_jvp(_Custom):
         self.jvp = jvp
         return jvp
 
+    @names_user_line
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self.jvp is None:
             raise self._error("no JVP rule: define one with @f.defjvp")
@@ -162,6 +163,7 @@ class custom_vjp(_Custom):
     def defvjp(self, fwd: Callable[..., Any], bwd: Callable[..., Any]) -> None:
         self.fwd, self.bwd = fwd, bwd
 
+    @names_user_line
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self.fwd is None or self.bwd is None:
             raise self._error("no VJP rule: define one with f.defvjp(fwd, bwd)")

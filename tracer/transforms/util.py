@@ -4,14 +4,37 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
+import numpy as np
+
 from .. import dtypes
 from ..core import Atom, Eqn, Graph, Literal, ShapedArray, Var
-from ..interpret import literal_value
+from ..interpret import eval_graph, literal_value
 from ..tracing import trace_flat
 
 
 def read(env: dict[int, Any], atom: Atom) -> Any:
     return literal_value(atom) if isinstance(atom, Literal) else env[id(atom)]
+
+
+def eval_fresh(graph: Graph, args: Sequence[Any]) -> list[Any]:
+    """`eval_graph`, except that no concrete result shares memory with an argument, a
+    constant or an earlier result: eager results of a transformation are fresh arrays,
+    like eager ops' (a user mutating one must not change their input)."""
+    outs = eval_graph(graph, args)
+    seen = {id(_root(a)) for a in args if isinstance(a, np.ndarray)}
+    for i, (atom, out) in enumerate(zip(graph.outputs, outs, strict=True)):
+        if isinstance(out, np.ndarray):
+            if isinstance(atom, Literal) or id(_root(out)) in seen:
+                outs[i] = out = out.copy()
+            seen.add(id(_root(out)))
+    return outs
+
+
+def _root(x: np.ndarray) -> np.ndarray:
+    """The array owning `x`'s memory (views chain to it through `.base`)."""
+    while isinstance(x.base, np.ndarray):
+        x = x.base
+    return x
 
 
 def differentiable(aval: ShapedArray) -> bool:
