@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 import tracer as tr
 import tracer.numpy as tnp
 import tracer.random as trr
-from tracer.errors import DTypeError, ShapeError, TracerTypeError, TracerValueError
+from tracer.errors import DTypeError, ShapeError, TracerIndexError, TracerTypeError, TracerValueError
 from tracer.random import _math
 
 LOGITS = np.log(np.array([[0.1, 0.2, 0.7], [0.5, 0.25, 0.25]], np.float32))
@@ -351,7 +351,7 @@ def test_elementary_functions_are_accurate(dtype):
     (lambda: trr.choice(trr.key(0), 3, p=np.ones(4, np.float32)), TracerValueError, "size"),
     (lambda: trr.permutation(trr.key(0), 2.5), TracerTypeError, "integer"),
     (lambda: trr.split(trr.key(0), (-1,)), ShapeError, "negative"),
-    (lambda: trr.categorical(trr.key(0), LOGITS, axis=2), TracerTypeError, "axis"),
+    (lambda: trr.categorical(trr.key(0), LOGITS, axis=2), TracerIndexError, "axis"),
 ])
 def test_errors(call, error, words):
     with pytest.raises(error, match=re.escape(words)):

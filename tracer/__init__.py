@@ -12,8 +12,8 @@ from .api import Jitted, clear_caches, device_put, devices, eval_shape, jit, mak
 from .config import config
 from .core import ShapedArray
 from .errors import (ConcretizationError, DTypeError, EscapedTracerError, ParamError,
-                     ShapeError, TracerError, TracerIndexError, TracerTypeError,
-                     TracerValueError, UnsupportedOpError)
+                     ShapeError, TracerError, TracerIndexError, TracerOverflowError,
+                     TracerTypeError, TracerValueError, UnsupportedOpError)
 from .hlo import HloModule
 from .ops.misc import register_custom_call
 from .stages import Compiled, Lowered
@@ -25,7 +25,7 @@ from ._version import __version__
 __all__ = [
     "ConcretizationError", "Compiled", "DTypeError", "EscapedTracerError", "HloModule",
     "Jitted", "Lowered", "ParamError", "ShapeError", "ShapedArray", "TracerError",
-    "TracerIndexError", "TracerTypeError", "TracerValueError", "UnsupportedOpError",
+    "TracerIndexError", "TracerOverflowError", "TracerTypeError", "TracerValueError", "UnsupportedOpError",
     "clear_caches", "config", "device_put", "devices", "eval_shape", "jit", "make_hlo", "numpy",
     "ops", "random", "register_custom_call", "tree_util",
     "checkpoint", "custom_jvp", "custom_vjp", "grad", "hessian", "jacfwd", "jacrev", "jvp",

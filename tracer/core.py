@@ -16,7 +16,7 @@ from typing import Any, Iterator, Protocol, Sequence, Union
 import numpy as np
 
 from . import dtypes
-from .errors import TracerTypeError
+from .errors import ShapeError, TracerTypeError
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,8 +34,10 @@ class ShapedArray:
     def __init__(self, shape: Sequence[int], dtype: Any, weak_type: bool = False):
         shape = tuple(shape)
         if not all(type(d) is int and d >= 0 for d in shape):  # (the hot path: plain ints)
-            if not all(isinstance(d, (int, np.integer)) and d >= 0 for d in shape):
-                raise TracerTypeError(f"ShapedArray: shape {shape} must hold non-negative ints")
+            if not all(isinstance(d, (int, np.integer)) for d in shape):
+                raise TracerTypeError(f"ShapedArray: shape {shape} must hold ints")
+            if not all(d >= 0 for d in shape):  # (NumPy: "negative dimensions")
+                raise ShapeError(f"ShapedArray: shape {shape} has a negative dimension")
             shape = tuple(int(d) for d in shape)
         object.__setattr__(self, "shape", shape)
         object.__setattr__(self, "dtype", dtypes.canonicalize(dtype))

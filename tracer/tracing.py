@@ -59,7 +59,9 @@ class Tracer:
             raise TracerTypeError(f"iteration over a 0-d traced value {self.aval}")
         return (self[i] for i in range(self.shape[0]))
 
-    __hash__ = None  # type: ignore[assignment]  # like ndarray: mutable-looking, unhashable
+    def __hash__(self) -> int:  # like ndarray: unhashable (a dict key, a set member)
+        raise TracerTypeError(f"a traced value {self.aval} is unhashable (used as a dict key "
+                              f"or set member?); key by a static Python value instead")
 
     def _concretize(self, what: str) -> Any:
         raise ConcretizationError(concretization_message(self.aval, what))

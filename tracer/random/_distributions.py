@@ -12,7 +12,7 @@ import numpy as np
 from .. import dtypes, ops
 from ..ops.ad_ops import stop_gradient
 from .. import numpy as tnp
-from ..errors import DTypeError, ShapeError, TracerTypeError
+from ..errors import DTypeError, ShapeError, TracerIndexError
 from ..ops.common import wrapper_error
 from ..tracing import Tracer
 from ._keys import UINT, aval, canonical_shape, check_key, nth, random_bits, split
@@ -224,7 +224,7 @@ def categorical(key: Any, logits: Any, axis: int = -1,
     if dt not in FLOATS:
         raise wrapper_error(DTypeError, "categorical", f"logits must be floats, got {dt}")
     if not -len(lshape) <= axis < len(lshape):
-        raise wrapper_error(TracerTypeError, "categorical", f"axis {axis} is out of range for "
+        raise wrapper_error(TracerIndexError, "categorical", f"axis {axis} is out of range for "
                             f"logits of shape {lshape}")
     axis = axis - len(lshape) if axis >= 0 else axis
     batch = tuple(np.delete(np.array(lshape, dtype=np.int64), axis).tolist())
