@@ -16,7 +16,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import dtypes, ops
-from ..errors import DTypeError, ShapeError, TracerTypeError, TracerValueError
+from ..errors import DTypeError, TracerTypeError, TracerValueError
 from . import _ufuncs as uf
 from ._promotion import (as_result, asarray_like, cast, check_out, desc, dtype_of, error,
                          normalize_axes, normalize_axis, promote)
@@ -172,16 +172,16 @@ def diff(a: Any, n: int = 1, axis: int = -1, prepend: Any = NOVALUE,
     diff([1, 2, 4, 7, 0]) -> [1, 2, 3, -7]; diff([[1, 3], [4, 9]], axis=0) -> [[3, 6]]
     """
     x = asarray_like(a, "diff")
+    n = int(n)
+    if n == 0:  # NumPy returns `a` itself, before any check (0-d, axis, prepend / append)
+        return as_result(cast(x, dtype_of(x), fname="diff"))
+    if n < 0:
+        raise error(TracerValueError, "diff", f"order must be non-negative but got {n}")
     if np.ndim(x) == 0:
         raise error(TracerValueError, "diff", "diff requires input that is at least one "
                     f"dimensional, got {desc(x)}")
-    n = int(n)
-    if n < 0:
-        raise error(TracerValueError, "diff", f"order must be non-negative but got {n}")
     x = cast(x, dtype_of(x), fname="diff")
     ax = normalize_axis(axis, np.ndim(x), "diff", of=x)
-    if n == 0:  # NumPy returns `a` itself, ignoring prepend / append
-        return as_result(x)
     parts = [_edge(prepend, x, ax, "diff")] if prepend is not NOVALUE else []
     parts.append(x)
     if append is not NOVALUE:
@@ -238,8 +238,8 @@ def _cumulative(fname: str, reduction_name: str, identity: int) -> Callable[...,
                 raise error(TracerValueError, fname, f"axis must be specified for "
                             f"multi-dimensional arrays, got {desc(v)}")
             axis = 0
-        if np.ndim(v) == 0:
-            raise error(ShapeError, fname, f"needs at least one dimension, got {desc(v)}")
+        if np.ndim(v) == 0:  # NumPy takes a 0-d array as one element
+            v = ravel(v)
         r = getattr(_reductions, reduction_name)(v, axis=axis, dtype=dtype)
         if not include_initial:
             return r

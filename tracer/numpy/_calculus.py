@@ -47,17 +47,26 @@ def _vectors(a: Any, v: Any, fname: str) -> tuple[Any, Any]:
 
 
 def _full(a: Any, w: Any) -> Any:
-    """z[k] = sum_j a[k + j - (m - 1)] * w[j] (a zero outside), k in [0, n + m - 1): the
-    windows of the padded longer operand times the shorter one."""
+    """z[k] = sum_j a[k + j - (m - 1)] * w[j] over the j where a is defined, k in
+    [0, n + m - 1): the windows of the padded longer operand times the shorter one."""
     n, m = np.shape(a)[0], np.shape(w)[0]
     zero = np.zeros((), dtype_of(a))
     if m <= n:  # windows of a, length m
         padded = ops.pad(a, zero, ((m - 1, m - 1, 0),))
         idx = np.arange(n + m - 1)[:, None] + np.arange(m)[None, :]
-        return dot(getitem(padded, idx), w)
+        return _window_dot(getitem(padded, idx), w, (idx >= m - 1) & (idx < n + m - 1))
     padded = ops.pad(w, zero, ((n - 1, n - 1, 0),))  # windows of w, length n
     idx = np.arange(n)[None, :] - np.arange(n + m - 1)[:, None] + (m + n - 2)
-    return dot(getitem(padded, idx), a)
+    return _window_dot(getitem(padded, idx), a, (idx >= n - 1) & (idx < n + m - 1))
+
+
+def _window_dot(windows: Any, v: Any, inside: np.ndarray) -> Any:
+    """Each window dotted with v. NumPy sums only the terms inside the data: for floats
+    the padding's products are masked out, so inf or NaN in v never meets a pad zero."""
+    if not dtypes.is_inexact(dtype_of(windows)):
+        return dot(windows, v)
+    terms = uf.where(inside, uf.multiply(windows, v), 0)
+    return red.sum(terms, axis=1, dtype=dtype_of(windows))
 
 
 def _cut(z: Any, mode: str, n: int, m: int, same_start: int, fname: str) -> Any:

@@ -159,9 +159,20 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, order: str = "C", *,
     if dtypes.is_python_scalar(v):
         v = np.asarray(v)
     dt = dtype_of(v) if dtype is None else dtypes.canonicalize(dtype)
+    _check_int_fill(fill_value, dt, "full")
     if not isinstance(v, Tracer) and np.ndim(v) == 0:
         return constant(v, dims, dt)
     return as_result(broadcast_to_shape(cast(v, dt, fname="full"), dims, "full"))
+
+
+def _check_int_fill(fill_value: Any, dt: np.dtype, fname: str) -> None:
+    """NumPy 2 refuses a Python int fill value outside an integer dtype's range (other
+    fill values are cast unsafely, as NumPy does)."""
+    if type(fill_value) is int and dt.kind in "iu":
+        info = np.iinfo(dt)
+        if not info.min <= fill_value <= info.max:
+            raise error(PromotionOverflowError, fname, f"Python integer {fill_value} out of "
+                        f"bounds for {dt}")
 
 
 def _like(a: Any, dtype: Any, shape: Any, fname: str) -> tuple[tuple[int, ...], np.dtype]:
@@ -212,6 +223,7 @@ def full_like(a: Any, fill_value: Any, dtype: Any = None, order: str = "K",
     full_like([1, 2], 2.7) -> int64 [2, 2]
     """
     dims, dt = _like(a, dtype, shape, "full_like")
+    _check_int_fill(fill_value, dt, "full_like")
     v = asarray_like(fill_value, "full_like")
     if not isinstance(v, Tracer) and np.ndim(v) == 0:
         with np.errstate(all="ignore"):

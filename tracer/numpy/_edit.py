@@ -402,6 +402,9 @@ def cross(a: Any, b: Any, axisa: int = -1, axisb: int = -1, axisc: int = -1,
     """
     x, y = promote(a, b, fname="cross")
     x, y = (cast(t, dtype_of(t)) for t in (x, y))
+    if np.ndim(x) == 0 or np.ndim(y) == 0:
+        raise error(TracerValueError, "cross", f"At least one array has zero dimension "
+                    f"({desc(x)}, {desc(y)})")
     if axis is not None:
         axisa = axisb = axisc = axis
     ca = _components(x, normalize_axis(axisa, np.ndim(x), "cross", of=x), "cross")

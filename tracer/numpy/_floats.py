@@ -21,7 +21,9 @@ from ..errors import DTypeError, TracerTypeError
 from ..tracing import Tracer
 from . import _ufuncs as uf
 from ._promotion import (PromotionOverflowError, as_result, asarray_like, broadcast_arrays, cast,
-                         desc, dtype_of, error, float_of, promote)
+                         desc, dtype_of, error, float_of, is_weak, promote,
+                         result_dtype)
+from ._ufunc_core import float_loop
 from ._reductions import any as any_
 
 __all__ = ["frexp", "ldexp", "modf", "nextafter", "spacing", "gcd", "lcm", "bitwise_count",
@@ -105,6 +107,9 @@ def ldexp(x1: Any, x2: Any, /, out: Any = None) -> Any:
     if isinstance(n, int) and not -2**31 <= n < 2**31:
         raise error(PromotionOverflowError, "ldexp", f"Python integer {n} out of bounds "
                     f"for int32")
+    if is_weak(x1) and dtype_of(x1).kind in "biu" and not is_weak(n):
+        # NumPy's first loop is (float16, int): a Python int meets it with an array exponent.
+        x1 = cast(x1, dtypes.float16, fname="ldexp")
     v, dt = _float_operand(x1, "ldexp")
     v, n = broadcast_arrays(v, cast(n, dtypes.int64, fname="ldexp"), fname="ldexp")
     work = dtype_of(v)
@@ -150,11 +155,14 @@ def nextafter(x1: Any, x2: Any, /, out: Any = None) -> Any:
     """
     if out is not None:
         raise error(TracerTypeError, "nextafter", "out= is not supported; use the result")
-    a, b = promote(x1, x2, fname="nextafter")
-    dt = float_of(dtype_of(a))
-    if dtype_of(a).kind == "c":
+    a, b = asarray_like(x1, "nextafter"), asarray_like(x2, "nextafter")
+    common, _ = result_dtype(a, b, fname="nextafter")
+    if common.kind == "c":
         raise error(DTypeError, "nextafter", f"ufunc 'nextafter' not supported for complex "
-                    f"inputs {desc(a)}")
+                    f"inputs {desc(a)}, {desc(b)}")
+    # Each input meets the float loop as it is: a Python int is not first cast to the
+    # array's int dtype (nextafter(int8, 300) is float16, not an int8 overflow).
+    dt = float_loop(a, b, common)
     work = _work(dt)
     a, b = (cast(cast(t, dt), work) for t in (a, b))
     a, b = broadcast_arrays(a, b, fname="nextafter")

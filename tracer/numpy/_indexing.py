@@ -276,9 +276,21 @@ def getitem(x: Any, idx: Any) -> Any:
     y, plan = _apply_slices(x, plan)
     if not plan.advanced:
         return reshape(y, plan.result_shape())
+    if any(y.shape[e.axis] == 0 for e in plan.entries if isinstance(e, _Adv)):
+        return _read_empty_axis(y, plan)
     if not plan.bshape:  # only scalar indices: one dynamic_slice, no index array
         return reshape(_dynamic_slice(y, plan), plan.result_shape())
     return reshape(_gather(y, plan), plan.result_shape())
+
+
+def _read_empty_axis(y: Any, plan: _Plan) -> Any:
+    """Integer indices into an axis of size 0: NumPy's result is empty (a gather needs
+    one element per index); a non-empty result (traced indices) has nothing to clamp to."""
+    shape = plan.result_shape()
+    if int(np.prod(shape, dtype=np.int64)):
+        raise error(TracerIndexError, "getitem", f"index out of bounds: an axis of size 0 "
+                    f"of {desc(y)} cannot give a result of shape {shape}")
+    return ops.broadcast_in_dim(np.zeros((), y.dtype), shape, ())
 
 
 def _apply_slices(x: Any, plan: _Plan) -> tuple[Any, _Plan]:

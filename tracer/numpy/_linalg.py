@@ -305,7 +305,7 @@ def _label_sizes(subscripts: str, inputs: list[list[str]], arrays: list[Any]) ->
                 raise error(
                     ShapeError, "einsum", f"label {lab.replace('.', '...')!r} in {subscripts!r} "
                     f"has size {n} in operand {i} ({desc(x)}) but size {seen} elsewhere")
-            sizes[lab] = max(seen, n)
+            sizes[lab] = n if seen == 1 else seen  # (size 0 wins over a broadcast 1)
     return sizes
 
 

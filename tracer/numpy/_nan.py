@@ -16,11 +16,12 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import dtypes, ops
-from ..errors import TracerValueError
+from ..errors import DTypeError, TracerValueError
 from ..tracing import Tracer
 from . import _reductions as red
 from . import _ufuncs as uf
-from ._promotion import as_result, asarray_like, cast, check_out, dtype_of, error, tracing
+from ._promotion import (as_result, asarray_like, cast, check_out, desc, dtype_of, error,
+                         tracing)
 from ._shape import reshape
 from ._ufunc_core import NOVALUE
 
@@ -35,6 +36,13 @@ def _operand(a: Any, fname: str) -> Any:
 
 def _has_nan(x: Any) -> bool:
     return dtypes.is_inexact(dtype_of(x))
+
+
+def _check_dtype(x: Any, dtype: Any, fname: str) -> None:
+    """NumPy's nanmean / nanvar / nanstd refuse an integer dtype= for float input."""
+    if dtype is not None and _has_nan(x) and not dtypes.is_inexact(dtypes.canonicalize(dtype)):
+        raise error(DTypeError, fname, f"If a is inexact, then dtype must be inexact "
+                    f"(a is {desc(x)}, dtype={np.dtype(dtype)})")
 
 
 def _replace_nan(x: Any, value: Any) -> tuple[Any, Any]:
@@ -111,6 +119,7 @@ def nanmean(a: Any, axis: Any = None, dtype: Any = None, out: None = None,
     """
     check_out(out, "nanmean")
     x = _operand(a, "nanmean")
+    _check_dtype(x, dtype, "nanmean")
     if not _has_nan(x):
         return red.mean(x, axis, dtype, keepdims=keepdims, where=where)
     arr, mask = _replace_nan(x, 0)
@@ -132,6 +141,7 @@ def nanvar(a: Any, axis: Any = None, dtype: Any = None, out: None = None, ddof: 
     """
     check_out(out, "nanvar")
     x = _operand(a, "nanvar")
+    _check_dtype(x, dtype, "nanvar")
     if not _has_nan(x):
         return red.var(x, axis, dtype, None, ddof, keepdims, where=where, mean=mean,
                        correction=correction)
@@ -164,6 +174,9 @@ def nanstd(a: Any, axis: Any = None, dtype: Any = None, out: None = None, ddof: 
     nanstd([1.0, nan, 3.0]) -> 1.0
     """
     check_out(out, "nanstd")
+    if not _has_nan(_operand(a, "nanstd")):  # no NaN possible: std (its dtype= rules too)
+        return red.std(a, axis, dtype, None, ddof, keepdims, where=where, mean=mean,
+                       correction=correction)
     return uf.sqrt(nanvar(a, axis, dtype, None, ddof, keepdims, where=where, mean=mean,
                           correction=correction))
 

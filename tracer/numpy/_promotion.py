@@ -126,6 +126,7 @@ def cast(x: Any, dtype: np.dtype, weak: bool = False, fname: str = "astype") -> 
         py_type = _PY_KIND[dtypes.kind(dtype)]
         # Stay weak only where a Python scalar of that kind means `dtype` on its own.
         if weak and dtypes.weak_dtype(py_type(0)) == dtype:
+            _check_int_range(x, dtype, fname)  # (a weak int must fit the int64 it stands for)
             return py_type(x)
         return _scalar_array(x, dtype, fname)
     if np.dtype(x.dtype) == dtype and not (isinstance(x, Tracer) and x.weak_type and not weak):
@@ -135,13 +136,17 @@ def cast(x: Any, dtype: np.dtype, weak: bool = False, fname: str = "astype") -> 
     return ops.convert_element_type(np.asarray(x), dtype)
 
 
-def _scalar_array(x: Any, dtype: np.dtype, fname: str) -> np.ndarray:
-    """A Python scalar as a strong 0-d array of `dtype`; out-of-range ints raise."""
+def _check_int_range(x: Any, dtype: np.dtype, fname: str) -> None:
     if isinstance(x, int) and not isinstance(x, bool) and dtype.kind in "iu":
         info = np.iinfo(dtype)
         if not info.min <= x <= info.max:
             raise error(PromotionOverflowError, fname, f"Python integer {x} out of bounds "
                         f"for {dtype}")
+
+
+def _scalar_array(x: Any, dtype: np.dtype, fname: str) -> np.ndarray:
+    """A Python scalar as a strong 0-d array of `dtype`; out-of-range ints raise."""
+    _check_int_range(x, dtype, fname)
     if isinstance(x, complex) and dtype.kind != "c":
         raise error(DTypeError, fname, f"cannot use complex {x!r} with {dtype} operands")
     try:

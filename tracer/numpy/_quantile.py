@@ -20,7 +20,8 @@ from ..tracing import Tracer
 from . import _reductions as red
 from . import _ufuncs as uf
 from ._indexing import take_along_axis
-from ._promotion import as_result, asarray_like, cast, check_out, dtype_of, error, normalize_axes
+from ._promotion import (as_result, asarray_like, cast, check_out, constant, dtype_of, error,
+                         normalize_axes)
 from ._rearrange import concatenate
 from ._shape import broadcast_to, moveaxis, reshape
 from ._sorting import sort
@@ -141,7 +142,17 @@ def _sorted_front(x: Any, axis: Any, fname: str) -> tuple[Any, tuple[int, ...]]:
     axes = normalize_axes(axis, nd, fname, of=x)
     moved = moveaxis(x, axes, tuple(range(len(axes)))) if axes else x
     rest = tuple(np.shape(moved)[len(axes):])
-    return sort(reshape(moved, (-1,) + rest), axis=0), axes
+    # The leading size spelled out: -1 is ambiguous for an empty array (rest may hold 0).
+    lead = int(np.prod([np.shape(x)[i] for i in axes], dtype=np.int64))
+    return sort(reshape(moved, (lead,) + rest), axis=0), axes
+
+
+def _nan_row_if_empty(s: Any) -> Any:
+    """For the NaN-ignoring forms: an empty sorted axis becomes one NaN row, so every
+    slice counts 0 values (giving NaN, as NumPy) and the gathers have a row to read."""
+    if np.shape(s)[0]:
+        return s
+    return constant(np.nan, (1,) + tuple(np.shape(s)[1:]), dtype_of(s))
 
 
 def _keep(r: Any, shape: tuple[int, ...], axes: tuple[int, ...], lead: int,
@@ -253,6 +264,7 @@ def _quantile_impl(a: Any, q: Any, axis: Any, out: Any, method: str, keepdims: b
     s, axes = _sorted_front(x, axis, fname)
     qshape = tuple(np.shape(qv))
     if ignore_nan and dtypes.is_float(dtype_of(x)):
+        s = _nan_row_if_empty(s)
         count = red.count_nonzero(uf.logical_not(uf.isnan(s)), axis=0)
         r = _order_statistic(s, qv, method, count, weak)
         r = uf.where(uf.equal(count, 0), np.nan, r)
@@ -296,6 +308,7 @@ def nanmedian(a: Any, axis: Any = None, out: None = None, overwrite_input: bool 
     if not dtypes.is_float(dtype_of(x)):
         return median(x, axis, keepdims=keepdims)
     s, axes = _sorted_front(x, axis, "nanmedian")
+    s = _nan_row_if_empty(s)
     count = red.count_nonzero(uf.logical_not(uf.isnan(s)), axis=0)
     lo = _gather(s, uf.maximum(uf.floor_divide(uf.subtract(count, 1), 2), 0), ())
     hi = _gather(s, uf.floor_divide(count, 2), ()) if np.shape(s)[0] else lo

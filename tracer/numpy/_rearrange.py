@@ -13,10 +13,10 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import dtypes, ops
-from ..errors import ShapeError, TracerTypeError, TracerValueError
+from ..errors import DTypeError, ShapeError, TracerTypeError, TracerValueError
 from ..tracing import Tracer
 from ._promotion import (as_result, asarray_like, broadcast_to_shape, constant, desc, dtype_of,
-                         error, normalize_axes, normalize_axis, promote)
+                         error, normalize_axes, normalize_axis, promote, result_dtype)
 from ._shape import (slice_axis, static_ints, atleast_1d, atleast_2d, atleast_3d,
                      expand_dims, ravel, reshape, transpose)
 
@@ -27,8 +27,9 @@ __all__ = [
 
 
 # ------------------------------------------------------------------ joining
-def _operands(arrays: Any, fname: str, dtype: Any) -> list[Any]:
-    """The arrays to join: strong (Python scalars become arrays), one dtype."""
+def _operands(arrays: Any, fname: str, dtype: Any, casting: str = "same_kind") -> list[Any]:
+    """The arrays to join: strong (Python scalars become arrays), one dtype; a dtype=
+    must be reachable from every input under `casting`, as in NumPy."""
     if not hasattr(arrays, "__iter__"):
         raise error(TracerTypeError, fname, f"expects a sequence of arrays, got "
                     f"{type(arrays).__name__}")
@@ -36,7 +37,20 @@ def _operands(arrays: Any, fname: str, dtype: Any) -> list[Any]:
     if not items:
         raise error(TracerValueError, fname, "need at least one array to join")
     items = [np.asarray(x) if not isinstance(x, (Tracer, np.ndarray)) else x for x in items]
+    target = result_dtype(*items, fname=fname)[0] if dtype is None else \
+        dtypes.canonicalize(dtype)
+    _check_casting(items, target, casting, fname)
     return promote(*items, fname=fname, dtype=dtype)
+
+
+def _check_casting(items: list[Any], dt: np.dtype, casting: str, fname: str) -> None:
+    if casting not in ("no", "equiv", "safe", "same_kind", "unsafe"):
+        raise error(TracerValueError, fname, f"casting must be one of 'no', 'equiv', 'safe', "
+                    f"'same_kind', or 'unsafe', got {casting!r}")
+    for x in items:
+        if not np.can_cast(dtype_of(x), dt, casting=casting):
+            raise error(DTypeError, fname, f"Cannot cast array data from {desc(x)} to {dt} "
+                        f"according to the rule {casting!r}")
 
 
 def _check_joinable(items: list[Any], axis: int, fname: str) -> None:
@@ -75,7 +89,7 @@ def concatenate(arrays: Sequence[Any], /, axis: Any = 0, out: None = None, *,
     concatenate(([1, 2], [3])) -> [1, 2, 3]
     """
     _check_out(out, "concatenate")
-    return _join(_operands(arrays, "concatenate", dtype), axis, "concatenate")
+    return _join(_operands(arrays, "concatenate", dtype, casting), axis, "concatenate")
 
 
 def concat(arrays: Sequence[Any], /, axis: Any = 0, out: None = None, *, dtype: Any = None,
@@ -104,7 +118,7 @@ def stack(arrays: Sequence[Any], axis: int = 0, out: None = None, *, dtype: Any 
     stack(([1, 2], [3, 4]), axis=1) -> [[1, 3], [2, 4]]
     """
     _check_out(out, "stack")
-    items = _operands(arrays, "stack", dtype)
+    items = _operands(arrays, "stack", dtype, casting)
     if len({np.shape(x) for x in items}) != 1:
         raise error(ShapeError, "stack", "all input arrays must have the same shape, got "
                     + ", ".join(map(desc, items)))
@@ -119,7 +133,7 @@ def hstack(tup: Sequence[Any], *, dtype: Any = None, casting: str = "same_kind")
 
     hstack(([1, 2], [3])) -> [1, 2, 3]
     """
-    items = [atleast_1d(x) for x in _operands(tup, "hstack", dtype)]
+    items = [atleast_1d(x) for x in _operands(tup, "hstack", dtype, casting)]
     return _join(items, 0 if np.ndim(items[0]) == 1 else 1, "hstack")
 
 
@@ -130,7 +144,7 @@ def vstack(tup: Sequence[Any], *, dtype: Any = None, casting: str = "same_kind")
 
     vstack(([1, 2], [3, 4])) -> [[1, 2], [3, 4]]
     """
-    return _join([atleast_2d(x) for x in _operands(tup, "vstack", dtype)], 0, "vstack")
+    return _join([atleast_2d(x) for x in _operands(tup, "vstack", dtype, casting)], 0, "vstack")
 
 
 def dstack(tup: Sequence[Any]) -> Any:
@@ -301,9 +315,8 @@ def roll(a: Any, shift: Any, axis: Any = None) -> Any:
     x = asarray_like(a, "roll")
     shifts = static_ints(shift, "roll", "shift")
     if axis is None:
-        if len(shifts) != 1:
-            raise error(TracerValueError, "roll", "shift must be an int when axis is None")
-        return reshape(roll(ravel(x), shifts[0], 0), np.shape(x))
+        # NumPy pairs every shift with the one flat axis: they add up.
+        return reshape(roll(ravel(x), sum(shifts), 0), np.shape(x))
     axes = static_ints(axis, "roll", "axis")
     if len(shifts) == 1 or len(axes) == 1:
         count = max(len(shifts), len(axes))

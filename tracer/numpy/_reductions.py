@@ -40,6 +40,13 @@ __all__ = ["sum", "prod", "mean", "var", "std", "max", "min", "amax", "amin", "a
            "argmin", "all", "any", "ptp", "cumsum", "cumprod", "count_nonzero"]
 
 # ------------------------------------------------------------------ helpers
+def _ufunc_axes(axis: Any, x: Any, fname: str) -> tuple[int, ...]:
+    """`normalize_axes`, plus NumPy's ufunc-reduction leniency: on a 0-d array an int
+    axis 0 or -1 (not a tuple) means the whole (one-element) array."""
+    if np.ndim(x) == 0 and isinstance(axis, (int, np.integer)) and axis in (0, -1):
+        return ()
+    return normalize_axes(axis, np.ndim(x), fname, of=x)
+
 def _operand(a: Any, fname: str, dtype: Any = None) -> Any:
     """`a` as a strong array operand (a Python scalar becomes a 0-d array)."""
     x = asarray_like(a, fname)
@@ -133,7 +140,7 @@ def _monoid(fname: str, op: Callable[..., Any], bool_op: Callable[..., Any], ide
         check_out(out, fname)
         x = asarray_like(a, fname)
         x = _operand(x, fname, _sum_dtype(dtype_of(x)) if dtype is None else dtype)
-        axes = normalize_axes(axis, np.ndim(x), fname, of=x)
+        axes = _ufunc_axes(axis, x, fname)
         is_bool = dtype_of(x).kind == "b"
         x = _masked(x, where, bool(identity) if is_bool else identity, fname)
         r = _reduce(x, axes, bool_op if is_bool else op, bool(identity) if is_bool else identity)
@@ -168,7 +175,7 @@ def _logical(fname: str, op: Callable[..., Any], identity: bool) -> Callable[...
                   where: Any = True) -> Any:
         check_out(out, fname)
         x = uf.truth(_operand(a, fname))
-        axes = normalize_axes(axis, np.ndim(x), fname, of=x)
+        axes = _ufunc_axes(axis, x, fname)
         x = _masked(x, where, identity, fname)
         return as_result(_keep(_reduce(x, axes, op, identity), np.shape(x), axes, keepdims))
     reduction.__name__ = reduction.__qualname__ = fname
@@ -200,7 +207,7 @@ def _extremum(fname: str, ufunc_name: str, op: Callable[..., Any],
         check_out(out, fname)
         x = _operand(a, fname)
         shape = np.shape(x)
-        axes = normalize_axes(axis, len(shape), fname, of=x)
+        axes = _ufunc_axes(axis, x, fname)
         if initial is NOVALUE and where is not True:
             raise error(TracerValueError, fname, f"reduction operation '{ufunc_name}' does "
                         "not have an identity, so to use a where mask one has to specify "
@@ -284,10 +291,9 @@ def _arg_reduction(fname: str, prefer: Callable[..., Any],
         check_out(out, fname)
         x = _operand(a, fname)
         shape = np.shape(x)
-        if axis is None:
-            x, ax = ravel(x), 0
-        else:
-            ax = normalize_axis(axis, len(shape), fname, of=x)
+        if axis is None or not shape:  # NumPy ravels a 0-d array: axis 0 / -1 are valid
+            x = ravel(x)
+        ax = 0 if axis is None else normalize_axis(axis, np.ndim(x), fname, of=x)
         if np.shape(x)[ax] == 0:
             raise error(TracerValueError, fname, f"attempt to get {fname} of an empty "
                         f"sequence (shape {shape})")
@@ -444,7 +450,7 @@ def std(a: Any, axis: Any = None, dtype: Any = None, out: None = None, ddof: Any
     check_out(out, "std")
     v = var(a, axis, dtype, None, ddof, keepdims, where=where, mean=mean,
             correction=correction)
-    if dtype_of(v).kind in "iu":
+    if dtype_of(v).kind in "biu":
         # NumPy takes sqrt(out=var) for an array (no float -> int cast: TypeError) and
         # dt(sqrt(var)) for a scalar result.
         if np.ndim(v):
@@ -461,10 +467,9 @@ def _cumulative(fname: str, op: Callable[..., Any], bool_op: Callable[..., Any]
         check_out(out, fname)
         x = asarray_like(a, fname)
         x = _operand(x, fname, _sum_dtype(dtype_of(x)) if dtype is None else dtype)
-        if axis is None:
-            x, ax = ravel(x), 0
-        else:
-            ax = normalize_axis(axis, np.ndim(x), fname, of=x)
+        if axis is None or np.ndim(x) == 0:  # NumPy ravels a 0-d array (axis 0 / -1 valid)
+            x = ravel(x)
+        ax = 0 if axis is None else normalize_axis(axis, np.ndim(x), fname, of=x)
         return as_result(scan_axis(x, ax, bool_op if dtype_of(x).kind == "b" else op))
     scan.__name__ = scan.__qualname__ = fname
     scan.__module__ = "tracer.numpy"

@@ -73,6 +73,21 @@ def _key(x: Any, merge_zeros: bool) -> Any:
     return ops.select(ops.eq(x, 0), _full(0, shape, dtype), x) if merge_zeros else x
 
 
+def _sort_keys(x: Any, merge_zeros: bool) -> tuple[Any, ...]:
+    """The sort keys of `x`, most significant first. NumPy puts complex values with a
+    NaN part after all others, as R+Rj < R+nanj < nan+Rj < nan+nanj: complex gets a
+    leading NaN-class key (0 to 3) before its `_key`."""
+    key = _key(x, merge_zeros)
+    return (_nan_class(key), key) if np.dtype(x.dtype).kind == "c" else (key,)
+
+
+def _nan_class(key: Any) -> Any:
+    """2 * isnan(real) + isnan(imag) of a `_key`ed complex array, as int8."""
+    re_nan, im_nan = (ops.convert_element_type(ops.ne(p, p), dtypes.int8)
+                      for p in (ops.real(key), ops.imag(key)))
+    return ops.add(ops.add(re_nan, re_nan), im_nan)
+
+
 def _check_kind(kind: Any, stable: Any, order: Any, fname: str) -> None:
     if order is not None:
         raise error(ParamError, fname, "order= (structured arrays) is not supported")
@@ -104,6 +119,11 @@ def sort(a: Any, axis: Any = -1, kind: Any = None, order: Any = None, *,
     """
     _check_kind(kind, stable, order, "sort")
     x, ax = _along(a, axis, "sort")
+    if np.dtype(x.dtype).kind == "c":
+        # -0.0 and 0.0 real parts are equal (the imaginary parts decide), yet the values
+        # keep their signs: sort the merged keys, carrying x along.
+        keys = _sort_keys(x, merge_zeros=True)
+        return as_result(ops.sort((*keys, x), dimension=ax, num_keys=len(keys))[-1])
     return as_result(ops.sort(_key(x, merge_zeros=False), dimension=ax))
 
 
@@ -119,16 +139,16 @@ def argsort(a: Any, axis: Any = -1, kind: Any = None, order: Any = None, *,
     """
     _check_kind(kind, stable, order, "argsort")
     x = _operand(a, "argsort")
-    if np.ndim(x) == 0:
-        x, axis = ops.reshape(x, (1,)), 0
+    if np.ndim(x) == 0:  # NumPy ravels it: axis 0 and -1 are valid, 1 is not
+        x = ops.reshape(x, (1,))
     x, ax = _along(x, axis, "argsort")
     return as_result(_argsort(x, ax))
 
 
 def _argsort(x: Any, axis: int) -> Any:
-    shape = np.shape(x)
-    return ops.sort((_key(x, merge_zeros=True), _iota(shape, axis)), dimension=axis,
-                    is_stable=True)[1]
+    keys = _sort_keys(x, merge_zeros=True)
+    return ops.sort((*keys, _iota(np.shape(x), axis)), dimension=axis, is_stable=True,
+                    num_keys=len(keys))[-1]
 
 
 def _kth(kth: Any, n: int, fname: str) -> None:
@@ -183,7 +203,7 @@ def lexsort(keys: Any, axis: int = -1) -> Any:
     if not shape:
         return as_result(np.zeros((), _INDEX))
     ax = normalize_axis(axis, len(shape), "lexsort")
-    columns = [_key(k, merge_zeros=True) for k in reversed(items)]
+    columns = [c for k in reversed(items) for c in _sort_keys(k, merge_zeros=True)]
     return as_result(ops.sort((*columns, _iota(shape, ax)), dimension=ax,
                               num_keys=len(columns), is_stable=True)[-1])
 
@@ -191,12 +211,15 @@ def lexsort(keys: Any, axis: int = -1) -> Any:
 # ----------------------------------------------------------------------------- searching
 
 def _less(x: Any, y: Any) -> Any:
-    """x < y in NumPy's order, on `_key`ed values (complex: real part, then imaginary)."""
+    """x < y in NumPy's order, on `_key`ed values (complex: NaN class, real part, then
+    imaginary part)."""
     if np.dtype(x.dtype).kind == "c":
-        re_x, re_y = ops.real(x), ops.real(y)
-        return ops.bitwise_or(ops.lt(re_x, re_y, total_order=True), ops.bitwise_and(
-            ops.eq(re_x, re_y, total_order=True),
-            ops.lt(ops.imag(x), ops.imag(y), total_order=True)))
+        less = ops.lt(ops.imag(x), ops.imag(y), total_order=True)
+        for part in (ops.real, _nan_class):
+            px, py = part(x), part(y)
+            less = ops.bitwise_or(ops.lt(px, py, total_order=True),
+                                  ops.bitwise_and(ops.eq(px, py, total_order=True), less))
+        return less
     return ops.lt(x, y, total_order=True)
 
 
@@ -235,13 +258,16 @@ def searchsorted(a: Any, v: Any, side: str = "left", sorter: Any = None) -> Any:
     `a` to keep it sorted (`a[sorter]` is the sorted array when `sorter` is given).
 
     NumPy rule: side="left" finds the first suitable index, "right" the last; a and v
-    compare in their promoted dtype (NEP 50); NaNs sort last.
+    compare in their promoted dtype, a Python scalar v counting as its own array
+    (int64 / float64), so searchsorted(uint8 a, 300) is len(a); NaNs sort last.
 
     searchsorted([1, 2, 2, 3], [2, 2.5], side="right") -> [3, 3]
     """
     if side not in ("left", "right"):
         raise error(TracerValueError, "searchsorted", f"side must be 'left' or 'right', "
                     f"got {side!r}")
+    if dtypes.is_python_scalar(v):  # NumPy converts v on its own first (300 vs uint8: int64)
+        v = np.asarray(v)
     a, v = (_operand(x, "searchsorted") for x in promote(a, v, fname="searchsorted"))
     if np.ndim(a) != 1:
         raise error(ShapeError, "searchsorted", f"a must be 1-D, got {desc(a)}")
@@ -392,8 +418,9 @@ def unique(ar: Any, return_index: bool = False, return_inverse: bool = False,
         raise error(ParamError, "unique", "only axis=None (the flattened array) is supported")
     x = _operand(ar, "unique")
     flat = _flat(x)
-    key, values, perm = ops.sort((_key(flat, merge_zeros=True), flat, _iota(np.shape(flat))),
-                                 is_stable=True) if np.shape(flat)[0] else \
+    keys = _sort_keys(flat, merge_zeros=True)
+    key, values, perm = ops.sort((*keys, flat, _iota(np.shape(flat))), is_stable=True,
+                                 num_keys=len(keys))[-3:] if np.shape(flat)[0] else \
         (flat, flat, _full(0, (0,), _INDEX))
     mask = _first_of_runs(key, equal_nan)
     known = _count(mask) if isinstance(x, Tracer) else np.unique(x, equal_nan=equal_nan).size
@@ -421,6 +448,9 @@ def _first_of_runs(key: Any, equal_nan: bool) -> Any:
         return _full(False, (0,), np.bool_)
     head, tail = ops.slice(key, (1,), (n,)), ops.slice(key, (0,), (n - 1,))
     differs = ops.ne(head, tail, total_order=equal_nan)
+    if equal_nan and np.dtype(key.dtype).kind == "c":  # a NaN in either part: all equal
+        both = ops.bitwise_and(*(ops.ne(_nan_class(k), np.int8(0)) for k in (head, tail)))
+        differs = ops.bitwise_and(differs, ops.bitwise_not(both))
     return ops.concatenate([_full(True, (1,), np.bool_), differs], 0)
 
 
