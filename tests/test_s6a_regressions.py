@@ -291,3 +291,8 @@ def test_call_check_uses_the_wrappers_own_signature():
     np.testing.assert_allclose(tr.jit(g, backend=I)(X), X * 2)
     h = tr.jit(tr.grad(lambda x, n: (x * n).sum()), static_argnames="n", backend=I)
     np.testing.assert_allclose(h(X, n=3), [3.0] * 3)
+
+
+def test_an_eager_op_on_an_out_of_range_python_int_is_an_overflow_error():
+    with pytest.raises(tr.TracerOverflowError, match=r"neg: .*outside its dtype's range"):
+        ops.neg(2**63)

@@ -16,7 +16,8 @@ import numpy as np
 from . import dtypes
 from .core import (Atom, Eqn, Graph, Literal, ShapedArray, SourceInfo, Var, aval_of,
                    user_source)
-from .errors import ConcretizationError, EscapedTracerError, TracerError, TracerTypeError
+from .errors import (ConcretizationError, EscapedTracerError, TracerError, TracerOverflowError,
+                     TracerTypeError)
 
 _current_builder: ContextVar["GraphBuilder | None"] = ContextVar("tracer_builder", default=None)
 
@@ -249,7 +250,12 @@ def _eager(op: Any, args: Sequence[Any], params: dict[str, Any]) -> Any:
     avals = [a.aval if isinstance(a, Literal) else aval_of(a) for a in args]
     args = [a.value if isinstance(a, Literal) else a for a in args]
     out_avals = checked_abstract_eval(op, avals, params, None)
-    vals = [np.asarray(a, dtype=av.dtype) for a, av in zip(args, avals, strict=True)]
+    try:
+        vals = [np.asarray(a, dtype=av.dtype) for a, av in zip(args, avals, strict=True)]
+    except OverflowError:  # a Python int outside its weak dtype (ops.neg(2**63))
+        err = TracerOverflowError(f"an operand of {', '.join(map(str, avals))} is a Python "
+                                  f"int outside its dtype's range")
+        raise _with_context(err, op, avals, params, user_source()) from None
     outs = op.impl(*vals, **params)
     outs = outs if op.multiple_results else (outs,)
     results = [np.asarray(o, dtype=av.dtype) for o, av in zip(outs, out_avals, strict=True)]
