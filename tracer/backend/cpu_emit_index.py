@@ -38,9 +38,12 @@ def _for_each(ge: GraphEmitter, loops: Loops, inside: Callable[[], None],
         _for_each(ge, loops[1:], inside)
 
 
-def _in_kernel(ge: GraphEmitter, hint: str, write: Callable[[], None]) -> None:
+def _in_kernel(ge: GraphEmitter, hint: str, write: Callable[[], None],
+               local: Sequence[str] = ()) -> None:
     """Run `write` (which emits a loop nest whose outer loop is a prange) into its own
-    `parallel=True` function, called with the host names its text uses."""
+    `parallel=True` function, called with the host names its text uses: sizes, module
+    parameters, bound values, and `local` names (an output a nested graph's emitter
+    allocated in its own code, not bound yet)."""
     host_w, ge.w = ge.w, SourceWriter()
     try:
         write()
@@ -48,7 +51,7 @@ def _in_kernel(ge: GraphEmitter, hint: str, write: Callable[[], None]) -> None:
     finally:
         ge.w = host_w
     host = set(ge.mod.size_names.values()) | {p.name for p in ge.mod.params} | \
-        {r.name for r in ge.env.values()}
+        {r.name for r in ge.env.values()} | set(local)
     params = ", ".join(dict.fromkeys(n for n in _NAME.findall(body.text()) if n in host))
     name = ge.mod.namer.fresh(f"parallel_{hint}")
     kernel = SourceWriter()
@@ -153,7 +156,8 @@ def _gather(ge: GraphEmitter, eqn: Eqn) -> None:
     if target and loops and not operand.scalar and indices.aval.ndim and \
             ge.mod.parallel_ok and out.aval.size >= GATHER_PARALLEL_MIN:
         # every window writes its own part of the result: the batch loop runs in parallel
-        _in_kernel(ge, "gather", lambda: _for_each(ge, loops, per_window, parallel=True))
+        _in_kernel(ge, "gather", lambda: _for_each(ge, loops, per_window, parallel=True),
+                   [target])
     else:
         _for_each(ge, loops, per_window)
     ge.bind(out, Ref(target, out.aval) if target else Ref(result, out.aval))

@@ -164,8 +164,9 @@ def _reduce_window(ge: GraphEmitter, eqn: Eqn) -> None:
                  [ge.fresh(f"o{d}") for d in range(rank)],
                  [Ref(ge.fresh("acc"), _scalar(v.aval)) for v in eqn.outputs])
     taps = math.prod(eqn.params["window_dimensions"])
-    parallel = rank > 0 and _parallel(ge, out.aval.size * taps)
     kind = _run_kind(eqn)
+    # (`runs` loops over rows of outputs: a rank-1 one has no outer loop to thread)
+    parallel = rank > (1 if kind else 0) and _parallel(ge, out.aval.size * taps)
     write = ((lambda w: fold.runs(w, parallel, kind)) if kind else
              (lambda w: (fold.rows if rank >= 2 else fold.registers)(w, parallel)))
     _emit(ge, parallel, "reduce_window", [r.name for r in refs + fold.targets], write)
@@ -269,7 +270,8 @@ class _Fold:
         operand's spots [real, past)."""
         ge, last = self.ge, len(self.o) - 1
         n = {k: ge.fresh(k) for k in ("spots", "starts", "real", "past", "col", "run", "i", "k")}
-        w.line(f"{n['starts']} = ({ge.dim(self.eqn.outputs[0], last)} - 1) * {stride} + 1")
+        # (an empty output row still gets one start: scratch sizes must not go negative)
+        w.line(f"{n['starts']} = max({ge.dim(self.eqn.outputs[0], last)} - 1, 0) * {stride} + 1")
         w.line(f"{n['spots']} = {n['starts']} + ({window} - 1) * {dilation}")
         size = ge.dim(self.eqn.inputs[0], last)
         if low == "0":

@@ -198,12 +198,28 @@ def _last_reads(plan: Plan) -> dict[int, int]:
     opaque: set[int] = set()
     for k, step in enumerate(plan.steps):
         if isinstance(step, OpStep):
-            opaque |= {id(a) for a in step.eqn.inputs}
+            opaque |= _op_reads(plan, step.eqn)
             continue
         for nest in step.nests if isinstance(step, RowGroup) else [step]:
             last.update((v, k) for v in nest_reads(plan, nest))
             last.update((id(v), last.get(id(v), -1)) for v in nest.stores)
     return {v: k for v, k in last.items() if v not in opaque}
+
+
+def _op_reads(plan: Plan, eqn: Eqn) -> set[int]:
+    """ids of the values an op's emitter reads: its inputs, and what it reads through
+    the producers the plan leaves to it (a gather computes its index array's wrap of
+    negative indices per element: the wrapped rows and columns are read then)."""
+    found: set[int] = set()
+    stack = [a for a in eqn.inputs if isinstance(a, Var)]
+    while stack:
+        v = stack.pop()
+        if id(v) in found:
+            continue
+        found.add(id(v))
+        if id(v) not in plan.materialized and id(v) in plan.producers:
+            stack += [a for a in plan.producers[id(v)].inputs if isinstance(a, Var)]
+    return found
 
 
 def _parallel(ge: GraphEmitter, plan: Plan, group: RowGroup) -> bool:
