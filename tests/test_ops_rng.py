@@ -67,7 +67,7 @@ def test_block_kernels_match_the_reference(k0, k1, seed):
     rng = np.random.default_rng(seed)
     x0, x1 = (rng.integers(0, 2 ** 32, 64, dtype=U32) for _ in range(2))
     y0, y1 = np.empty(64, U32), np.empty(64, U32)
-    lib.threefry2x32_fill(U32(k0), U32(k1), x0, x1, y0, y1, False)
+    lib.threefry2x32_fill(U32(k0), U32(k1), x0, x1, y0, y1)
     want = rng_bits.threefry2x32(k0, k1, x0, x1)
     np.testing.assert_array_equal(y0, want[0])
     np.testing.assert_array_equal(y1, want[1])
@@ -80,12 +80,14 @@ def test_parallel_threefry_kernels_match_the_serial_ones():
     n = 1 << 16
     x = np.arange(n, dtype=U32)
     outs = [(np.empty(n, U32), np.empty(n, U32)) for _ in range(2)]
-    for (y0, y1), parallel in zip(outs, (False, True)):
-        lib.threefry2x32_fill(U32(1), U32(2), U32(3), x, y0, y1, parallel)
+    for (y0, y1), fill in zip(outs, (lib.threefry2x32_fill, lib.threefry2x32_fill_parallel)):
+        fill(U32(1), U32(2), U32(3), x, y0, y1)
     np.testing.assert_array_equal(outs[0][0], outs[1][0])
+    np.testing.assert_array_equal(outs[0][1], outs[1][1])
     bits = [np.empty(n, U64) for _ in range(2)]
-    for b, parallel in zip(bits, (False, True)):
-        lib.threefry_random_bits_fill(np.array([1, 2], U32), b, 64, parallel)
+    for b, fill in zip(bits, (lib.threefry_random_bits_fill,
+                              lib.threefry_random_bits_fill_parallel)):
+        fill(np.array([1, 2], U32), b, 64)
     np.testing.assert_array_equal(bits[0], bits[1])
 
 

@@ -303,30 +303,6 @@ def test_a_new_process_loads_machine_code_from_the_disk_cache(tmp_path):
     assert any(name.endswith(".nbi") for name in os.listdir(tmp_path / "cpu" / "__pycache__"))
 
 
-_SORT_CHILD = textwrap.dedent("""
-    import json, sys
-    import numpy as np
-    sys.path.insert(0, {repo!r})
-    import tracer as tr
-    from tracer import ops
-    from tracer.backend.cpu_cache import STATS
-    x = np.array([3.0, -1.0, np.nan, 0.5, -0.0], np.float32)
-    got = tr.jit(ops.sort)(x)
-    ok = bool(np.array_equal(got, [-1.0, -0.0, 0.5, 3.0, np.nan], equal_nan=True))
-    print(json.dumps(dict(compiles=STATS.compiles, disk_hits=STATS.disk_hits, ok=ok)))
-""")
-
-
-def test_cached_code_calling_a_parallel_library_kernel_loads_in_a_new_process(tmp_path):
-    # The host function calls cpu_lib_sort.sort_rows (parallel=True). Loaded from disk,
-    # it used to run before anything started numba's thread pool and segfaulted in
-    # every process after the first (numba #8578).
-    first = _child(tmp_path, _SORT_CHILD)
-    second = _child(tmp_path, _SORT_CHILD)
-    assert first["ok"] and first["compiles"] == 1
-    assert second["ok"] and second["disk_hits"] == 1 and second["compiles"] == 0
-
-
 def test_two_processes_compiling_the_same_kernel_at_once(tmp_path):
     env = dict(os.environ, TRACER_CACHE_DIR=str(tmp_path))
     procs = [subprocess.Popen([sys.executable, "-c", _CHILD.format(repo=REPO)], env=env,

@@ -254,7 +254,7 @@ def _start_thread_pool() -> None:
     Starting the pool registers its entry points with LLVM. Code compiled in this
     process starts it itself, and so does loading a `parallel=True` function of a
     generated module; but a cached host function that calls a `parallel=True`
-    library function (`cpu_lib_sort.sort_rows`) loads without starting it, and its
+    library function (`cpu_lib_sort.sort_rows_parallel`) loads without starting it, and its
     first call jumps to a null address: a segfault in every process after the one
     that filled the cache (numba #8578)."""
     numba.get_num_threads()

@@ -15,6 +15,7 @@ import numpy as np
 from ..core import Eqn, Var
 from .cpu_codegen import GraphEmitter, Ref
 from .. import dtypes
+from .cpu_lib_rng import PARALLEL_MIN_ELEMENTS
 from .cpu_scalar import HALVES, storage_dtype
 
 LIB = "cpu_lib_rng"
@@ -22,6 +23,13 @@ LIB = "cpu_lib_rng"
 
 def _use(ge: GraphEmitter, name: str) -> str:
     return ge.mod.use(name, LIB)
+
+
+def _fill(ge: GraphEmitter, name: str, var: Var) -> str:
+    """The kernel `name`, its `_parallel` form for large outputs in graphs that may use
+    threads (numba takes seconds to compile a parallel loop: small outputs never pay)."""
+    large = var.aval.size >= PARALLEL_MIN_ELEMENTS
+    return _use(ge, f"{name}_parallel" if ge.mod.parallel_ok and large else name)
 
 
 def _target(ge: GraphEmitter, var: Var) -> str:
@@ -56,8 +64,7 @@ def _threefry2x32(ge: GraphEmitter, eqn: Eqn) -> None:
             ge.bind(v, Ref(n, v.aval))
         return
     out0, out1 = ge.alloc(y0), ge.alloc(y1)
-    ge.w.line(f"{_use(ge, 'threefry2x32_fill')}({args}, {out0}, {out1}, "
-              f"{ge.mod.parallel_ok})")
+    ge.w.line(f"{_fill(ge, 'threefry2x32_fill', y0)}({args}, {out0}, {out1})")
     ge.bind(y0, Ref(out0, y0.aval))
     ge.bind(y1, Ref(out1, y1.aval))
 
@@ -66,8 +73,8 @@ def _threefry_random_bits(ge: GraphEmitter, eqn: Eqn) -> None:
     key = ge.ref(eqn.inputs[0]).name
     var = eqn.outputs[0]
     out = _target(ge, var)
-    ge.w.line(f"{_use(ge, 'threefry_random_bits_fill')}({key}, {out}, "
-              f"{eqn.params['bit_width']}, {ge.mod.parallel_ok})")
+    ge.w.line(f"{_fill(ge, 'threefry_random_bits_fill', var)}({key}, {out}, "
+              f"{eqn.params['bit_width']})")
     _bind(ge, var, out)
 
 

@@ -19,14 +19,28 @@ code path serves every rank and dimension. Two strategies:
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from ..core import Eqn, ShapedArray
 from ..ops.sort import default_num_keys
 from .cpu_codegen import GraphEmitter, Ref, load
+from .cpu_lib_sort import PARALLEL_MIN_ELEMENTS
 from .cpu_scalar import HALVES
 
 _LIB = "cpu_lib_sort"
+
+
+def _kernel(ge: GraphEmitter, eqn: Eqn, name: str, across_inner: bool = True) -> str:
+    """The library kernel `name`, its `_parallel` form for large arrays of several rows
+    (threads take the (outer, inner) positions, or the outer ones only when not
+    `across_inner`) in graphs that may use threads: numba takes seconds to compile a
+    parallel loop, so small arrays never pay for it."""
+    shape, dim = eqn.inputs[0].aval.shape, eqn.params["dimension"]
+    parts = math.prod(shape[:dim]) * (math.prod(shape[dim + 1:]) if across_inner else 1)
+    parallel = ge.mod.parallel_ok and parts > 1 and \
+        eqn.inputs[0].aval.size >= PARALLEL_MIN_ELEMENTS
+    return ge.mod.use(f"{name}_parallel" if parallel else name, _LIB)
 
 
 def _views(ge: GraphEmitter, eqn: Eqn) -> tuple[list[str], list[str], str]:
@@ -62,35 +76,36 @@ def _half(atom: Any) -> str:
 def _key_sort(ge: GraphEmitter, eqn: Eqn, keys: int) -> None:
     ins, outs, shape = _views(ge, eqn)
     first = eqn.inputs[0]
-    sort_rows = ge.mod.use("sort_rows", _LIB)
+    # a rank-1 operand is one row: sort_vector, whatever its size (never in parallel)
+    sort_rows = ge.mod.use("sort_vector", _LIB) if first.aval.ndim == 1 else \
+        _kernel(ge, eqn, "sort_rows")
     if len(ins) == 1 and first.aval.dtype.kind != "c":
         ge.w.line(f"{sort_rows}({ins[0]}, {outs[0]}, np.empty((0, 0, 0), np.int64), "
-                  f"{_half(first)}, False, {ge.mod.parallel_ok})")
+                  f"{_half(first)}, False)")
         return
     perm = ge.fresh("perm")
     ge.w.line(f"{perm} = np.empty({shape}, np.int64)")
     moved = list(range(len(ins)))
     if keys == 1 and first.aval.dtype.kind != "c":
-        ge.w.line(f"{sort_rows}({ins[0]}, {outs[0]}, {perm}, {_half(first)}, True, "
-                  f"{ge.mod.parallel_ok})")
+        ge.w.line(f"{sort_rows}({ins[0]}, {outs[0]}, {perm}, {_half(first)}, True)")
         moved = moved[1:]
     else:
         _lexsort(ge, eqn, ins, keys, perm)
-    permute = ge.mod.use("permute_rows", _LIB)
+    permute = _kernel(ge, eqn, "permute_rows", across_inner=False)
     for k in moved:
-        ge.w.line(f"{permute}({ins[k]}, {perm}, {outs[k]}, {ge.mod.parallel_ok})")
+        ge.w.line(f"{permute}({ins[k]}, {perm}, {outs[k]})")
 
 
 def _lexsort(ge: GraphEmitter, eqn: Eqn, ins: list[str], keys: int, perm: str) -> None:
     """perm = the stable order by keys 0..keys-1: the least significant key first."""
-    refine = ge.mod.use("refine_rows", _LIB)
+    refine = _kernel(ge, eqn, "refine_rows")
     columns = []
     for k in range(keys):
         atom = eqn.inputs[k]
         parts = [".real", ".imag"] if atom.aval.dtype.kind == "c" else [""]
         columns += [(f"{ins[k]}{part}", _half(atom)) for part in parts]
     for j, (column, half) in enumerate(reversed(columns)):
-        ge.w.line(f"{refine}({column}, {perm}, {half}, {j == 0}, {ge.mod.parallel_ok})")
+        ge.w.line(f"{refine}({column}, {perm}, {half}, {j == 0})")
 
 
 # ------------------------------------------------------------------ general comparators

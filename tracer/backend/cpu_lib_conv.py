@@ -4,13 +4,16 @@ Generated code brings the operands to the canonical layout x (N, C, S),
 w (O, C / feature_groups, T), out (N / batch_groups, O, P), the spatial dims
 flattened, and calls `cpu_lib_conv_entry.convolution`, which runs `entry` here: a C
 entry point per dtype, so the library is compiled once per dtype and never again
-per generated module. `execute` picks a plan; each cuts its work into cache-sized
-pieces that end in GEMMs (`cpu_lib_conv_core.gemm`: BLAS for floats and complex,
-loops for integers) on `BLAS_THREADS` BLAS threads: the pieces are small, and on a
-busy machine each multi-threaded call waits for a descheduled thread (measurements:
-`cpu_lib_conv_core`). (A `parallel=True` version doubled the compile time, and
-numba's cache crashes reloading parallel functions compiled for several signatures,
-numba #8578.)
+per generated module. `entry` picks a plan and runs it through the plan's own C entry
+point (`entry_<plan>`), compiled the first time a convolution takes that plan: a
+program compiles only the plans it runs. Copies are loops, never array assignments
+(numba compiles a shape-mismatch error path for those: seconds). Each plan cuts its
+work into cache-sized pieces that end in GEMMs (`cpu_lib_conv_core.gemm`: BLAS for
+floats and complex, loops for integers) on `BLAS_THREADS` BLAS threads: the pieces
+are small, and on a busy machine each multi-threaded call waits for a descheduled
+thread (measurements: `cpu_lib_conv_core`). (A `parallel=True` version doubled the
+compile time, and numba's cache crashes reloading parallel functions compiled for
+several signatures, numba #8578.)
 
 * winograd (3x3 windows, 2 spatial dims, unit strides, no dilation, real floats):
   F(2x2, 3x3), `cpu_lib_conv_winograd`; 4 multiplies per output instead of 9.
@@ -41,10 +44,19 @@ from __future__ import annotations
 import numpy as np
 from numba import carray, njit
 
-from .cpu_lib_conv_core import blas_threads, fill_grid, gemm, image_of, pitches, unravel
+from .cpu_lib_conv_core import (AUTO, EMPTY, IM2COL, SHIFTED, WINDOW, WINOGRAD,  # noqa: F401
+                                 WINOGRAD_T, all_equal, blas_threads, call_plan, fill_grid,
+                                 gemm, image_of, pitches, plane_of, same, unravel)
 from .cpu_lib_conv_winograd import winograd, winograd_pays, winograd_t, winograd_t_pays
 
-_jit = njit(cache=True, error_model="numpy", nogil=True)
+# called from compiled code only: no Python or C wrapper to generate (a tenth of a
+# second of compile time each)
+_jit = njit(cache=True, error_model="numpy", nogil=True, no_cpython_wrapper=True,
+            no_cfunc_wrapper=True)
+_py_jit = njit(cache=True, error_model="numpy", nogil=True)  # also called from Python (tests)
+# a plan's body, typed inside its entry point: numba optimizes a jit function's whole
+# call tree again at every level of calls, and generates its machine code again
+_inlined = njit(cache=True, error_model="numpy", nogil=True, inline="always")
 BLAS_THREADS = 1  # see the module docstring
 TILE = 1 << 16  # elements of the shifted plan's accumulator tile (256 KiB of float32)
 GRID = 1 << 19  # elements of its grid of images side by side
@@ -99,9 +111,10 @@ def _scatter_tile(acc, tile, j0, n, plane_sizes, out, b0, o0, og, out_sp):
         if flat < 0:
             continue
         at = r * width - j0
-        for o in range(og):
-            out[b0 + r // rows, o0 + o, flat * last:(flat + 1) * last] = \
-                acc[o * tile + at:o * tile + at + last]
+        for o in range(og):  # (loops: an array assignment's error path compiles slowly)
+            dst, src = out[b0 + r // rows, o0 + o], o * tile + at
+            for j in range(last):
+                dst[flat * last + j] = acc[src + j]
 
 
 @_jit
@@ -110,11 +123,13 @@ def _tap_matrices(w):
     o, cg, taps = w.shape
     wt = np.empty((taps, o, cg), w.dtype)
     for t in range(taps):
-        wt[t] = w[:, :, t]
+        for i in range(o):
+            for c in range(cg):
+                wt[t, i, c] = w[i, c, t]
     return wt.reshape(wt.size)
 
 
-@_jit
+@_inlined
 def _shifted(x, out, wt, geo, offsets, q, chunk, tile, fgc, bgc):
     """The shifted plan, `chunk` images per grid, GEMMs `tile` grid columns wide; wt
     holds the taps' (O, C) matrices. A lone unpadded, undilated image is its own grid;
@@ -122,10 +137,10 @@ def _shifted(x, out, wt, geo, offsets, q, chunk, tile, fgc, bgc):
     in_sp, win, out_sp, _, lo, ld, rd = geo
     g, nb, o, taps = max(fgc, bgc), out.shape[0], out.shape[1], np.prod(win)
     og, cg, positions = o // g, wt.size // (o * taps), out.shape[2]
-    plane_sizes = out_sp + (win - 1) * rd  # the padded grid every tap's window fits on
+    plane_sizes = plane_of(out_sp, win, rd)  # the padded grid every tap's window fits on
     plane = np.prod(plane_sizes)
-    own_grid = chunk == 1 and np.all(plane_sizes == in_sp) and np.all(lo == 0) \
-        and np.all(ld == 1)
+    own_grid = chunk == 1 and same(plane_sizes, in_sp) and all_equal(lo, 0) \
+        and all_equal(ld, 1)
     own_acc = chunk == 1 and q == positions
     row = chunk * plane
     buf = np.zeros(0 if own_grid else cg * row, x.dtype)  # padding, holes stay zero
@@ -159,7 +174,7 @@ def _shifted_pays(taps, positions, win, out_sp, st, rd):
     for d in range(len(st)):
         if st[d] != 1:
             return False
-    plane = np.prod(out_sp + (win - 1) * rd)
+    plane = np.prod(plane_of(out_sp, win, rd))
     return plane <= 2 * positions and taps <= 64
 
 
@@ -235,7 +250,7 @@ def _fill_by_tap(x, image, c0, cg, col, p0, pc, geo):
                          st[-1], ld[-1], size, span, run)
 
 
-@_jit
+@_inlined
 def _im2col(x, out, wflat, geo, block, fgc, bgc):
     """The im2col plan: per (image, group, block of `block` output rows), gathered
     columns and one GEMM."""
@@ -267,7 +282,8 @@ def _window_weights(w, gi, og, win0):
     for i in range(og):
         for c in range(cg):
             for k in range(win0):
-                wp[i, k, c] = w[gi * og + i, c, k * rest:(k + 1) * rest]
+                for r in range(rest):
+                    wp[i, k, c, r] = w[gi * og + i, c, k * rest + r]
     return wp.reshape(wp.size)
 
 
@@ -318,7 +334,7 @@ def _gather_windows(x, image, c0, cg, buf, at, rows, phase, pr, geo):
                          rd[n - 1], ld[n - 1], in_sp[n - 1], span, run)
 
 
-@_jit
+@_inlined
 def _window(x, out, w, geo, batch, fgc, bgc):
     """The window plan, `batch` images at a time: for each position pr of the dims
     after the first and each phase of the first dim's rows (rhs dilation), the
@@ -351,8 +367,8 @@ def _window(x, out, w, geo, batch, fgc, bgc):
                         gemm(count, og, kdim, buf, shift * cg * rest, block, wg, 0, kdim, True,
                              res, 0, og, False)
                         for i in range(count):
-                            out[b0 + i, gi * og:(gi + 1) * og, p0 * outer + pr] = \
-                                res[i * og:(i + 1) * og]
+                            for j in range(og):
+                                out[b0 + i, gi * og + j, p0 * outer + pr] = res[i * og + j]
 
 
 @_jit
@@ -366,10 +382,8 @@ def _has_phase(phase, count, stride, dilation):
 
 # ------------------------------------------------------------------ entry points
 
-EMPTY, AUTO, SHIFTED, IM2COL, WINDOW, WINOGRAD, WINOGRAD_T = 0, 1, 2, 3, 4, 5, 6
 
-
-@_jit
+@_py_jit
 def _choose(mode, x, w, out, geo, groups):
     """The plan: `mode` if forced (SHIFTED needs unit strides; WINOGRAD and WINOGRAD_T
     what `winograd_pays` and `winograd_t_pays` check but the sizes), else the best."""
@@ -387,43 +401,55 @@ def _choose(mode, x, w, out, geo, groups):
     return WINDOW if np.prod(win) > out.shape[2] else IM2COL  # (kernel gradients)
 
 
-@_jit
+@_inlined
 def _run_shifted(x, w, out, geo, feature_groups, batch_groups):
-    plane_sizes = geo[2] + (geo[1] - 1) * geo[6]
+    plane_sizes = plane_of(geo[2], geo[1], geo[6])
     offsets, q = _grid(geo[2], geo[1], geo[6], plane_sizes)
     plane, width = np.prod(plane_sizes), plane_sizes[-1]
     og, cg = out.shape[1] // max(feature_groups, batch_groups), w.shape[1]
     rows = max(1, TILE // max(1, og * width))  # grid rows per tile
     chunk = max(1, min(out.shape[0], rows * width // plane, GRID // max(1, cg * plane)))
-    if np.all(plane_sizes == geo[0]) and np.all(geo[4] == 0) and np.all(geo[5] == 1):
+    if same(plane_sizes, geo[0]) and all_equal(geo[4], 0) and all_equal(geo[5], 1):
         chunk = 1  # the input is its own grid: no copy
     tile = rows * width if w.shape[2] > 1 else chunk * plane  # one tap: nothing to keep
     _shifted(x, out, _tap_matrices(w), geo, offsets, q, chunk, tile, feature_groups,
              batch_groups)
 
 
-@_jit
+@_py_jit
 def run_winograd(x, w, out, geo, feature_groups, batch_groups):
+    """`entry_winograd`'s plan from Python (tests)."""
+    _run_winograd(x, w, out, geo, feature_groups, batch_groups)
+
+
+@_py_jit
+def run_winograd_t(x, w, out, geo, feature_groups, batch_groups):
+    """`entry_winograd_t`'s plan from Python (tests)."""
+    _run_winograd_t(x, w, out, geo, feature_groups, batch_groups)
+
+
+@_inlined
+def _run_winograd(x, w, out, geo, feature_groups, batch_groups):
     """The Winograd plan; the shifted one where it met an inf or a NaN."""
     og = out.shape[1] // max(feature_groups, batch_groups)
     half = (geo[2][1] + 1) // 2 + 1  # tiles per row of tiles
     tile_rows = max(1, WINOGRAD_BLOCK // (16 * (w.shape[1] + og) * half))
     if not winograd(x, out, w, geo, tile_rows, feature_groups, batch_groups):
-        _run_shifted(x, w, out, geo, feature_groups, batch_groups)
+        call_plan(SHIFTED, x, w, out, _pack(x, w, out, geo, feature_groups, batch_groups))
 
 
-@_jit
-def run_winograd_t(x, w, out, geo, feature_groups, batch_groups):
+@_inlined
+def _run_winograd_t(x, w, out, geo, feature_groups, batch_groups):
     """The transposed Winograd plan; the window one where it met an inf or a NaN."""
     tiles = ((geo[1][0] + 1) // 2) * ((geo[1][1] + 1) // 2 + 1)
     og = out.shape[1] // max(feature_groups, batch_groups)
     chunk = max(1, min(w.shape[1], WINOGRAD_T_BLOCK // (16 * tiles * og)))  # features
     batch = max(1, min(out.shape[0], WINOGRAD_T_BLOCK // (16 * tiles * chunk)))  # images
     if not winograd_t(x, out, w, geo, chunk, batch, feature_groups, batch_groups):
-        _run_window(x, w, out, geo, feature_groups, batch_groups)
+        call_plan(WINDOW, x, w, out, _pack(x, w, out, geo, feature_groups, batch_groups))
 
 
-@_jit
+@_inlined
 def _run_window(x, w, out, geo, feature_groups, batch_groups):
     rows = ((geo[2][0] - 1) * geo[3][0]) // geo[6][0] + geo[1][0]
     per_image = rows * w.shape[1] * w.shape[2] // geo[1][0]
@@ -431,41 +457,33 @@ def _run_window(x, w, out, geo, feature_groups, batch_groups):
     _window(x, out, w, geo, batch, feature_groups, batch_groups)
 
 
-@_jit
-def _run(mode, x, w, out, geo, feature_groups, batch_groups):
-    """Run the plan `mode` on the canonical operands."""
-    if mode == EMPTY:
-        out.reshape(out.size)[:] = 0  # empty sums (or nothing at all)
-    elif mode == WINOGRAD:
-        run_winograd(x, w, out, geo, feature_groups, batch_groups)
-    elif mode == SHIFTED:
-        _run_shifted(x, w, out, geo, feature_groups, batch_groups)
-    elif mode == WINOGRAD_T:
-        run_winograd_t(x, w, out, geo, feature_groups, batch_groups)
-    elif mode == WINDOW:
-        _run_window(x, w, out, geo, feature_groups, batch_groups)
-    else:
-        rows = out.shape[2] // geo[2][-1]
-        block = max(1, min(rows, COLUMNS // max(1, w.shape[1] * w.shape[2] * geo[2][-1])))
-        _im2col(x, out, w.reshape(w.size), geo, block, feature_groups, batch_groups)
-
-
-@_jit
-def execute(mode, x, w, out, geo, feature_groups, batch_groups):
-    """out = the convolution of x and w (canonical layouts), plan `mode` (AUTO: the
-    best), geo the 7 spatial int64 arrays (in sizes, window, out sizes, strides, low
-    padding, lhs and rhs dilation)."""
-    mode = _choose(mode, x, w, out, geo, max(feature_groups, batch_groups))
-    previous = blas_threads(BLAS_THREADS)
-    _run(mode, x, w, out, geo, feature_groups, batch_groups)
-    blas_threads(previous)
+@_inlined
+def _run_im2col(x, w, out, geo, feature_groups, batch_groups):
+    rows = out.shape[2] // geo[2][-1]
+    block = max(1, min(rows, COLUMNS // max(1, w.shape[1] * w.shape[2] * geo[2][-1])))
+    _im2col(x, out, w.reshape(w.size), geo, block, feature_groups, batch_groups)
 
 
 HEADER = 13  # int64s before the geometry in `entry`'s metadata
 
 
-def entry(x, w, out, meta):
-    """The C entry point behind `cpu_lib_conv_entry.convolution` (a `cfunc` per dtype):
+@_jit
+def _pack(x, w, out, geo, feature_groups, batch_groups):
+    """The metadata of a convolution (`entry`'s layout), its plan AUTO."""
+    n = len(geo[0])
+    meta = np.empty(HEADER + 7 * n, np.int64)
+    for d in range(3):
+        meta[d], meta[3 + d], meta[6 + d] = x.shape[d], w.shape[d], out.shape[d]
+    meta[9], meta[10], meta[11], meta[12] = n, feature_groups, batch_groups, AUTO
+    for row in range(7):
+        for d in range(n):
+            meta[HEADER + row * n + d] = geo[row][d]
+    return meta
+
+
+@_jit
+def _unpack(x, w, out, meta):
+    """The operands, geometry, group counts and plan of an entry point's arguments:
     x, w, out point at the canonical operands, meta at their 3 sizes each, the number
     of spatial dims n, the feature and batch group counts, the plan (AUTO: the best),
     then the 7 geometry rows of n entries each."""
@@ -476,6 +494,49 @@ def entry(x, w, out, meta):
            table[HEADER + 2 * n:HEADER + 3 * n], table[HEADER + 3 * n:HEADER + 4 * n],
            table[HEADER + 4 * n:HEADER + 5 * n], table[HEADER + 5 * n:HEADER + 6 * n],
            table[HEADER + 6 * n:HEADER + 7 * n])
-    execute(head[12], carray(x, (head[0], head[1], head[2])),
-            carray(w, (head[3], head[4], head[5])), carray(out, (head[6], head[7], head[8])),
-            geo, head[10], head[11])
+    return (carray(x, (head[0], head[1], head[2])), carray(w, (head[3], head[4], head[5])),
+            carray(out, (head[6], head[7], head[8])), geo, head[10], head[11], head[12], table)
+
+
+def entry(x, w, out, meta):
+    """The choosing C entry point behind `cpu_lib_conv_entry.convolution` (a `cfunc` per
+    dtype; arguments as `_unpack` reads them): picks the plan (if meta's is AUTO) and
+    runs it through its own entry point, on `BLAS_THREADS` BLAS threads."""
+    x, w, out, geo, fgc, bgc, mode, table = _unpack(x, w, out, meta)
+    mode = _choose(mode, x, w, out, geo, max(fgc, bgc))
+    if mode == EMPTY:
+        flat = out.reshape(out.size)
+        for i in range(flat.size):
+            flat[i] = 0  # empty sums (or nothing at all)
+        return
+    previous = blas_threads(BLAS_THREADS)
+    call_plan(mode, x, w, out, table)
+    blas_threads(previous)
+
+
+# the plans' C entry points (a `cfunc` per dtype, compiled when a convolution first
+# takes the plan; arguments as `_unpack` reads them)
+
+def entry_shifted(x, w, out, meta):
+    x, w, out, geo, fgc, bgc, _, _ = _unpack(x, w, out, meta)
+    _run_shifted(x, w, out, geo, fgc, bgc)
+
+
+def entry_im2col(x, w, out, meta):
+    x, w, out, geo, fgc, bgc, _, _ = _unpack(x, w, out, meta)
+    _run_im2col(x, w, out, geo, fgc, bgc)
+
+
+def entry_window(x, w, out, meta):
+    x, w, out, geo, fgc, bgc, _, _ = _unpack(x, w, out, meta)
+    _run_window(x, w, out, geo, fgc, bgc)
+
+
+def entry_winograd(x, w, out, meta):
+    x, w, out, geo, fgc, bgc, _, _ = _unpack(x, w, out, meta)
+    _run_winograd(x, w, out, geo, fgc, bgc)
+
+
+def entry_winograd_t(x, w, out, meta):
+    x, w, out, geo, fgc, bgc, _, _ = _unpack(x, w, out, meta)
+    _run_winograd_t(x, w, out, geo, fgc, bgc)

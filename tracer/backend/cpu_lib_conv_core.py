@@ -1,5 +1,12 @@
-"""The GEMM under the cpu convolution kernels (`cpu_lib_conv`), its BLAS threads, and
-the geometry helpers the plans share.
+"""The table of the convolution's C entry points, the GEMM under the cpu convolution
+kernels (`cpu_lib_conv`), its BLAS threads, and the geometry helpers the plans share.
+
+Each plan of `cpu_lib_conv` runs behind its own C entry point per dtype, in a table of
+function pointers found by name (cache-safe): `call_plan` calls a plan's slot and
+`resolve` fills an empty one (compiling the entry point, or loading it from numba's
+cache), so that a program compiles only the plans it runs. Whole plans are never
+linked into one another: numba optimizes a jit function's whole call tree again, and
+generates its machine code again, at every level of calls.
 
 `gemm` multiplies row-major blocks of flat arrays in place, with leading dimensions
 and beta, through numba's own `numba_xxgemm` (SciPy's BLAS) for floats and complex,
@@ -21,14 +28,19 @@ where SciPy's BLAS is not an OpenBLAS with that function the count is left as it
 from __future__ import annotations
 
 import ctypes
+import os
+import sys
 
 import numpy as np
-from llvmlite import binding
+from llvmlite import binding, ir
 from numba import cfunc, njit, types
-from numba.extending import overload
+from numba.core import cgutils
+from numba.core.compiler_lock import global_compiler_lock
+from numba.extending import intrinsic, overload
 from numba.np.linalg import ensure_blas
 
-_jit = njit(cache=True, error_model="numpy", nogil=True)
+_OPTIONS = dict(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)  # (see cpu_lib_conv)
+_jit = njit(error_model="numpy", nogil=True, **_OPTIONS)
 
 
 def _gemm_signature(dtype: types.Type) -> types.Type:
@@ -42,6 +54,104 @@ ensure_blas()  # numba_xxgemm forwards to scipy's BLAS
 _XXGEMM = {t: (types.ExternalFunction("numba_xxgemm", _gemm_signature(t)), ord(kind))
            for t, kind in ((types.float32, "s"), (types.float64, "d"),
                            (types.complex64, "c"), (types.complex128, "z"))}
+
+
+# ------------------------------------------------------------------ the entry points
+
+EMPTY, AUTO, SHIFTED, IM2COL, WINDOW, WINOGRAD, WINOGRAD_T = 0, 1, 2, 3, 4, 5, 6
+# the `cpu_lib_conv` function behind each plan's C entry point (AUTO: the one choosing)
+ENTRY_POINTS = {AUTO: "entry", SHIFTED: "entry_shifted", IM2COL: "entry_im2col",
+                WINDOW: "entry_window", WINOGRAD: "entry_winograd",
+                WINOGRAD_T: "entry_winograd_t"}
+DTYPES = (types.float32, types.float64, types.complex64, types.complex128, types.int8,
+          types.int16, types.int32, types.int64, types.uint8, types.uint16, types.uint32,
+          types.uint64)
+_TABLE, _RESOLVER = "tracer_conv_entries", "tracer_conv_resolve"
+_ENTRIES = (ctypes.c_void_p * (len(DTYPES) * (WINOGRAD_T + 1)))()  # slots: 0 until resolved
+_COMPILED: dict[int, object] = {}  # the cfuncs, kept alive
+
+
+# the plans for floats only, and what another dtype's entry point runs instead (a plan
+# is only ever forced on those: `cpu_lib_conv._choose` never picks it)
+FLOATS_ONLY = {WINOGRAD: SHIFTED, WINOGRAD_T: WINDOW}
+
+
+def slot(plan: int, dtype: types.Type) -> int:
+    """The table slot of `plan`'s entry point (AUTO: the choosing one) for `dtype`."""
+    return plan * len(DTYPES) + DTYPES.index(dtype)
+
+
+def resolve(index: int) -> int:
+    """Fill table slot `index` (compiling its entry point, or loading it from numba's
+    cache, the first time) and give its address. Under numba's own compiler lock: a
+    thread compiling a module that calls `convolution` holds it while it resolves."""
+    with global_compiler_lock:
+        if not _ENTRIES[index]:
+            from . import cpu_lib_conv  # (it imports this module)
+            plan, dtype = divmod(index, len(DTYPES))
+            if plan in FLOATS_ONLY and DTYPES[dtype] not in (types.float32, types.float64):
+                plan = FLOATS_ONLY[plan]
+            pointer = types.CPointer(DTYPES[dtype])
+            signature = types.void(pointer, pointer, pointer, types.CPointer(types.int64))
+            compiled = cfunc(signature, cache=True, error_model="numpy")(
+                getattr(cpu_lib_conv, ENTRY_POINTS[plan]))
+            _COMPILED[index] = compiled
+            _ENTRIES[index] = compiled.address
+        return _ENTRIES[index]
+
+
+def _resolve_from_c(index: int) -> None:
+    """`resolve` for compiled code (a ctypes callback: an error cannot propagate through
+    C, and the caller would then jump to an empty slot, so it is reported and the
+    process stops). A plan's entry point is compiled the first time a convolution
+    takes that plan, so that a program compiles only the plans it runs."""
+    try:
+        resolve(index)
+    except BaseException as error:  # noqa: BLE001 - nothing can propagate through C
+        print(f"tracer: the convolution kernel failed to load: {error!r}", file=sys.stderr)
+        sys.stderr.flush()
+        os._exit(70)
+
+
+_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_int64)(_resolve_from_c)
+binding.add_symbol(_TABLE, ctypes.addressof(_ENTRIES))
+binding.add_symbol(_RESOLVER, ctypes.cast(_CALLBACK, ctypes.c_void_p).value)
+
+
+def call_slot_codegen(context, builder, signature, args, index):
+    """LLVM code of entries[index](x.data, w.data, out.data, meta.data) for the arrays
+    args[-4:], resolving the slot first if it is empty (`index`: an i64 value)."""
+    i8p, i64 = ir.IntType(8).as_pointer(), ir.IntType(64)
+    data = [builder.bitcast(cgutils.create_struct_proxy(t)(context, builder, value=v).data, i8p)
+            for t, v in zip(signature.args[-4:], args[-4:], strict=True)]
+    module = builder.module
+    table = module.globals.get(_TABLE)
+    if table is None:  # declared here, defined by the process (add_symbol)
+        table = ir.GlobalVariable(module, ir.ArrayType(i64, len(_ENTRIES)), _TABLE)
+    at = builder.gep(table, [ir.Constant(ir.IntType(32), 0), index])
+    with builder.if_then(builder.icmp_unsigned("==", builder.load(at), i64(0)), likely=False):
+        resolver = cgutils.get_or_insert_function(
+            module, ir.FunctionType(ir.VoidType(), [i64]), _RESOLVER)
+        builder.call(resolver, [index])
+    kernel = builder.inttoptr(builder.load(at),
+                              ir.FunctionType(ir.VoidType(), [i8p] * 4).as_pointer())
+    builder.call(kernel, data)
+    return context.get_dummy_value()
+
+
+@intrinsic
+def call_plan(typingctx, plan, x, w, out, meta):
+    """The entry point of `plan` (a run-time int) for x's dtype on x, w, out and the
+    int64 metadata array meta (`cpu_lib_conv.entry`'s layout), compiled on first use."""
+    first = slot(0, x.dtype)
+
+    def codegen(context, builder, signature, args):
+        plan_index = context.cast(builder, args[0], signature.args[0], types.int64)
+        index = builder.add(builder.mul(plan_index,
+                                        ir.Constant(ir.IntType(64), len(DTYPES))),
+                            ir.Constant(ir.IntType(64), first))
+        return call_slot_codegen(context, builder, signature, args, index)
+    return types.void(plan, x, w, out, meta), codegen
 
 
 # ------------------------------------------------------------------ BLAS threads
@@ -72,7 +182,7 @@ binding.add_symbol(_SETTER, _openblas_thread_setter() or _keep_threads.address)
 _set_threads = types.ExternalFunction(_SETTER, types.intc(types.intc))
 
 
-@njit(cache=True, nogil=True)
+@njit(nogil=True, **_OPTIONS)
 def blas_threads(count):
     """Set the BLAS thread count (a positive count; 0 keeps it); the previous count, 0
     when unknown. `blas_threads(blas_threads(n))` puts back what was there."""
@@ -102,7 +212,7 @@ def _gemm_loops(m, n, k, a, a0, lda, b, b0, ldb, trans_b, c, c0, ldc, accumulate
                 c[row + j] += coef * b[src + j * step_j]
 
 
-@overload(gemm, jit_options={"cache": True})
+@overload(gemm, jit_options=_OPTIONS)
 def _gemm_overload(m, n, k, a, a0, lda, b, b0, ldb, trans_b, c, c0, ldc, accumulate):
     if a.dtype not in _XXGEMM:
         return _gemm_loops  # integers: plain loops (BLAS is float-only), wrapping
@@ -141,6 +251,34 @@ def unravel(flat, sizes, into):
     for d in range(len(sizes) - 1, -1, -1):
         into[d] = flat % sizes[d]
         flat //= sizes[d]
+
+
+@_jit
+def plane_of(out_sp, win, rd):
+    """out_sp + (win - 1) * rd: the padded grid every tap's window fits on (a loop:
+    numba compiles each array expression as a kernel of its own, slowly)."""
+    out = np.empty(len(out_sp), np.int64)
+    for d in range(len(out_sp)):
+        out[d] = out_sp[d] + (win[d] - 1) * rd[d]
+    return out
+
+
+@_jit
+def all_equal(values, value):
+    """Whether every entry of `values` is `value`."""
+    for v in values:
+        if v != value:
+            return False
+    return True
+
+
+@_jit
+def same(a, b):
+    """Whether the int arrays a and b (of one length) are equal."""
+    for d in range(len(a)):
+        if a[d] != b[d]:
+            return False
+    return True
 
 
 @_jit

@@ -26,9 +26,13 @@ import numpy as np
 from numba import njit, types
 from numba.extending import overload
 
-from .cpu_lib_conv_core import gemm, image_of
+from .cpu_lib_conv_core import all_equal, gemm, image_of
 
-_jit = njit(cache=True, error_model="numpy", nogil=True)
+_OPTIONS = dict(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)  # (see cpu_lib_conv)
+_jit = njit(error_model="numpy", nogil=True, **_OPTIONS)
+# the plans' bodies, typed inside their entry points (`cpu_lib_conv_core`: whole plans
+# are not compiled on their own); float32 and float64 only (`resolve` sees to that)
+_inlined = njit(error_model="numpy", nogil=True, inline="always", **_OPTIONS)
 MIN_TILES = 64  # an image's 2x2 tiles below which the direct plans do better
 MIN_PRODUCT = 64  # O * C per group below which the transforms cost more than they save
 
@@ -37,7 +41,7 @@ def winograd_pays(x, w, out, geo, groups):
     """Whether `winograd` can run this convolution and should."""
 
 
-@overload(winograd_pays, jit_options={"cache": True})
+@overload(winograd_pays, jit_options=_OPTIONS)
 def _winograd_pays_overload(x, w, out, geo, groups):
     if x.dtype not in (types.float32, types.float64):
         return lambda x, w, out, geo, groups: False
@@ -46,26 +50,17 @@ def _winograd_pays_overload(x, w, out, geo, groups):
         in_sp, win, out_sp, st, _, ld, rd = geo
         if len(win) != 2 or win[0] != 3 or win[1] != 3:
             return False
-        if np.any(st != 1) or np.any(ld != 1) or np.any(rd != 1):
+        if not (all_equal(st, 1) and all_equal(ld, 1) and all_equal(rd, 1)):
             return False
         tiles = ((out_sp[0] + 1) // 2) * ((out_sp[1] + 1) // 2)
         return tiles >= MIN_TILES and (out.shape[1] // groups) * w.shape[1] >= MIN_PRODUCT
     return pays
 
 
+@_inlined
 def winograd(x, out, w, geo, tile_rows, fgc, bgc):
     """out = the convolution (the canonical layout of `cpu_lib_conv`), `tile_rows` rows
     of 2x2 tiles at a time; whether every output is finite (else the caller redoes it)."""
-
-
-@overload(winograd, jit_options={"cache": True})
-def _winograd_overload(x, out, w, geo, tile_rows, fgc, bgc):
-    if x.dtype not in (types.float32, types.float64):
-        return lambda x, out, w, geo, tile_rows, fgc, bgc: False  # never chosen for these
-    return _winograd
-
-
-def _winograd(x, out, w, geo, tile_rows, fgc, bgc):
     in_sp, _, out_sp, _, lo, _, _ = geo
     g, nb, o, cg = max(fgc, bgc), out.shape[0], out.shape[1], w.shape[1]
     og, th, tw = o // g, (out_sp[0] + 1) // 2, (out_sp[1] + 1) // 2
@@ -98,7 +93,7 @@ def winograd_t_pays(x, w, out, geo, groups):
     the kernel gradient of a 3x3 convolution) and a window of MIN_TILES 2x2 tiles."""
 
 
-@overload(winograd_t_pays, jit_options={"cache": True})
+@overload(winograd_t_pays, jit_options=_OPTIONS)
 def _winograd_t_pays_overload(x, w, out, geo, groups):
     if x.dtype not in (types.float32, types.float64):
         return lambda x, w, out, geo, groups: False
@@ -107,12 +102,13 @@ def _winograd_t_pays_overload(x, w, out, geo, groups):
         in_sp, win, out_sp, st, _, ld, rd = geo
         if len(win) != 2 or out_sp[0] != 3 or out_sp[1] != 3:
             return False
-        if np.any(st != 1) or np.any(ld != 1) or np.any(rd != 1):
+        if not (all_equal(st, 1) and all_equal(ld, 1) and all_equal(rd, 1)):
             return False
         return ((win[0] + 1) // 2) * ((win[1] + 1) // 2) >= MIN_TILES
     return pays
 
 
+@_inlined
 def winograd_t(x, out, w, geo, chunk, batch, fgc, bgc):
     """F(3x3, 2x2), the transpose of F(2x2, 3x3), for a 3x3 output: 2x2 tiles over the
     window, out[b, o] = G^T S G with S = the sum over features and tiles of
@@ -120,20 +116,10 @@ def winograd_t(x, out, w, geo, chunk, batch, fgc, bgc):
     under it; per `chunk` features and `batch` images, 16 GEMMs (images, features x
     tiles) @ (features x tiles, O) add to S. Whether every output is finite (else the
     caller redoes it: the window's partial and junk tiles multiply inputs by 0)."""
-
-
-@overload(winograd_t, jit_options={"cache": True})
-def _winograd_t_overload(x, out, w, geo, chunk, batch, fgc, bgc):
-    if x.dtype not in (types.float32, types.float64):
-        return lambda x, out, w, geo, chunk, batch, fgc, bgc: False  # never chosen for these
-    return _winograd_t
-
-
-def _winograd_t(x, out, w, geo, chunk, batch, fgc, bgc):
     in_sp, win, _, _, lo, _, _ = geo
     g, nb, o, fg = max(fgc, bgc), out.shape[0], out.shape[1], w.shape[1]
     og, th, tw = o // g, (win[0] + 1) // 2, (win[1] + 1) // 2
-    half = tw + 1  # (as in `_winograd`)
+    half = tw + 1  # (as in `winograd`)
     sub, tiles = (th + 2) * half, th * half
     grid = np.zeros(chunk * 4 * sub, x.dtype)  # padding stays zero
     scratch = np.empty(8 * (tiles + half), x.dtype)
@@ -150,7 +136,7 @@ def _winograd_t(x, out, w, geo, chunk, batch, fgc, bgc):
                 for i in range(images):
                     image, c0 = image_of(b0 + i, gi, nb, fg, fgc, bgc)
                     _fill_split(x, image, c0 + f0, count, grid, sub, half, in_sp, lo)
-                    _input_transform(grid, count, sub, half, 0, tiles, scratch,
+                    _input_transform(grid, count, sub, half, np.int64(0), tiles, scratch,
                                      v[i * 16 * kdim:])
                 for k in range(16):
                     gemm(images, og, kdim, v, k * kdim, 16 * kdim, z, k * og * kdim, kdim,

@@ -22,6 +22,11 @@ from numba.extending import overload
 from .cpu_mathlib import bf16_bits, bf16_round, f16_bits, f16_round
 
 _jit = njit(cache=True, error_model="numpy")
+# helpers called from compiled code only: no Python or C wrapper to generate
+_internal = njit(cache=True, error_model="numpy", no_cpython_wrapper=True, no_cfunc_wrapper=True)
+# small helpers typed in place: numba compiles a jit function called with a literal
+# argument once per literal (8 rotations), each compile a fraction of a second
+_inline = njit(cache=True, error_model="numpy", inline="always")
 
 PARITY = np.uint32(0x1BD11BDA)
 MUL_A, MUL_B = np.uint64(0xD2511F53), np.uint64(0xCD9E8D57)
@@ -56,14 +61,14 @@ def _flat_overload(x):  # noqa: ANN001, ANN202
 
 # ---------------------------------------------------------------- the blocks
 
-@_jit
+@_inline
 def _mix(x0, x1, r):  # noqa: ANN001, ANN201
     x0 = np.uint32(x0 + x1)
     x1 = np.uint32((x1 << r) | (x1 >> (32 - r)))
     return x0, np.uint32(x1 ^ x0)
 
 
-@_jit
+@_inline
 def _four(x0, x1, r0, r1, r2, r3):  # noqa: ANN001, ANN201
     x0, x1 = _mix(x0, x1, r0)
     x0, x1 = _mix(x0, x1, r1)
@@ -104,7 +109,7 @@ def philox_block(c0, c1, c2, c3, k0, k1):  # noqa: ANN001, ANN201
 
 # ---------------------------------------------------------------- the element-wise op
 
-@_jit
+@_internal
 def _fill_serial(a, b, c, d, out0, out1):  # noqa: ANN001, ANN201
     for i in range(out0.size):
         out0[i], out1[i] = threefry_block(_at(a, i), _at(b, i), _at(c, i), _at(d, i))
@@ -117,18 +122,22 @@ def _fill_parallel(a, b, c, d, out0, out1):  # noqa: ANN001, ANN201
 
 
 @_jit
-def threefry2x32_fill(k0, k1, x0, x1, y0, y1, parallel):  # noqa: ANN001, ANN201
-    """y0, y1 (C-contiguous, one shape) = the block of each element's operands; on
-    threads when `parallel` (no BLAS in the graph) and the arrays are large."""
-    args = (_flat(k0), _flat(k1), _flat(x0), _flat(x1), y0.reshape(y0.size),
-            y1.reshape(y1.size))
-    if parallel and y0.size >= PARALLEL_MIN_ELEMENTS:
-        _fill_parallel(*args)
-    else:
-        _fill_serial(*args)
+def threefry2x32_fill(k0, k1, x0, x1, y0, y1):  # noqa: ANN001, ANN201
+    """y0, y1 (C-contiguous, one shape) = the block of each element's operands."""
+    _fill_serial(_flat(k0), _flat(k1), _flat(x0), _flat(x1), y0.reshape(y0.size),
+                 y1.reshape(y1.size))
 
 
 @_jit
+def threefry2x32_fill_parallel(k0, k1, x0, x1, y0, y1):  # noqa: ANN001, ANN201
+    """`threefry2x32_fill` on threads: for outputs of at least PARALLEL_MIN_ELEMENTS in
+    graphs without BLAS (the emitter picks it: numba takes seconds to compile a
+    parallel loop, so small outputs never do)."""
+    _fill_parallel(_flat(k0), _flat(k1), _flat(x0), _flat(x1), y0.reshape(y0.size),
+                   y1.reshape(y1.size))
+
+
+@_internal
 def _bits_at(k0, k1, i, width):  # noqa: ANN001, ANN201
     """JAX's random bits of element i: the block at counter (i >> 32, i & 0xFFFFFFFF)."""
     low, high = _words(np.uint64(i))
@@ -138,7 +147,7 @@ def _bits_at(k0, k1, i, width):  # noqa: ANN001, ANN201
     return np.uint64(y0 ^ y1)
 
 
-@_jit
+@_internal
 def _bits_serial(k0, k1, out, width):  # noqa: ANN001, ANN201
     for i in range(out.size):
         out[i] = _bits_at(k0, k1, i, width)
@@ -151,14 +160,16 @@ def _bits_parallel(k0, k1, out, width):  # noqa: ANN001, ANN201
 
 
 @_jit
-def threefry_random_bits_fill(key, bits, width, parallel):  # noqa: ANN001, ANN201
+def threefry_random_bits_fill(key, bits, width):  # noqa: ANN001, ANN201
     """bits (C-contiguous, uint{width}) = JAX's threefry random bits of `key`; the
     store keeps the low bits for 8 and 16."""
-    out = bits.reshape(bits.size)
-    if parallel and out.size >= PARALLEL_MIN_ELEMENTS:
-        _bits_parallel(key[0], key[1], out, width)
-    else:
-        _bits_serial(key[0], key[1], out, width)
+    _bits_serial(key[0], key[1], bits.reshape(bits.size), width)
+
+
+@_jit
+def threefry_random_bits_fill_parallel(key, bits, width):  # noqa: ANN001, ANN201
+    """`threefry_random_bits_fill` on threads (as `threefry2x32_fill_parallel`)."""
+    _bits_parallel(key[0], key[1], bits.reshape(bits.size), width)
 
 
 # ---------------------------------------------------------------- RngBitGenerator
@@ -176,13 +187,13 @@ def split_dim(shape):  # noqa: ANN001, ANN201
     return best
 
 
-@_jit
+@_inline
 def _words(x):  # noqa: ANN001, ANN201
     x = np.uint64(x)
     return np.uint32(x & M32), np.uint32(x >> 32)
 
 
-@_jit
+@_inline
 def _join(low, high):  # noqa: ANN001, ANN201
     return np.uint64(low) | (np.uint64(high) << 32)
 
@@ -252,13 +263,13 @@ def philox_generate(state, new_state, bits):  # noqa: ANN001, ANN201
 
 # ---------------------------------------------------------------- the process stream
 
-@_jit
+@_internal
 def _mantissa_draw(nmant):  # noqa: ANN001, ANN201
     """Uniform in [0, 1) with `nmant` random bits, exact in any float type."""
     return np.float64(np.random.randint(0, 1 << nmant)) * 2.0 ** -nmant
 
 
-@_jit
+@_internal
 def _rounded(x, nmant):  # noqa: ANN001, ANN201
     """float64 `x` rounded to the output type (7: bfloat16, 10: float16, 23: float32,
     52: float64)."""
@@ -271,7 +282,7 @@ def _rounded(x, nmant):  # noqa: ANN001, ANN201
     return x
 
 
-@_jit
+@_internal
 def _store(out, i, value, nmant):  # noqa: ANN001, ANN201
     if nmant == 7:
         out[i] = bf16_bits(value)  # half-precision arrays hold their bits

@@ -16,8 +16,8 @@ one stable scatter pass per byte, skipping bytes where every key has the same
 digit; short rows use insertion sort instead.
 
 Arrays arrive as (outer, n, inner) views: rows are the n elements at one (outer,
-inner) position, sorted independently, in parallel (`prange`) when the caller allows
-it (`parallel`: false in graphs that call BLAS) and the array is large. Strided rows
+inner) position, sorted independently; the `*_parallel` kernels run them on threads
+(`prange`), for large arrays in graphs that do not call BLAS (the emitter picks). Strided rows
 (inner > 1) go in tiles of adjacent rows, so their loads and stores share cache
 lines. Several keys are a lexsort: stable re-sorts of a permutation by each key,
 least significant first (`refine_rows`); riders follow it (`permute_rows`). float16
@@ -34,6 +34,10 @@ from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
 _OPTIONS = dict(cache=True, error_model="numpy", nogil=True)
+# the kernels without a parallel loop are called from compiled code only: no Python or
+# C wrapper to generate (a tenth of a second of compile time each)
+_SERIAL = dict(_OPTIONS, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+_INLINED = dict(_SERIAL, inline="always")  # small helpers typed inside their callers
 PARALLEL_MIN_ELEMENTS = 1 << 15  # below this, threads cost more than they save
 SMALL = 32  # rows up to this length use insertion sort
 TILE = 16  # adjacent rows (inner positions) loaded and stored together
@@ -105,7 +109,7 @@ def key_buffer(shape, like):  # noqa: ANN001, ANN201
     """An uninitialised array of keys for values like `like` (unsigned, same width)."""
 
 
-@overload(key_buffer)
+@overload(key_buffer, jit_options=_SERIAL)
 def _key_buffer(shape, like):  # noqa: ANN001, ANN202
     dtype = getattr(np, f"uint{_width(like)}")
     return lambda shape, like: np.empty(shape, dtype)
@@ -113,7 +117,7 @@ def _key_buffer(shape, like):  # noqa: ANN001, ANN202
 
 # ---------------------------------------------------------------- one row
 
-@njit(**_OPTIONS)
+@njit(**_SERIAL)
 def _insertion(keys, idx, with_idx):  # noqa: ANN001, ANN202
     """Stable insertion sort of keys (and idx alongside), in place."""
     for j in range(1, keys.shape[0]):
@@ -130,7 +134,7 @@ def _insertion(keys, idx, with_idx):  # noqa: ANN001, ANN202
             idx[i + 1] = p
 
 
-@njit(**_OPTIONS)
+@njit(**_SERIAL)
 def _scatter_pass(src, dst, src_idx, dst_idx, offsets, byte, with_idx):  # noqa: ANN001, ANN202
     for j in range(src.shape[0]):
         k = src[j]
@@ -142,12 +146,12 @@ def _scatter_pass(src, dst, src_idx, dst_idx, offsets, byte, with_idx):  # noqa:
             dst_idx[p] = src_idx[j]
 
 
-@njit(**_OPTIONS)
+@njit(**_INLINED)  # (typed in place: not compiled once per literal byte)
 def _digit(key, byte):  # noqa: ANN001, ANN202
     return np.intp((np.uint64(key) >> np.uint64(8 * byte)) & np.uint64(255))
 
 
-@njit(**_OPTIONS)
+@njit(**_SERIAL)
 def _histograms(keys, counts):  # noqa: ANN001, ANN202
     """counts[b, d] = how many keys have digit d in byte b. The bytes are spelled out
     (the width is a compile-time constant): a loop over them runs 6x slower."""
@@ -168,7 +172,7 @@ def _histograms(keys, counts):  # noqa: ANN001, ANN202
             counts[7, _digit(k, 7)] += 1
 
 
-@njit(**_OPTIONS)
+@njit(**_SERIAL)
 def _radix(keys, idx, counts, spare, spare_idx, with_idx):  # noqa: ANN001, ANN202
     """Sort keys (idx alongside) stably: returns the buffers holding the result, (keys,
     idx) or the spares after an odd number of passes."""
@@ -255,7 +259,7 @@ _sort_block = _block_intrinsic(_block_pairs((2, 4, 8, 16)))
 _clean_block = _block_intrinsic(_block_pairs((0,)))
 
 
-@njit(**_OPTIONS)
+@njit(**_SERIAL)
 def _network(buf, n):  # noqa: ANN001, ANN202
     """Sort every column of `buf` seen as (n, lanes), n a multiple of BLOCK: Batcher's
     bitonic sort in the form whose exchanges all put the smaller key first (each merge
@@ -273,7 +277,7 @@ def _network(buf, n):  # noqa: ANN001, ANN202
         size *= 2
 
 
-@njit(**_OPTIONS)
+@njit(**_SERIAL)
 def _merge_steps(buf, n, size):  # noqa: ANN001, ANN202
     """The merge of sorted runs of size/2 into runs of `size`, down to the step BLOCK:
     the mirrored exchanges, then the half-cleaners (i against i + step, i // step even)."""
@@ -289,14 +293,14 @@ def _merge_steps(buf, n, size):  # noqa: ANN001, ANN202
         step //= 2
 
 
-@njit(**_OPTIONS)
+@njit(**_SERIAL)
 def _lanes(x, with_idx):  # noqa: ANN001, ANN202
     """Rows per network tile: keys up to 32 bits go in uint32 lanes; 64-bit keys, and
     keys packed with their position, in uint64 lanes."""
     return LANE_BYTES // (8 if with_idx or x.itemsize > 4 else 4)
 
 
-@njit(**_OPTIONS)
+@njit(**_SERIAL)
 def _use_network(x, with_idx):  # noqa: ANN001, ANN202
     outer, n, inner = x.shape
     return outer * inner >= NETWORK_MIN_ROWS and 2 <= n <= NETWORK_MAX and \
@@ -307,7 +311,7 @@ def _lane_buffer(n, like):  # noqa: ANN001, ANN201
     """An uninitialised (n * lanes) buffer of uint32 keys (uint64 for 64-bit values)."""
 
 
-@overload(_lane_buffer)
+@overload(_lane_buffer, jit_options=_SERIAL)
 def _lane_buffer_impl(n, like):  # noqa: ANN001, ANN202
     dtype = np.uint64 if _width(like) > 32 else np.uint32
     lanes = LANE_BYTES // np.dtype(dtype).itemsize
@@ -318,13 +322,13 @@ def _narrow(key, like):  # noqa: ANN001, ANN201
     """A widened key back at the width of values like `like` (for from_key)."""
 
 
-@overload(_narrow)
+@overload(_narrow, jit_options=_SERIAL)
 def _narrow_impl(key, like):  # noqa: ANN001, ANN202
     narrow = getattr(np, f"uint{_width(like)}")
     return lambda key, like: narrow(key)
 
 
-@njit(**_OPTIONS)
+@njit(**_SERIAL)
 def _network_tile(x, out, perm, r0, half, with_idx, buf):  # noqa: ANN001, ANN202
     """Rows r0 .. r0 + lanes - 1 (row r is (r // inner, r % inner)) sorted together:
     their keys are the lanes of `buf` seen as (positions, lanes), +max keys from
@@ -358,7 +362,7 @@ def _network_tile(x, out, perm, r0, half, with_idx, buf):  # noqa: ANN001, ANN20
 
 # ---------------------------------------------------------------- tiles of (outer, n, inner) views
 
-@njit(**_OPTIONS)
+@njit(**_SERIAL)
 def _sort_row(x, out, perm, o, i, half, with_idx):  # noqa: ANN001, ANN202
     """Row (o, i) on its own (used when inner == 1: the row is contiguous)."""
     n = x.shape[1]
@@ -376,7 +380,7 @@ def _sort_row(x, out, perm, o, i, half, with_idx):  # noqa: ANN001, ANN202
             perm[o, j, i] = idx[j]
 
 
-@njit(**_OPTIONS)
+@njit(**_SERIAL)
 def _sort_tile(x, out, perm, o, i0, rows, half, with_idx):  # noqa: ANN001, ANN202
     """Rows (o, i0 .. i0 + rows - 1) of a strided view together: the cache lines each
     row's loads and stores touch stay in cache for the tile's other rows."""
@@ -403,7 +407,7 @@ def _sort_tile(x, out, perm, o, i0, rows, half, with_idx):  # noqa: ANN001, ANN2
                 perm[o, j, i0 + t] = done_idx[j]
 
 
-@njit(**_OPTIONS)
+@njit(**_SERIAL)
 def _sort_part(x, out, perm, r, half, with_idx, network):  # noqa: ANN001, ANN202
     """Part r of sort_rows: one tile of rows for the network, else one row when
     inner == 1 or one tile of strided rows."""
@@ -424,30 +428,49 @@ def _sort_part(x, out, perm, r, half, with_idx, network):  # noqa: ANN001, ANN20
     _sort_tile(x, out, perm, o, i0, min(TILE, inner - i0), half, with_idx)
 
 
-@njit(parallel=True, **_OPTIONS)
-def sort_rows(x, out, perm, half, with_idx, parallel):  # noqa: ANN001, ANN201
+@njit(**_SERIAL)
+def _parts(x, with_idx):  # noqa: ANN001, ANN202
+    """(whether the rows go through the network, the number of parts of sort_rows)."""
+    outer, n, inner = x.shape
+    network = _use_network(x, with_idx)
+    if network:
+        return network, (outer * inner + _lanes(x, with_idx) - 1) // _lanes(x, with_idx)
+    return network, outer * ((inner + TILE - 1) // TILE if inner > 1 else 1)
+
+
+@njit(**_SERIAL)
+def sort_rows(x, out, perm, half, with_idx):  # noqa: ANN001, ANN201
     """out = x sorted along axis 1 of its (outer, n, inner) view with the default
     comparator; with_idx: perm[o, j, i] = where out[o, j, i] came from. Many short
-    rows go through the sorting network, the others through the radix sort; rows (or
-    tiles) run in parallel when `parallel` and the array is large enough."""
-    outer, n, inner = x.shape
-    if n == 0:
+    rows go through the sorting network, the others through the radix sort."""
+    if x.shape[1] == 0:
         return
-    network = _use_network(x, with_idx)
-    lanes = _lanes(x, with_idx)
-    if network:
-        parts = (outer * inner + lanes - 1) // lanes
-    else:
-        parts = outer * ((inner + TILE - 1) // TILE if inner > 1 else 1)
-    if parallel and parts > 1 and x.size >= PARALLEL_MIN_ELEMENTS:
-        for r in prange(parts):  # (prange counts in uint64: one specialization, int64)
-            _sort_part(x, out, perm, np.int64(r), half, with_idx, network)
-    else:
-        for r in range(parts):
-            _sort_part(x, out, perm, r, half, with_idx, network)
+    network, parts = _parts(x, with_idx)
+    for r in range(parts):
+        _sort_part(x, out, perm, r, half, with_idx, network)
 
 
-@njit(**_OPTIONS)
+@njit(**_SERIAL)
+def sort_vector(x, out, perm, half, with_idx):  # noqa: ANN001, ANN201
+    """`sort_rows` of a (1, n, 1) view (a rank-1 operand): its one row on its own,
+    without compiling the network and the strided tiles it never runs."""
+    if x.shape[1] > 0:
+        _sort_row(x, out, perm, 0, 0, half, with_idx)
+
+
+@njit(parallel=True, **_OPTIONS)
+def sort_rows_parallel(x, out, perm, half, with_idx):  # noqa: ANN001, ANN201
+    """`sort_rows` with its rows (or tiles) on threads: for arrays of at least
+    PARALLEL_MIN_ELEMENTS (the emitter picks it; numba takes seconds to compile a
+    parallel loop, so small arrays never do)."""
+    if x.shape[1] == 0:
+        return
+    network, parts = _parts(x, with_idx)
+    for r in prange(parts):  # (prange counts in uint64: one specialization, int64)
+        _sort_part(x, out, perm, np.int64(r), half, with_idx, network)
+
+
+@njit(**_SERIAL)
 def _refine_row(x, perm, o, i, half, first):  # noqa: ANN001, ANN202
     n = x.shape[1]
     keys = key_buffer(n, x[o, 0, i])
@@ -463,35 +486,44 @@ def _refine_row(x, perm, o, i, half, first):  # noqa: ANN001, ANN202
         perm[o, j, i] = idx[j]
 
 
-@njit(parallel=True, **_OPTIONS)
-def refine_rows(x, perm, half, first, parallel):  # noqa: ANN001, ANN201
+@njit(**_SERIAL)
+def refine_rows(x, perm, half, first):  # noqa: ANN001, ANN201
     """One step of a least-significant-key-first lexsort: each row's positions
     perm[o, :, i] stably re-sorted by x at those positions (first: perm starts as
     0, 1, ..., n-1 and is not read)."""
     outer, n, inner = x.shape
     if n == 0:
         return
-    if parallel and outer * inner > 1 and x.size >= PARALLEL_MIN_ELEMENTS:
-        for r in prange(outer * inner):
-            _refine_row(x, perm, np.int64(r) // inner, np.int64(r) % inner, half, first)
-    else:
-        for r in range(outer * inner):
-            _refine_row(x, perm, r // inner, r % inner, half, first)
+    for r in range(outer * inner):
+        _refine_row(x, perm, r // inner, r % inner, half, first)
 
 
-@njit(**_OPTIONS)
+@njit(parallel=True, **_OPTIONS)
+def refine_rows_parallel(x, perm, half, first):  # noqa: ANN001, ANN201
+    """`refine_rows` with its rows on threads (as `sort_rows_parallel`)."""
+    outer, n, inner = x.shape
+    if n == 0:
+        return
+    for r in prange(outer * inner):
+        _refine_row(x, perm, np.int64(r) // inner, np.int64(r) % inner, half, first)
+
+
+@njit(**_SERIAL)
 def _permute_row(x, perm, out, o):  # noqa: ANN001, ANN202
     for j in range(x.shape[1]):
         for i in range(x.shape[2]):
             out[o, j, i] = x[o, perm[o, j, i], i]
 
 
-@njit(parallel=True, **_OPTIONS)
-def permute_rows(x, perm, out, parallel):  # noqa: ANN001, ANN201
+@njit(**_SERIAL)
+def permute_rows(x, perm, out):  # noqa: ANN001, ANN201
     """out[o, j, i] = x[o, perm[o, j, i], i] (perm holds positions in [0, n))."""
-    if parallel and x.shape[0] > 1 and x.size >= PARALLEL_MIN_ELEMENTS:
-        for o in prange(x.shape[0]):
-            _permute_row(x, perm, out, np.int64(o))
-    else:
-        for o in range(x.shape[0]):
-            _permute_row(x, perm, out, o)
+    for o in range(x.shape[0]):
+        _permute_row(x, perm, out, o)
+
+
+@njit(parallel=True, **_OPTIONS)
+def permute_rows_parallel(x, perm, out):  # noqa: ANN001, ANN201
+    """`permute_rows` with its outer positions on threads (as `sort_rows_parallel`)."""
+    for o in prange(x.shape[0]):
+        _permute_row(x, perm, out, np.int64(o))

@@ -1,0 +1,132 @@
+"""What keeps the cold compile of the cpu backend's numba libraries short.
+
+- A convolution compiles only the plans it runs: the choosing entry point calls
+  each plan's own C entry point through the table of `cpu_lib_conv_core`, resolved
+  the first time a convolution takes the plan.
+- Sort and the threefry kernels compile a `parallel=True` loop (seconds of numba's
+  parfor lowering) only for arrays large enough to run it, in graphs that may use
+  threads; the two forms give the same bits, also loaded from the disk cache.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import tracer as tr
+import tracer.numpy as tnp
+from tracer import ops
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+LARGE = 1 << 15  # cpu_lib_sort / cpu_lib_rng PARALLEL_MIN_ELEMENTS
+
+
+def _run_child(script: str, tmp_path, **env: str) -> dict:
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(script)], cwd=REPO,
+                          env=dict(os.environ, TRACER_CACHE_DIR=str(tmp_path), **env),
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+_CONV_CHILD = """
+    import json
+    import numpy as np
+    import tracer as tr
+    from tracer import ops
+    from tracer.backend import cpu_lib_conv as lib, cpu_lib_conv_core as core
+    from numba import types
+    r = np.random.default_rng(0)
+    x, w = r.standard_normal((2, 3, 8, 8)), r.standard_normal((4, 3, 3, 3))
+    got = tr.jit(lambda x, w: ops.conv(x, w, (1, 1), "SAME"))(x, w)
+    ok = bool(np.allclose(got, ops.conv(x, w, (1, 1), "SAME"), rtol=1e-12, atol=1e-12))
+    plans = {name: bool(core._ENTRIES[core.slot(getattr(lib, name), types.float64)])
+             for name in ("AUTO", "SHIFTED", "IM2COL", "WINDOW", "WINOGRAD", "WINOGRAD_T")}
+    print(json.dumps(dict(ok=ok, plans=plans)))
+"""
+
+
+def test_a_convolution_compiles_only_the_plan_it_runs(tmp_path):
+    """A small 3x3 SAME convolution takes the shifted plan: its entry point and the
+    choosing one are resolved, no other plan's (each is seconds of code generation)."""
+    got = _run_child(_CONV_CHILD, tmp_path)
+    assert got["ok"]
+    assert got["plans"] == dict(AUTO=True, SHIFTED=True, IM2COL=False, WINDOW=False,
+                                WINOGRAD=False, WINOGRAD_T=False)
+
+
+@pytest.mark.parametrize("shape, kernel", [((LARGE + 3,), "sort_vector"),
+                                           ((8, 50), "sort_rows"),
+                                           ((LARGE // 16, 17), "sort_rows_parallel")])
+def test_sort_compiles_the_kernel_its_shape_needs(shape, kernel):
+    """A rank-1 operand is one row (`sort_vector`: no network, no strided tiles); the
+    parallel kernel only for large arrays. Results bit for bit NumPy's stable sort."""
+    x = np.random.default_rng(len(shape)).standard_normal(shape)
+    x.reshape(-1)[::7] = -0.0
+    fn = tr.jit(lambda v: (tnp.sort(v), tnp.argsort(v)))
+    source = fn.lower(x).compile().source
+    assert f"{kernel}(" in source
+    assert "_parallel(" not in source or kernel.endswith("_parallel")
+    values, order = fn(x)
+    want = np.sort(x, kind="stable")
+    assert values.tobytes() == want.tobytes()  # bit for bit: -0.0 before +0.0
+    np.testing.assert_array_equal(order, np.argsort(x, kind="stable"))
+
+
+def test_sort_in_a_graph_with_blas_stays_serial():
+    x = np.random.default_rng(0).standard_normal((LARGE // 8, 8))
+    w = np.eye(8)
+    fn = tr.jit(lambda x, w: tnp.sort(x @ w, axis=0))
+    assert "_parallel(" not in fn.lower(x, w).compile().source
+    np.testing.assert_array_equal(fn(x, w), np.sort(x, axis=0))
+
+
+_PARALLEL_SORT_CHILD = """
+    import json
+    import numpy as np
+    import tracer as tr
+    import tracer.numpy as tnp
+    from tracer.backend.cpu_cache import STATS
+    x = np.random.default_rng(1).standard_normal((1 << 12, 16)).astype(np.float32)
+    fn = tr.jit(lambda x: tnp.sort(x, axis=-1))
+    got = fn(x)
+    ok = bool(np.array_equal(got, np.sort(x)))
+    ok = ok and "sort_rows_parallel(" in fn.lower(x).compile().source
+    print(json.dumps(dict(compiles=STATS.compiles, disk_hits=STATS.disk_hits, ok=ok)))
+"""
+
+
+def test_cached_code_calling_the_parallel_sort_kernel_loads_in_a_new_process(tmp_path):
+    """(numba #8578: a cached host function calling a parallel library kernel used to
+    run before numba's thread pool started, and crash.)"""
+    first = _run_child(_PARALLEL_SORT_CHILD, tmp_path)
+    second = _run_child(_PARALLEL_SORT_CHILD, tmp_path)
+    assert first["ok"] and first["compiles"] == 1
+    assert second["ok"] and second["disk_hits"] == 1 and second["compiles"] == 0
+
+
+@pytest.mark.parametrize("shape", [(4, 5), (LARGE // 4, 5)])
+def test_random_bits_pick_the_kernel_by_size_and_agree(shape):
+    key = tr.random.key(3)
+    fn = tr.jit(lambda k: tr.random.bits(k, shape))
+    source = fn.lower(key).compile().source
+    assert ("_parallel(" in source) == (np.prod(shape) >= LARGE)
+    np.testing.assert_array_equal(fn(key), tr.jit(lambda k: tr.random.bits(k, shape),
+                                                  backend="interpreter")(key))
+
+
+def test_threefry2x32_picks_the_kernel_by_size_and_agrees():
+    n = LARGE + 1
+    x = np.arange(n, dtype=np.uint32)
+    fn = tr.jit(lambda x: ops.threefry2x32(np.uint32(5), np.uint32(7), x, x ^ np.uint32(9)))
+    assert "threefry2x32_fill_parallel(" in fn.lower(x).compile().source
+    want = tr.jit(lambda x: ops.threefry2x32(np.uint32(5), np.uint32(7), x,
+                                             x ^ np.uint32(9)), backend="interpreter")(x)
+    for got, expected in zip(fn(x), want, strict=True):
+        np.testing.assert_array_equal(got, expected)
