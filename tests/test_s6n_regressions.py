@@ -238,3 +238,17 @@ def test_unique_merges_every_complex_with_a_nan_part(equal_nan):
     kw = dict(return_index=True, return_inverse=True, return_counts=True, equal_nan=equal_nan)
     for got, want in zip(tnp.unique(z, **kw), np.unique(z, **kw), strict=True):
         _same(got, want)
+
+
+@pytest.mark.parametrize("name", ["var", "std"])
+@pytest.mark.parametrize("dtype", [None, np.complex64, np.complex128])
+@pytest.mark.parametrize("complex_input", [False, True])
+def test_var_std_keep_an_explicit_complex_dtype(name, dtype, complex_input):
+    x = np.arange(4, dtype=np.float32)
+    if complex_input:
+        x = x + 1j * x[::-1]
+    fn, np_fn = getattr(tnp, name), getattr(np, name)
+    want = np_fn(x, dtype=dtype)
+    got = fn(x, dtype=dtype)
+    assert got.dtype == want.dtype and tr.jit(lambda v: fn(v, dtype=dtype))(x).dtype == want.dtype
+    np.testing.assert_allclose(got, want, rtol=1e-6)

@@ -415,7 +415,8 @@ def var(a: Any, axis: Any = None, dtype: Any = None, out: None = None, ddof: Any
     denominator = builtins.max(count - ddof, 0) if isinstance(count, float) else \
         ops.max(ops.sub(cast(count, dtype_of(total)), ddof), 0)
     r = ops.div(total, denominator)
-    r = cast(r, dtypes.real_dtype(result_dt))
+    # (complex input gives its real dtype; an explicit complex dtype= is kept, as NumPy)
+    r = cast(r, result_dt if dtype is not None else dtypes.real_dtype(result_dt))
     return as_result(_keep(r, np.shape(x), axes, keepdims))
 
 
