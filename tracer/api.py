@@ -16,12 +16,12 @@ import numpy as np
 from . import cache
 from .backend import backend_loaded, backend_names, get_backend
 from .config import config
-from .core import ShapedArray, aval_of, typecheck
+from .core import ShapedArray, typecheck
 from .errors import (TracerError, TracerTypeError, TracerValueError, add_user_line,
                      names_user_line)
 from .hlo import HloModule
 from .stages import Compiled, Lowered
-from .tracing import GraphBuilder, Tracer, current_builder
+from .tracing import GraphBuilder, current_builder, is_value
 from .tree_util import (keystr, tree_flatten, tree_flatten_with_path, tree_map,
                         tree_unflatten)
 
@@ -55,35 +55,32 @@ class Jitted:
 
     # -- the hot path ------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return self._call(args, kwargs)
+        try:  # (free when nothing raises: no extra call frame on the hot path)
+            if current_builder() is not None:
+                return self._inline(args, kwargs)
+            dynamic, statics = self._split(args, kwargs)
+            if not kwargs and all(type(a) is np.ndarray for a in args):
+                leaves, treedef = args, _flat_treedef(len(args))  # the common case
+            else:
+                leaves, treedef = tree_flatten(dynamic)
+            sigs = tuple(map(cache.leaf_signature, leaves))
+            key = (treedef, sigs, statics, self.backend or config.default_backend)
+            entry = self._cache.get(key)
+            if entry is None:
+                entry = self._miss(key, args, kwargs, dynamic)
+            else:
+                self._stats.hits += 1
+            compiled = entry[0]
+            try:
+                inputs = list(map(cache.as_input, leaves, sigs))
+            except OverflowError:
+                raise cache.overflow_error(self.name, self._leaf_names(dynamic), leaves,
+                                           sigs) from None
+            outs = compiled.run(inputs) if compiled.aliased else compiled.executable(*inputs)
+            return compiled.lowered.out_tree.unflatten(outs)
         except TracerError as e:
             add_user_line(e)
             raise
-
-    def _call(self, args: tuple, kwargs: dict) -> Any:
-        if current_builder() is not None:
-            return self._inline(args, kwargs)
-        dynamic, statics = self._split(args, kwargs)
-        if not kwargs and all(type(a) is np.ndarray for a in args):
-            leaves, treedef = args, _flat_treedef(len(args))  # the common case, ~2 µs saved
-        else:
-            leaves, treedef = tree_flatten(dynamic)
-        sigs = tuple(map(cache.leaf_signature, leaves))
-        key = (treedef, sigs, statics, self.backend or config.default_backend)
-        entry = self._cache.get(key)
-        if entry is None:
-            entry = self._miss(key, args, kwargs, dynamic)
-        else:
-            self._stats.hits += 1
-        compiled = entry[0]
-        try:
-            inputs = list(map(cache.as_input, leaves, sigs))
-        except OverflowError:
-            raise cache.overflow_error(self.name, self._leaf_names(dynamic), leaves,
-                                       sigs) from None
-        outs = compiled.run(inputs) if compiled.aliased else compiled.executable(*inputs)
-        return tree_unflatten(compiled.lowered.out_tree, list(outs))
 
     def _split(self, args: tuple, kwargs: dict) -> tuple[tuple, tuple]:
         """(dynamic (args, kwargs) pytree, hashable static values)."""
@@ -126,7 +123,8 @@ class Jitted:
             tracers = [builder.new_input(a) for a in avals]
             out = self._call_with(tree_unflatten(treedef, tracers), args, kwargs)
             out_leaves, out_tree = tree_flatten(out)
-            _check_outputs(self.name, out)
+            if not all(map(is_value, out_leaves)):
+                raise _non_array_output(self.name, out)
             graph, _ = builder.build(out_leaves, "main")
         self._stats.traces += 1
         if config.runtime_checks:
@@ -361,15 +359,9 @@ def _hashable(value: Any, jitted: Jitted, where: int | str) -> Any:
     return value
 
 
-def _check_outputs(fun_name: str, out: Any) -> None:
-    """Every output leaf must be an array, a scalar or a traced value."""
-    for path, leaf in tree_flatten_with_path(out)[0]:
-        if isinstance(leaf, Tracer):
-            continue
-        try:
-            aval_of(leaf)
-        except (TypeError, ValueError):
-            raise TracerTypeError(
-                f"jit({fun_name}): output{keystr(path)} is a {type(leaf).__name__} "
-                f"({leaf!r:.40}), not an array; return arrays, scalars or pytrees of them"
-            ) from None
+def _non_array_output(fun_name: str, out: Any) -> TracerTypeError:
+    """The error for the first output leaf that is not a value, named by its path."""
+    path, leaf = next((p, x) for p, x in tree_flatten_with_path(out)[0] if not is_value(x))
+    return TracerTypeError(
+        f"jit({fun_name}): output{keystr(path)} is a {type(leaf).__name__} "
+        f"({leaf!r:.40}), not an array; return arrays, scalars or pytrees of them")

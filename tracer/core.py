@@ -8,7 +8,6 @@ stored in an eqn's params. The HLO text printer lives in `tracer.hlo`.
 
 from __future__ import annotations
 
-import os
 import sys
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Protocol, Sequence, Union
@@ -16,7 +15,7 @@ from typing import Any, Iterator, Protocol, Sequence, Union
 import numpy as np
 
 from . import dtypes
-from .errors import ShapeError, TracerTypeError
+from .errors import ShapeError, TracerTypeError, user_frame
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,20 +89,11 @@ class SourceInfo:
         return f"{self.file}:{self.line} (in {self.function})"
 
 
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
-_DEMO = _PACKAGE_DIR + "__main__.py"  # `python -m tracer`'s model is user code
-
-
 def user_source() -> SourceInfo | None:
     """The innermost stack frame outside the tracer package: the user's line."""
-    frame = sys._getframe(1)
-    while frame is not None:
-        filename = frame.f_code.co_filename
-        if (not filename.startswith(_PACKAGE_DIR) or filename == _DEMO) \
-                and not filename.startswith("<frozen"):
-            return SourceInfo(filename, frame.f_lineno, frame.f_code.co_name)
-        frame = frame.f_back
-    return None
+    frame = user_frame(sys._getframe(1))
+    return None if frame is None else \
+        SourceInfo(frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name)
 
 
 class Var:

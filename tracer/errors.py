@@ -79,6 +79,13 @@ def _is_user(filename: str) -> bool:
         and not filename.startswith("<frozen")
 
 
+def user_frame(frame: FrameType | None) -> FrameType | None:
+    """`frame` or the nearest caller of it whose code lies outside the tracer package."""
+    while frame is not None and not _is_user(frame.f_code.co_filename):
+        frame = frame.f_back
+    return frame
+
+
 def _where(frame: FrameType, line: int) -> str:
     return f"{frame.f_code.co_filename}:{line} (in {frame.f_code.co_name})"
 
@@ -91,11 +98,9 @@ def _user_line(tb: TracebackType | None) -> str | None:
         if _is_user(tb.tb_frame.f_code.co_filename):
             found = _where(tb.tb_frame, tb.tb_lineno)
         tb = tb.tb_next
-    frame = sys._getframe(1)
-    while found is None and frame is not None:
-        if _is_user(frame.f_code.co_filename):
-            found = _where(frame, frame.f_lineno)
-        frame = frame.f_back
+    if found is None:
+        frame = user_frame(sys._getframe(1))
+        found = _where(frame, frame.f_lineno) if frame is not None else None
     return found
 
 

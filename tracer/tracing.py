@@ -189,6 +189,18 @@ class GraphBuilder:
         return graph, [t for t, _ in captured]
 
 
+def is_value(x: Any) -> bool:
+    """Whether `x` can be an operand or a result: a traced value, an array or a scalar
+    (not a string, None or another object)."""
+    if isinstance(x, Tracer):
+        return True
+    try:
+        aval_of(x)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
 def escaped_message(t: Tracer) -> str:
     src = user_source()
     where = f"\n  at {src}" if src else ""

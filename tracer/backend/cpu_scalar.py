@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
 
@@ -151,14 +151,19 @@ def _int_helper(signed: str, unsigned: str, float_expr: str | None) -> Emitter:
     return emit
 
 
-def _power(ctx: ScalarContext, eqn: Eqn, a: list[str]) -> str:
-    """`x ** 2` of real floats as `x * x`: the exactly rounded square, as NumPy's
-    `np.square`, and no libm call in the loop (what an AD graph's `x ** 2` needs)."""
-    y = eqn.inputs[1]
-    if _in(eqn).kind == "f" and isinstance(y, Literal) and y.aval.size == 1 and \
-            float(np.ravel(y.value)[0]) == 2.0:
-        return cast(ctx, f"{a[0]} * {a[0]}", _out(eqn))
-    return _int_helper("pow_s64", "pow_u64", "{0} ** {1}")(ctx, eqn, a)
+def power(products: Sequence[int]) -> Emitter:
+    """pow, where real floats raised to a literal scalar exponent n in `products` are
+    n - 1 products (`x * x`): no libm call in the loop. n = 2 is the exactly rounded
+    square, as NumPy's `np.square` (what an AD graph's `x ** 2` needs); a backend whose
+    pow is a long log/exp path may allow more (cuda: 3, within 2 ulp)."""
+    def real(ctx: ScalarContext, eqn: Eqn, a: list[str]) -> str:
+        y = eqn.inputs[1]
+        if _in(eqn).kind == "f" and isinstance(y, Literal) and y.aval.size == 1:
+            n = float(np.ravel(y.value)[0])
+            if n in products:
+                return cast(ctx, " * ".join([a[0]] * int(n)), _out(eqn))
+        return _int_helper("pow_s64", "pow_u64", "{0} ** {1}")(ctx, eqn, a)
+    return _complex_lib("complex_pow", real)
 
 
 def _divide(ctx: ScalarContext, eqn: Eqn, a: list[str]) -> str:
@@ -350,7 +355,7 @@ SCALAR_EMITTERS: dict[str, Emitter] = {
     "mul": _complex_lib("complex_multiply", _arith("*")),
     "div": _divide,
     "rem": _int_helper("rem_s64", "rem_u64", "np.fmod({0}, {1})"),
-    "pow": _complex_lib("complex_pow", _power),
+    "pow": power((2,)),
     "max": _extremum("maximum", "complex_maximum"),
     "min": _extremum("minimum", "complex_minimum"),
     "atan2": _atan2, "complex": _complex,

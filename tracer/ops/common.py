@@ -12,7 +12,7 @@ import numpy as np
 from ..core import Graph, ShapedArray, aval_of, user_source
 from ..errors import (ConcretizationError, DTypeError, ParamError, ShapeError, TracerError,
                       TracerTypeError)
-from ..tracing import Tracer, trace_flat
+from ..tracing import Tracer, is_value, trace_flat
 
 
 def wrapper_error(cls: type[TracerError], op: str, msg: str) -> TracerError:
@@ -45,14 +45,9 @@ def check_results(op: str, what: str, leaves: Sequence[Any]) -> None:
     """TracerTypeError naming `op` unless every leaf a user function returned is an
     array, a scalar or a traced value (not a string, None or another object)."""
     for i, x in enumerate(leaves):
-        if isinstance(x, Tracer):
-            continue
-        try:
-            aval_of(x)
-        except (TypeError, ValueError):
+        if not is_value(x):
             raise wrapper_error(TracerTypeError, op, f"{what} returned a {type(x).__name__} "
-                                f"({x!r:.40}) as result leaf {i}; return arrays or "
-                                f"scalars") from None
+                                f"({x!r:.40}) as result leaf {i}; return arrays or scalars")
 
 
 def operand_aval(x: Any) -> ShapedArray:

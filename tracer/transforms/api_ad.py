@@ -378,14 +378,16 @@ def jacrev(fun: Callable[..., Any], argnums: int | Sequence[int] = 0) -> Callabl
         out, pullback = vjp(f, *dyn)
         out_leaves, out_tree = tree_flatten(out)
         out_avals = [_leaf_aval(y, "output", "jacrev") for y in out_leaves]
-        for path, a in zip(tree_flatten_with_path(out)[0], out_avals, strict=True):
-            if not differentiable(a):
-                raise TracerTypeError(
-                    f"jacrev: output{keystr(path[0])} is {a}; jacrev needs float or complex "
-                    f"outputs (use jacfwd, or cast the output to a float)")
+        if not all(map(differentiable, out_avals)):  # (paths only to name the culprit)
+            path, a = next((p, a) for (p, _), a in zip(tree_flatten_with_path(out)[0],
+                                                       out_avals, strict=True)
+                           if not differentiable(a))
+            raise TracerTypeError(
+                f"jacrev: output{keystr(path)} is {a}; jacrev needs float or complex "
+                f"outputs (use jacfwd, or cast the output to a float)")
         basis = _basis(out_avals)
         cts = vmap(lambda *c: pullback(tree_unflatten(out_tree, c)))(*basis)
-        out_shapes = [_leaf_aval(y, "output", "jacrev").shape for y in out_leaves]
+        out_shapes = [a.shape for a in out_avals]
         return _assemble(tree_flatten(cts)[0], out_shapes, out_tree, leaves, in_tree, single,
                          rows_are_inputs=False)
 
