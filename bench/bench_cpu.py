@@ -26,7 +26,7 @@ import tracer as tr
 import tracer.numpy as tnp
 from bench.common import report, timeit, try_import_jax
 from tracer import ops
-from tracer.backend.cpu_fastmath import exp_f32, tanh_f32
+from tracer.backend.cpu.lib.fastmath import exp_f32, tanh_f32
 
 RESULTS: dict[str, dict[str, float]] = {}
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -172,7 +172,7 @@ _CHILD = textwrap.dedent("""
     sys.path.insert(0, {repo!r})
     import numpy as np
     import tracer.numpy as tnp
-    from tracer.backend.numba_cpu import NumbaCpuBackend
+    from tracer.backend.cpu.backend import NumbaCpuBackend
     from tracer.core import ShapedArray
     from tracer.tracing import trace_flat
     import numba

@@ -4,7 +4,7 @@ Each family contributes `CASES` from its own `tests/opdb_<family>.py`. A case
 calls public `tracer.ops` functions on sample arrays; the generic tests trace it,
 check every eqn's reference result against its shape rule, compare eager with
 traced evaluation, and compare with `expected` when the case is a golden value
-(the seed examples of SEEDS_INVENTORY §2).
+(the examples of XLA's operation semantics).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Op-table cases for the collectives (SEEDS_INVENTORY §2.I).
+"""Op-table cases for the collectives (XLA's cross-replica operations).
 
 Outside vmap tracer runs one replica, so the plain cases are the seeds' rules for
 a replica count of 1; the golden seed examples (two replicas) run inside

@@ -1,5 +1,5 @@
 """Op-table cases for control flow: while, conditional, scan, call
-(SEEDS_INVENTORY §2.A Call, §2.G While / Conditional)."""
+(XLA's Call, While, Conditional)."""
 
 from __future__ import annotations
 

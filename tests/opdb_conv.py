@@ -1,4 +1,4 @@
-"""Op-table cases for convolution (SEEDS_INVENTORY §2.E Conv, ConvWithGeneralPadding).
+"""Op-table cases for convolution (XLA's Conv, ConvWithGeneralPadding).
 
 The seeds give no numeric convolution example; the golden values below follow the
 seeds' 2-D pseudo-code and size rules by hand (SAME keeps the input size when

@@ -1,4 +1,4 @@
-"""Op-table cases for the decompositions (SEEDS_INVENTORY §2.E Cholesky, TriangularSolve;
+"""Op-table cases for the decompositions (XLA's Cholesky, TriangularSolve;
 lu, qr, eigh, svd as in jax.lax.linalg). The seeds give no example values; the golden
 cases are small hand-checked factorizations. Matrices are well conditioned, so the
 cpu kernels agree with the references to the backend test's tolerances."""

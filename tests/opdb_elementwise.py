@@ -1,4 +1,4 @@
-"""Op table cases for the element-wise family (SEEDS_INVENTORY §2.C, §4.1).
+"""Op table cases for the element-wise family (XLA's element-wise operations and broadcasting).
 
 Golden cases carry the seed examples (and the values our documented choices give
 for the seeds' implementation-defined cases); the others sample every op, dtype

@@ -1,5 +1,5 @@
-"""Op-table cases for the indexing ops (SEEDS_INVENTORY §2.B DynamicSlice /
-DynamicUpdateSlice, §2.F Gather / Scatter)."""
+"""Op-table cases for the indexing ops (XLA's DynamicSlice /
+DynamicUpdateSlice, Gather / Scatter)."""
 
 from __future__ import annotations
 

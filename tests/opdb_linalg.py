@@ -1,4 +1,4 @@
-"""Op-table cases for dot / dot_general (SEEDS_INVENTORY §2.E Dot, DotGeneral)."""
+"""Op-table cases for dot / dot_general (XLA's Dot, DotGeneral)."""
 
 from __future__ import annotations
 

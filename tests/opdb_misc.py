@@ -1,5 +1,5 @@
 """Op-table cases for tuples, composite, custom_call and optimization_barrier
-(SEEDS_INVENTORY §2.A Tuple / GetTupleElement / CompositeCall / CustomCall /
+(XLA's Tuple / GetTupleElement / CompositeCall / CustomCall /
 OptimizationBarrier)."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Op-table cases for fft, batch_norm_*, reduce_precision and bitcast_convert_type
-(SEEDS_INVENTORY §2.E Fft, BatchNorm*, §2.C ReducePrecision, BitcastConvertType).
+(XLA's Fft, BatchNorm*, ReducePrecision, BitcastConvertType).
 Goldens: the seeds' shape examples, and values derived from the stated rules."""
 
 from __future__ import annotations

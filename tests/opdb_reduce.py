@@ -1,4 +1,4 @@
-"""Op-table cases for `reduce` (SEEDS_INVENTORY §2.D Reduce)."""
+"""Op-table cases for `reduce` (XLA's Reduce)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Op-table cases for the RNG ops (SEEDS_INVENTORY §2.H and JAX's Threefry primitives).
+"""Op-table cases for the RNG ops (XLA's RNG operations and JAX's Threefry primitives).
 
 Golden values: Random123's known answers for the Threefry-2x32-20 and Philox-4x32-10
 blocks, and what `jax.lax.rng_bit_generator` / `jax.random.bits` return (XLA's CPU

@@ -1,4 +1,4 @@
-"""Op-table cases for the shape ops (SEEDS_INVENTORY §2.B)."""
+"""Op-table cases for the shape ops (XLA's shape operations)."""
 
 from __future__ import annotations
 

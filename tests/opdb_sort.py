@@ -1,4 +1,4 @@
-"""Op-table cases for sort (SEEDS_INVENTORY §2.F Sort): the seed's three-operand
+"""Op-table cases for sort (XLA's Sort): the seed's three-operand
 example, the default total-order comparator (NaNs, signed zeros, infinities),
 several keys, every dimension, and comparators the backends cannot recognise."""
 

@@ -1,5 +1,5 @@
-"""Op-table cases for reduce_window, select_and_scatter (SEEDS_INVENTORY §2.D) and map
-(§2.A)."""
+"""Op-table cases for reduce_window, select_and_scatter and map
+(XLA's operations)."""
 
 from __future__ import annotations
 

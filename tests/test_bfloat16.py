@@ -23,7 +23,7 @@ from hypothesis import given, settings, strategies as st
 import tracer as tr
 import tracer.numpy as tnp
 from tracer import dtypes, ops
-from tracer.backend.cpu_mathlib import bf16_bits, bf16_to_f32
+from tracer.backend.numba.lib.scalar_math import bf16_bits, bf16_to_f32
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 F32 = np.dtype(np.float32)

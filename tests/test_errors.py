@@ -1,4 +1,4 @@
-"""API §6: errors derive from TracerError and the matching built-in, and name the
+"""The API contract: errors derive from TracerError and the matching built-in, and name the
 op, the avals and the user's line."""
 
 from __future__ import annotations

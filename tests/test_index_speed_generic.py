@@ -11,7 +11,7 @@ import pytest
 
 import tracer as tr
 import tracer.numpy as tnp
-from tracer.backend.numba_cpu import compile_count
+from tracer.backend.cpu.backend import compile_count
 from tracer.errors import ShapeError, TracerIndexError
 
 

@@ -57,3 +57,65 @@ def test_imports_point_to_earlier_rooms(path):
 @pytest.mark.parametrize("path", FILES, ids=[str(p.relative_to(ROOT)) for p in FILES])
 def test_files_stay_small(path):
     assert len(path.read_text().splitlines()) <= 800, f"{path} is over 800 lines: split it"
+
+
+# ------------------------------------------------------------------ inside tracer/backend
+
+BACKEND = ROOT / "backend"
+
+
+def _backend_module(path: pathlib.Path) -> str:
+    parts = list(path.relative_to(BACKEND).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _backend_imports(path: pathlib.Path):
+    """(module below tracer.backend, line) for every import of a backend module, including
+    names imported from a package (`from . import control` imports `emit.control`)."""
+    module = _backend_module(path)
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text())):
+        if not isinstance(node, ast.ImportFrom) or not node.level:
+            continue
+        base = package.split(".") if package else []
+        if node.level - 1 > len(base):
+            continue  # above the backend (tracer.core, ...)
+        target = [*base[:len(base) - (node.level - 1)], *(node.module or "").split(".")]
+        target = ".".join(p for p in target if p)
+        yield target, node.lineno
+        for alias in node.names:
+            yield f"{target}.{alias.name}".lstrip("."), node.lineno
+
+
+BACKEND_FILES = sorted(BACKEND.rglob("*.py"))
+BACKEND_MODULES = {_backend_module(p) for p in BACKEND_FILES}
+
+
+@pytest.mark.parametrize("path", BACKEND_FILES, ids=[str(p.relative_to(BACKEND)) for p in BACKEND_FILES])
+def test_backend_sub_rooms(path):
+    """numba/ is what both numba backends share: it imports neither; a lib/ (code that
+    generated modules import at run time) never imports the emitters that write code."""
+    module = _backend_module(path)
+    for target, line in _backend_imports(path):
+        if module.startswith("numba"):
+            assert not target.startswith(("cpu", "cuda")), f"{module}:{line} imports {target}"
+        if ".lib" in f".{module}":
+            assert ".emit" not in f".{target}", f"{module}:{line} imports {target}"
+
+
+def test_no_import_circle_in_backend():
+    graph = {_backend_module(p): {t for t, _ in _backend_imports(p)} & BACKEND_MODULES
+             for p in BACKEND_FILES}
+    done: set[str] = set()
+
+    def visit(module: str, path: list[str]) -> None:
+        assert module not in path, "import circle: " + " -> ".join([*path, module])
+        if module in done:
+            return
+        for target in graph.get(module, ()):
+            if target != module:
+                visit(target, [*path, module])
+        done.add(module)
+
+    for module in sorted(graph):
+        visit(module, [])

@@ -73,7 +73,7 @@ def _flat3(a: np.ndarray) -> np.ndarray:
 def run_plan(mode: int, x: np.ndarray, w: np.ndarray, out: np.ndarray, geo: tuple,
              groups: tuple[int, int]) -> None:
     """cpu_lib_conv's kernel with its plan forced."""
-    from tracer.backend.cpu_lib_conv_entry import run_plan as run
+    from tracer.backend.cpu.lib.conv_entry import run_plan as run
     run(mode, x, w, out, geo, *groups)
 
 
@@ -82,7 +82,7 @@ def run_plan(mode: int, x: np.ndarray, w: np.ndarray, out: np.ndarray, geo: tupl
        st.sampled_from([np.float64, np.float32, np.int32]))
 def test_every_kernel_plan_matches_the_reference(cfg: dict[str, Any], seed: int,
                                                  dtype: Any) -> None:
-    from tracer.backend import cpu_lib_conv as lib
+    from tracer.backend.cpu.lib import conv as lib
     x, w = operands(cfg, np.random.default_rng(seed), dtype)
     want = conv_of(cfg)(x, w)
     geo = _geometry(cfg, want.shape)
@@ -113,7 +113,7 @@ def test_winograd_plans_match_the_reference(cfg: dict[str, Any], seed: int, dtyp
     """Both, forced (AUTO takes them for larger convolutions): 2x2 tiles cut by the
     edges, negative padding, groups of both kinds. An inf or NaN in the input gives
     what the direct sum gives: the plans see a non-finite output and compute again."""
-    from tracer.backend import cpu_lib_conv as lib
+    from tracer.backend.cpu.lib import conv as lib
     rng = np.random.default_rng(seed)
     x, w = operands(cfg, rng, dtype)
     if special != "finite":
@@ -134,7 +134,7 @@ def test_auto_takes_winograd_for_a_resnet_like_layer() -> None:
     """3x3, stride 1, float, enough tiles and channels: Winograd, and the transposed one
     for the kernel gradient, with the direct sum's results; integers, strides and
     other windows keep the direct plans."""
-    from tracer.backend import cpu_lib_conv as lib
+    from tracer.backend.cpu.lib import conv as lib
     rng = np.random.default_rng(4)
     x = rng.standard_normal((2, 8, 16, 17)).astype(np.float32)
     w = rng.standard_normal((8, 8, 3, 3)).astype(np.float32)
@@ -266,7 +266,7 @@ def test_compiled_module_reloads_from_the_disk_cache(tmp_path: Any) -> None:
     script = (
         "import numpy as np, tracer as tr\n"
         "from tracer import ops\n"
-        "from tracer.backend.numba_cpu import compile_count\n"
+        "from tracer.backend.cpu.backend import compile_count\n"
         "x = np.arange(2 * 3 * 9 * 8, dtype=np.float32).reshape(2, 3, 9, 8) % 7\n"
         "w = np.arange(4 * 3 * 3 * 3, dtype=np.float32).reshape(4, 3, 3, 3) % 5\n"
         "f = lambda x, w: ops.conv(x, w, (1, 1), 'SAME')\n"

@@ -1,7 +1,7 @@
 """Family tests for the indexing ops: DynamicSlice, DynamicUpdateSlice, Gather, Scatter.
 
 Gather and Scatter are checked against loop oracles that follow the seeds' formal
-index mapping literally (SEEDS_INVENTORY §2.F) over random dimension numbers,
+index mapping literally (XLA's Gather / Scatter) over random dimension numbers,
 including batching dims, every index_vector_dim position and out-of-range indices.
 """
 

@@ -75,7 +75,7 @@ def test_custom_call_seed_example_on_every_backend():
 def test_cpu_backend_calls_the_target_from_compiled_code():
     f = lambda x, y: ops.custom_call("seed_myfunc", [x, y], np.zeros((3, 3), np.float32))  # noqa
     source = tr.jit(f).lower(X, Y).compile().source
-    assert "from tracer.backend.cpu_custom_calls import custom_call_seed_myfunc_" in source
+    assert "from tracer.backend.cpu.lib.custom_calls import custom_call_seed_myfunc_" in source
     assert "objmode" not in source
 
 

@@ -118,7 +118,7 @@ def test_irfft_ignores_imaginary_dc_and_nyquist_like_numpy() -> None:
 
 
 def test_fft_without_rocket_fft_runs_its_reference(monkeypatch: Any) -> None:
-    from tracer.backend import cpu_emit_numerics
+    from tracer.backend.cpu.emit import numerics as cpu_emit_numerics
     monkeypatch.setattr(cpu_emit_numerics, "HAVE_ROCKET_FFT", False)
     x = np.arange(8.0).astype(np.complex128)
     f = tr.jit(lambda x: ops.fft(x, "IFFT", [8]))

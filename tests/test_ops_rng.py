@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import tracer as tr
 from tracer import ops
-from tracer.backend import cpu_lib_rng as lib
+from tracer.backend.numba.lib import rng as lib
 from tracer.errors import DTypeError, ParamError, ShapeError
 from tracer.ops import rng_bits
 

@@ -1,4 +1,4 @@
-"""Family tests for sort (SEEDS_INVENTORY §2.F Sort): the default total-order
+"""Family tests for sort (XLA's Sort): the default total-order
 comparator against `np.lexsort` on total-order integer keys (NaNs of both signs,
 signed zeros, duplicates), general comparators against Python's stable `sorted`,
 the cpu backend against the reference bit for bit (radix, lexsort and inlined
@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 import tracer as tr
 from tracer import errors, ops
-from tracer.backend.cpu_emit_index import GATHER_PARALLEL_MIN
+from tracer.backend.cpu.emit.index import GATHER_PARALLEL_MIN
 from tracer.core import aval_of, typecheck
 from tracer.interpret import run_graph
 from tracer.ops.sort import default_comparator, default_num_keys, total_order_key

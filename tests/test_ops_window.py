@@ -1,4 +1,4 @@
-"""Family tests for ReduceWindow, SelectAndScatter and Map (SEEDS_INVENTORY §2.D, §2.A).
+"""Family tests for ReduceWindow, SelectAndScatter and Map (XLA's operations).
 
 The references are checked against loop oracles that follow the seed rules
 literally (every window position, every tap, padding and holes as the init
@@ -21,7 +21,7 @@ from tests.backend.test_numba_cpu import _batched, _compare
 from tests.opdb_window import CASES
 from tests.test_rules_window import geometries
 from tracer import errors, ops
-from tracer.backend.numba_cpu import NumbaCpuBackend
+from tracer.backend.cpu.backend import NumbaCpuBackend
 from tracer.core import aval_of
 from tracer.ops.window import dilated, resolve_padding, window_shape
 from tracer.tracing import trace_flat

@@ -264,7 +264,7 @@ def device_put(x: Any, device: str = "cuda") -> Any:
                                f"{', '.join(devices())}")
     if device == "cuda":
         get_backend("cuda")  # a clear error when there is no GPU (or simulator)
-        from .backend.cuda_arrays import device_put as put
+        from .backend.cuda.lib.arrays import device_put as put
         return tree_map(put, x)
     return tree_map(np.asarray, x)
 

@@ -20,8 +20,8 @@ import tracer as tr
 import tracer.numpy as tnp
 from tests.op_db import all_cases
 from tracer import ops
-from tracer.backend.cpu_codegen import generate
-from tracer.backend.cpu_lower import lower
+from tracer.backend.cpu.generate import generate
+from tracer.backend.numba.lower import lower
 from tracer.core import aval_of
 from tracer.tracing import trace_flat
 from tracer.tree_util import tree_flatten

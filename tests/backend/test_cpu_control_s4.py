@@ -18,8 +18,9 @@ import tracer as tr
 import tracer.numpy as tnp
 import tracer.random as trr
 from tracer import ops
-from tracer.backend import cpu_cache, cpu_emit_control
-from tracer.backend.cpu_emit_control import graph_size
+from tracer.backend.cpu import cache as cpu_cache
+from tracer.backend.cpu.emit import control as cpu_emit_control
+from tracer.backend.cpu.emit.control import graph_size
 from tracer.core import subgraphs
 
 COEF = np.linspace(0.1, 0.9, 5)
@@ -177,26 +178,26 @@ def test_the_gamma_rejection_loop_tests_its_condition_once_per_round():
 
 # ------------------------------------------------------------------ library keys
 
-PROBE = "tracer.backend.cpu_lib_s4_probe"
+PROBE = "tracer.backend.cpu.lib.keyed_probe"
 
 
 @pytest.fixture
 def probe_library(tmp_path, monkeypatch):
-    path = tmp_path / "cpu_lib_s4_probe.py"
+    path = tmp_path / "keyed_probe.py"
     monkeypatch.setitem(cpu_cache._LIBRARIES, PROBE, str(path))
     yield path
     sys.modules.pop(PROBE, None)
     cpu_cache._SOURCES.pop(PROBE, None)
-    if hasattr(tr.backend, "cpu_lib_s4_probe"):
-        delattr(tr.backend, "cpu_lib_s4_probe")
+    if hasattr(tr.backend.cpu.lib, "keyed_probe"):
+        delattr(tr.backend.cpu.lib, "keyed_probe")
 
 
 def test_a_library_is_keyed_by_the_source_it_was_imported_from(probe_library):
-    probe_library.write_text("from .cpu_mathlib import maximum\n\n\ndef probe():\n    return 1\n")
+    probe_library.write_text("from ...numba.lib.scalar_math import maximum\n\n\ndef probe():\n    return 1\n")
     source = f"from {PROBE} import probe\n"
     key = cpu_cache.module_key(source)  # (imports the library, recording its source)
     module = sys.modules[PROBE]
-    assert cpu_cache.library_source(PROBE).imports == ("tracer.backend.cpu_mathlib",)
+    assert cpu_cache.library_source(PROBE).imports == ("tracer.backend.numba.lib.scalar_math",)
     probe_library.write_text("def probe():\n    return 2\n")  # edited while the process runs
     assert cpu_cache.module_key(source) == key and module.probe() == 1
     # a new process imports the new source, and keys it differently
@@ -206,11 +207,11 @@ def test_a_library_is_keyed_by_the_source_it_was_imported_from(probe_library):
 
 
 def test_a_key_covers_the_libraries_a_used_library_imports(monkeypatch):
-    source = "from tracer.backend.cpu_lib_rng import threefry2x32_fill\n"
+    source = "from tracer.backend.numba.lib.rng import threefry2x32_fill\n"
     key = cpu_cache.module_key(source)
-    mathlib = "tracer.backend.cpu_mathlib"
-    assert mathlib in cpu_cache.library_source("tracer.backend.cpu_lib_rng").imports
-    unused = "tracer.backend.cpu_lib_sort"
+    mathlib = "tracer.backend.numba.lib.scalar_math"
+    assert mathlib in cpu_cache.library_source("tracer.backend.numba.lib.rng").imports
+    unused = "tracer.backend.cpu.lib.sort"
     monkeypatch.setitem(cpu_cache._SOURCES, unused, cpu_cache.LibrarySource("0" * 64, ()))
     assert cpu_cache.module_key(source) == key
     monkeypatch.setitem(cpu_cache._SOURCES, mathlib, cpu_cache.LibrarySource("0" * 64, ()))

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 import tracer as tr
 import tracer.numpy as tnp
 from tracer import ops
-from tracer.backend.cpu_fusion import OpStep, RowGroup, nest_reads, plan_graph
-from tracer.backend.cpu_lower import fold_transposes_into_dots
+from tracer.backend.numba.fusion import OpStep, RowGroup, nest_reads, plan_graph
+from tracer.backend.numba.lower import fold_transposes_into_dots
 from tracer.core import ShapedArray, Var, typecheck
 from tracer.interpret import run_graph
 from tracer.passes.pipeline import optimize

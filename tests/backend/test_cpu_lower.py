@@ -8,7 +8,7 @@ import pytest
 import tracer as tr
 import tracer.numpy as tnp
 from tracer import ops
-from tracer.backend.cpu_lower import lower_batched_inner_products
+from tracer.backend.numba.lower import lower_batched_inner_products
 from tracer.core import ShapedArray, typecheck
 from tracer.interpret import run_graph
 from tracer.tracing import trace_flat

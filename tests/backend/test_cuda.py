@@ -16,14 +16,14 @@ import re
 import numpy as np
 import pytest
 
-pytest.importorskip("tracer.backend.numba_cuda", reason="numba-cuda is not installed "
+pytest.importorskip("tracer.backend.cuda.backend", reason="numba-cuda is not installed "
                     "(pip install 'numba-cuda[cu13]')", exc_type=ImportError)
 
 import tracer as tr  # noqa: E402
 import tracer.numpy as tnp  # noqa: E402
 from tests.op_db import all_cases  # noqa: E402
 from tracer import ops  # noqa: E402
-from tracer.backend.numba_cuda import (HOST_FALLBACKS, HOST_OPS,  # noqa: E402
+from tracer.backend.cuda.backend import (HOST_FALLBACKS, HOST_OPS,  # noqa: E402
                                        NumbaCudaBackend, device_ops, is_device_array)
 from tracer.core import aval_of, subgraphs  # noqa: E402
 from tracer.interpret import run_graph  # noqa: E402

@@ -13,15 +13,15 @@ from typing import Iterator
 import numpy as np
 import pytest
 
-pytest.importorskip("tracer.backend.numba_cuda", reason="numba-cuda is not installed",
+pytest.importorskip("tracer.backend.cuda.backend", reason="numba-cuda is not installed",
                     exc_type=ImportError)
 
 import tracer as tr  # noqa: E402
 import tracer.numpy as tnp  # noqa: E402
 from tracer import ops  # noqa: E402
-from tracer.backend import cuda_arrays  # noqa: E402
-from tracer.backend.cuda_emit_ops import DEVICE_EMITTERS, HOST_FALLBACKS  # noqa: E402
-from tracer.backend.numba_cuda import NumbaCudaBackend, is_device_array  # noqa: E402
+from tracer.backend.cuda.lib import arrays as cuda_arrays  # noqa: E402
+from tracer.backend.cuda.emit.table import DEVICE_EMITTERS, HOST_FALLBACKS  # noqa: E402
+from tracer.backend.cuda.backend import NumbaCudaBackend, is_device_array  # noqa: E402
 from tracer.core import aval_of  # noqa: E402
 from tracer.interpret import run_graph  # noqa: E402
 from tracer.tracing import trace_flat  # noqa: E402

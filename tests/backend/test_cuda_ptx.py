@@ -31,7 +31,7 @@ from unittest import mock
 import numpy as np
 import pytest
 
-pytest.importorskip("tracer.backend.numba_cuda", reason="numba-cuda is not installed "
+pytest.importorskip("tracer.backend.cuda.backend", reason="numba-cuda is not installed "
                     "(pip install 'numba-cuda[cu13]')", exc_type=ImportError)
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -195,7 +195,7 @@ def _copy_kernels():
     the parameter types they get."""
     from numba import types
 
-    from tracer.backend.cuda_arrays import copy_kernel
+    from tracer.backend.cuda.lib.arrays import copy_kernel
     f16, f32 = types.Array(types.float16, 1, "C"), types.Array(types.float32, 1, "C")
     yield copy_kernel(1), (f16, f32)
     yield copy_kernel(1), (f32, f16)
@@ -216,8 +216,8 @@ def main() -> None:
     import numba.cuda.dispatcher as dispatcher
     from numba import cuda
 
-    from tracer.backend import cuda_cache
-    from tracer.backend.cuda_codegen import generate
+    from tracer.backend.cuda import cache as cuda_cache
+    from tracer.backend.cuda.generate import generate
 
     reason = _nvvm_missing()
     if reason:

@@ -27,10 +27,10 @@ import tracer.numpy as tnp
 from tests.op_db import all_cases
 from tracer import ops
 from tracer.backend import backend_names, register_backend
-from tracer.backend.cpu_cache import STATS
-from tracer.backend.cpu_fusion import LoopNest, RowGroup, plan_graph
-from tracer.backend.cpu_lower import lower_batched_inner_products
-from tracer.backend.numba_cpu import FALLBACK_OPS, NumbaCpuBackend, supported_ops
+from tracer.backend.cpu.cache import STATS
+from tracer.backend.numba.fusion import LoopNest, RowGroup, plan_graph
+from tracer.backend.numba.lower import lower_batched_inner_products
+from tracer.backend.cpu.backend import FALLBACK_OPS, NumbaCpuBackend, supported_ops
 from tracer.core import aval_of
 from tracer.interpret import run_graph
 from tracer.ops import OPS
@@ -121,7 +121,7 @@ def test_every_op_has_an_emitter():
 
 
 def test_an_op_without_an_emitter_runs_its_reference(monkeypatch):
-    from tracer.backend import cpu_emit_ops
+    from tracer.backend.cpu.emit import table as cpu_emit_ops
     monkeypatch.delitem(cpu_emit_ops.OP_EMITTERS, "sort", raising=False)
     x = np.array([[3., 1., 2.], [0., -1., 5.]], dtype=np.float16)
     source = CPU.compile(_trace(lambda x: [ops.sort(x)], [x])).source
@@ -268,8 +268,8 @@ _CHILD = textwrap.dedent("""
     import numpy as np
     sys.path.insert(0, {repo!r})
     import tracer.numpy as tnp
-    from tracer.backend.cpu_cache import STATS
-    from tracer.backend.numba_cpu import NumbaCpuBackend
+    from tracer.backend.cpu.cache import STATS
+    from tracer.backend.cpu.backend import NumbaCpuBackend
     from tracer.core import ShapedArray
     from tracer.tracing import trace_flat
     def fn(x):  # big enough for a parallel kernel, which must be cacheable too
@@ -418,7 +418,7 @@ def _map(fn):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=str)
 def test_vectorizable_transcendentals_are_a_few_ulp_over_the_whole_range(dtype):
-    from tracer.backend import cpu_fastmath
+    from tracer.backend.cpu.lib import fastmath as cpu_fastmath
     bits = {np.float32: np.uint32, np.float64: np.uint64}[dtype]
     rng = np.random.default_rng(7)
     x = np.concatenate([

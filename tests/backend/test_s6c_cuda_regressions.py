@@ -12,7 +12,7 @@ import re
 import numpy as np
 import pytest
 
-pytest.importorskip("tracer.backend.numba_cuda", reason="numba-cuda is not installed "
+pytest.importorskip("tracer.backend.cuda.backend", reason="numba-cuda is not installed "
                     "(pip install 'numba-cuda[cu13]')", exc_type=ImportError)
 
 import tracer as tr  # noqa: E402

@@ -40,7 +40,8 @@ _CONV_CHILD = """
     import numpy as np
     import tracer as tr
     from tracer import ops
-    from tracer.backend import cpu_lib_conv as lib, cpu_lib_conv_core as core
+    from tracer.backend.cpu.lib import conv as lib
+    from tracer.backend.cpu.lib import conv_core as core
     from numba import types
     r = np.random.default_rng(0)
     x, w = r.standard_normal((2, 3, 8, 8)), r.standard_normal((4, 3, 3, 3))
@@ -92,7 +93,7 @@ _PARALLEL_SORT_CHILD = """
     import numpy as np
     import tracer as tr
     import tracer.numpy as tnp
-    from tracer.backend.cpu_cache import STATS
+    from tracer.backend.cpu.cache import STATS
     x = np.random.default_rng(1).standard_normal((1 << 12, 16)).astype(np.float32)
     fn = tr.jit(lambda x: tnp.sort(x, axis=-1))
     got = fn(x)

@@ -13,8 +13,8 @@ import pytest
 import tracer as tr
 import tracer.numpy as tnp
 from tracer import ops
-from tracer.backend import cpu_emit_index
-from tracer.backend.cpu_codegen import PARALLEL_MIN_ELEMENTS
+from tracer.backend.cpu.emit import index as cpu_emit_index
+from tracer.backend.cpu.options import PARALLEL_MIN_ELEMENTS
 
 
 def _both(fn, *args):

@@ -1,7 +1,7 @@
 """The backend protocol: `compile(graph) -> Executable`.
 
-A backend is registered by name with a factory, so optional backends (numba
-cpu, numba cuda) are only imported when first used.
+A backend is registered by name with a factory (`__init__` registers them all), so
+the numba backends are only imported when first used.
 """
 
 from __future__ import annotations
@@ -52,17 +52,3 @@ def backend_names() -> list[str]:
 def backend_loaded(name: str) -> bool:
     """Whether `name` was already instantiated (clearing caches must not import numba)."""
     return name in _INSTANCES
-
-
-def _numba_cuda() -> Backend:
-    # Imported on first use: numba.cuda (from the optional numba-cuda package) is heavy,
-    # and the simulator switch (NUMBA_ENABLE_CUDASIM) must be read when it is imported.
-    try:
-        from .numba_cuda import NumbaCudaBackend
-    except ImportError as e:
-        raise TracerValueError(f"backend 'cuda' needs numba-cuda: pip install "
-                               f"'numba-cuda[cu13]' ({e})") from e
-    return NumbaCudaBackend()
-
-
-register_backend("cuda", _numba_cuda)

@@ -53,7 +53,8 @@ def graph_source(graph: Graph) -> str:
             names[id(v)] = f"v{len(names)}"
         outs = ", ".join(names[id(v)] for v in eqn.outputs)
         params = "".join(f", {k}={_param(p)}" for k, p in eqn.params.items())
-        where = f"  # {eqn.source.file.rsplit('/', 1)[-1]}:{eqn.source.line}" if eqn.source else ""
+        where = (f"  # {eqn.source.file.rsplit('/', 1)[-1]}:{eqn.source.line}" if eqn.source
+                 else "")
         lines.append(f"    {outs} = {eqn.op.name}({', '.join(map(ref, eqn.inputs))}{params}){where}")
     lines.append(f"    return ({', '.join(map(ref, graph.outputs))},)")
     return "\n".join(lines)

@@ -1,4 +1,4 @@
-"""BatchNormTraining, BatchNormInference, BatchNormGrad (SEEDS_INVENTORY §2.E).
+"""BatchNormTraining, BatchNormInference, BatchNormGrad (XLA's operations of these names).
 
 Feature `l` is index `l` of dimension `feature_index`; the statistics of a feature
 are over every other dimension (count N = operand.size / F). With x the operand,

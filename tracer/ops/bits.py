@@ -1,4 +1,4 @@
-"""ReducePrecision and BitcastConvertType (SEEDS_INVENTORY §2.C): ops on the bits of
+"""ReducePrecision and BitcastConvertType (XLA's operations): ops on the bits of
 floating-point and integer values.
 
 reduce_precision follows XLA's algorithm on the integer bits: round the mantissa to

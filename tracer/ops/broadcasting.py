@@ -1,6 +1,7 @@
 """Shape and dtype rules shared by the element-wise ops, and the family factories.
 
-Broadcasting follows the seeds (SEEDS_INVENTORY §2.C, §4.1), which are strict and
+Broadcasting follows the seeds (XLA's operation semantics: element-wise binary ops and their
+broadcasting rules), which are strict and
 explicit: operands of a binary op have equal shapes, or one is a scalar, or equal
 ranks broadcast degenerate (size-1) dimensions; different ranks need
 `broadcast_dimensions`, which maps each dimension of the lower-rank operand onto a

@@ -1,4 +1,5 @@
-"""Collectives (SEEDS_INVENTORY §2.I) and the axis environment of `vmap`.
+"""Collectives (XLA's AllReduce, AllGather, ReduceScatter, AllToAll, CollectivePermute,
+ReplicaId) and the axis environment of `vmap`.
 
 tracer runs one replica, so outside `vmap` every collective sees a replica count
 of 1 and is the identity the seeds give for one replica (`replica_id` is 0, a

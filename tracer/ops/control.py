@@ -1,4 +1,4 @@
-"""Control flow (seeds §2.A Call, §2.G While / Conditional) plus JAX's `scan`.
+"""Control flow (XLA's Call, While, Conditional) plus JAX's `scan`.
 
 User functions are traced into sub-`Graph`s stored in the eqn's params. Tracers of
 an enclosing trace that a function closes over come back from `trace_flat` as

@@ -1,4 +1,4 @@
-"""Convolution (SEEDS_INVENTORY §2.E "Conv and ConvWithGeneralPadding").
+"""Convolution (XLA's Conv and ConvWithGeneralPadding).
 
 One op, `conv_general_dilated` (HLO `convolution`), bound by the three wrappers
 `conv_general_dilated`, `conv_with_general_padding` and `conv`. Its params are

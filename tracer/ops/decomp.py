@@ -1,4 +1,4 @@
-"""Matrix decompositions: cholesky and triangular_solve (SEEDS_INVENTORY §2.E Cholesky,
+"""Matrix decompositions: cholesky and triangular_solve (XLA's Cholesky,
 TriangularSolve) and the ones `tracer.numpy.linalg` needs, named as in
 `jax.lax.linalg`: lu, qr, eigh, svd.
 

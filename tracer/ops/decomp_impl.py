@@ -1,6 +1,6 @@
 """NumPy references of the decompositions (the executable spec of `tracer.ops.decomp`).
 
-Shared conventions, followed exactly by the cpu kernels (`backend/cpu_lib_linalg.py`):
+Shared conventions, followed exactly by the cpu kernels (`backend/cpu/lib/linalg.py`):
 
 - A Hermitian input is described by one triangle (`herm`): the other triangle and the
   imaginary part of the diagonal are not read, as LAPACK's potrf / heevd read them.

@@ -1,4 +1,4 @@
-"""Element-wise ops (SEEDS_INVENTORY §2.C): binary arithmetic and bitwise ops,
+"""Element-wise ops (XLA's element-wise operations): binary arithmetic and bitwise ops,
 comparisons, unary functions, `select`, `clamp` and `convert_element_type`.
 
 Operands share a dtype (a Python scalar takes the other operand's dtype) and

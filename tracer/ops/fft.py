@@ -1,4 +1,4 @@
-"""Fft (SEEDS_INVENTORY §2.E): forward and inverse DFTs over the 1-3 innermost axes.
+"""Fft (XLA's Fft): forward and inverse DFTs over the 1-3 innermost axes.
 
 `fft_type` is one of "FFT", "IFFT" (complex -> complex, shape kept), "RFFT"
 (real -> complex: the innermost axis becomes fft_length[-1] // 2 + 1) and "IRFFT"

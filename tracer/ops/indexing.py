@@ -1,4 +1,4 @@
-"""Indexing ops: DynamicSlice, DynamicUpdateSlice (seeds §2.B), Gather, Scatter (§2.F).
+"""Indexing ops: DynamicSlice, DynamicUpdateSlice and Gather, Scatter (XLA's operations).
 
 Start indices are runtime operands; everything else (sizes, dimension numbers) is a
 static param. Dimension numbers are stored as separate params named as in XLA, so

@@ -1,4 +1,4 @@
-"""Dot products (SEEDS_INVENTORY §2.E Dot, DotGeneral).
+"""Dot products (XLA's Dot, DotGeneral).
 
 `dot_general` is the one op; its params are XLA's DotDimensionNumbers fields, so
 the HLO printer writes `dot(...), lhs_contracting_dims={1}, rhs_contracting_dims={0}`.

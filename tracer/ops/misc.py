@@ -1,4 +1,5 @@
-"""Tuples, composites, custom calls and optimization barriers (seeds §2.A).
+"""Tuples, composites, custom calls and optimization barriers (XLA's Tuple, GetTupleElement,
+CompositeCall, CustomCall, OptimizationBarrier).
 
 - Tuples: the IR is flat, as in JAX: a tuple-shaped result is one output var per
   element (multi-result eqns), and the HLO printer shows them as XLA does, a

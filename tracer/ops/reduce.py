@@ -1,4 +1,4 @@
-"""Reduce: fold chosen dimensions of N arrays with a user computation (seeds §2.D).
+"""Reduce: fold chosen dimensions of N arrays with a user computation (XLA's Reduce).
 
 The computation is traced once into a `Graph` of 2N scalars (the N running
 accumulators first, then the N input elements) returning N scalars, and stored

@@ -1,5 +1,5 @@
-"""Random number ops (SEEDS_INVENTORY §2.H): rng_bit_generator, rng_uniform, rng_normal,
-and the two Threefry-2x32 ops `tracer.random` is built on (`threefry2x32`,
+"""Random number ops (XLA's RngBitGenerator, RngUniform, RngNormal): rng_bit_generator,
+rng_uniform, rng_normal, and the two Threefry-2x32 ops `tracer.random` is built on (`threefry2x32`,
 `threefry_random_bits`).
 
 - `rng_bit_generator(state, shape, dtype, algorithm)` is a pure function of its u64

@@ -1,7 +1,7 @@
 """NumPy reference of the counter-based bit generators behind the RNG ops.
 
 Two block functions, written as vectorized uint32 arithmetic (the cpu backend's
-`cpu_lib_rng` has the same functions as numba kernels; tests check them bit for bit):
+`numba.lib.rng` has the same functions as numba kernels; tests check them bit for bit):
 
 - Threefry-2x32 with 20 rounds (Salmon et al., "Parallel random numbers: as easy as
   1, 2, 3", SC 2011; Random123 known-answer vectors hold): key (k0, k1), counter

@@ -1,4 +1,5 @@
-"""Shape manipulation (SEEDS_INVENTORY §2.B): broadcast, reshape, transpose, rev,
+"""Shape manipulation (XLA's BroadcastInDim, Reshape, Transpose, Rev, Slice,
+Concatenate, Pad, Iota): broadcast, reshape, transpose, rev,
 slice, concatenate, pad, iota and get_dimension_size.
 
 Every dimension parameter is a static tuple of Python ints in `0..rank-1`;

@@ -1,4 +1,4 @@
-"""Sort (seeds §2.F): N same-shaped arrays sorted together along one dimension.
+"""Sort (XLA's Sort): N same-shaped arrays sorted together along one dimension.
 
 The comparator is a scalar computation of 2·N parameters (lhs_0, rhs_0, lhs_1,
 rhs_1, ...) returning a bool "lhs < rhs", traced once into a `Graph` and stored as

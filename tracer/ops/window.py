@@ -1,4 +1,4 @@
-"""ReduceWindow, SelectAndScatter and Map (SEEDS_INVENTORY §2.D, §2.A).
+"""ReduceWindow, SelectAndScatter and Map (XLA's ReduceWindow, SelectAndScatter, Map).
 
 Window geometry (shared by both windowed ops, params stored per dimension):
 the operand is first *base-dilated* (`base_dilation - 1` holes between

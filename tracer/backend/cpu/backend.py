@@ -1,0 +1,169 @@
+"""The `cpu` backend: graphs compiled to numba machine code through generated Python.
+
+    backend = NumbaCpuBackend()
+    exe = backend.compile(graph)      # plan, generate, cache, numba-compile
+    outs = exe(x, y)                  # NumPy arrays in, list of NumPy arrays out
+    print(exe.source)                 # the generated module, for debugging
+
+Pipeline: `numba.lower` rewrites the graph; `numba.fusion` plans loop nests and row
+groups; `generate` writes one module with a host function, loops from `nests` /
+`numba.loops` (scalar code from `numba.scalar`, helpers in `numba.lib.scalar_math` /
+`lib.fastmath`) and the other ops from the emitter table `emit.table` (an op with no
+emitter runs its NumPy reference through `numba.fallback`); `cache` imports the
+module from the content-addressed cache directory and compiles it for the exact
+argument types.
+The executable allocates every output and top-level buffer with NumPy (huge
+pages, no allocation inside the kernel) and passes the sizes in an int64 array,
+so one compiled kernel serves every batch size. `fresh_compile` says whether
+numba really compiled (not loaded from this process or from disk).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable
+
+import numba
+import numpy as np
+
+from ...config import config
+from ...core import Graph, subgraphs
+from ..numba.fusion import INDEX_OPS
+from ..numba.lower import lower
+from ..numba.scalar import HALVES, SCALAR_EMITTERS, storage_dtype
+from ..numba.source import SourceWriter
+from . import cache
+from .emit.table import OP_EMITTERS
+from .generate import Module, generate
+
+_HOST = "main"
+
+
+def _uses_blas(graph: Graph) -> bool:
+    """Whether the graph calls BLAS anywhere (then no prange: the two thread pools fight)."""
+    for eqn in graph.eqns:
+        if eqn.op.name == "dot_general" or any(_uses_blas(g) for g in subgraphs(eqn.params)):
+            return True
+    return False
+
+
+def _array_type(dtype: np.dtype, ndim: int) -> Any:
+    return numba.types.Array(numba.from_dtype(storage_dtype(dtype)), ndim, "C")
+
+
+class NumbaExecutable:
+    """A compiled graph: call it with the graph's input arrays, get a list of outputs."""
+
+    def __init__(self, module: Module, host: Callable[..., Any], fresh_compile: bool,
+                 n_inputs: int):
+        self.source = module.source
+        self.fresh_compile = fresh_compile
+        self._host = host
+        self._dims = np.array(module.dims, np.int64)
+        self._call = _launcher(module, host, self._dims, n_inputs)
+
+    def __call__(self, *args: np.ndarray) -> list[np.ndarray]:
+        return self._call(*args)
+
+
+def _launcher(module: Module, host: Callable[..., Any], dims: np.ndarray,
+              n_inputs: int) -> Callable[..., list[np.ndarray]]:
+    """A Python function specialized to this module's parameters, so a call does no
+    more than check input layouts, allocate the buffers and call the host function."""
+    env: dict[str, Any] = {"host": host, "dims": dims, "ndarray": np.ndarray, "empty": np.empty,
+                           "uint16": np.uint16, "prepare": _prepare, "asarray": np.asarray,
+                           "array": np.array, "np": np}
+    w = SourceWriter()
+    names: list[str] = []
+    with w.block(f"def launch({', '.join(f'a{k}' for k in range(n_inputs))})"):
+        for p in module.params:
+            names.append(_launch_param(w, env, p))
+        w.line(f"host({', '.join(names + ['dims'])})")
+        outs = []
+        for k, (kind, payload) in enumerate(module.outputs):
+            if kind == "param":
+                p = module.params[payload]
+                outs.append(f"{p.name}_f16" if p.value.dtype in HALVES else p.name)
+            elif kind == "input":
+                outs.append(f"asarray(a{payload})")
+            else:
+                env[f"literal{k}"] = payload
+                outs.append(f"array(literal{k})")
+        w.line(f"return [{', '.join(outs)}]")
+    exec(compile(w.text(), "<tracer cpu launcher>", "exec"), env)  # noqa: S102
+    return env["launch"]
+
+
+def _launch_param(w: SourceWriter, env: dict[str, Any], p: Any) -> str:
+    """Lines that produce host parameter `p`; returns the name to pass."""
+    f16 = p.value.dtype in HALVES  # float16 / bfloat16: the kernel sees uint16 bits
+    if p.kind == "const":
+        env[p.name] = p.value.view(np.uint16) if f16 else p.value
+        return p.name
+    if p.kind == "input":
+        a = f"a{p.index}"
+        with w.block(f"if type({a}) is not ndarray or not {a}.flags.c_contiguous"):
+            w.line(f"{a} = prepare({a})")
+        return f"{a}.view(uint16)" if f16 else a
+    shape = tuple(p.value.shape)
+    if f16:
+        w.line(f"{p.name}_f16 = empty({shape!r}, {p.value.dtype.name!r})")
+        w.line(f"{p.name} = {p.name}_f16.view(uint16)")
+    else:
+        w.line(f"{p.name} = empty({shape!r}, np.{p.value.dtype.name})")
+    return p.name
+
+
+def _prepare(x: Any) -> np.ndarray:
+    """A C-contiguous array (read-only ones are fine: kernels never write their inputs)."""
+    return np.ascontiguousarray(x)
+
+
+class NumbaCpuBackend:
+    """`backend="cpu"`: numba.njit code generated per graph structure."""
+
+    name = "cpu"
+
+    def __init__(self, fuse: bool = True):
+        self.fuse = fuse  # False: one loop nest per op (to test fusion against)
+
+    def compile(self, graph: Graph) -> NumbaExecutable:
+        graph = lower(graph)
+        module = generate(graph, _HOST, parallel_ok=not _uses_blas(graph), fuse=self.fuse)
+        if config.dump_dir:
+            _dump(config.dump_dir, graph.name, module.source)
+        signature = [_param_type(p) for p in module.params]
+        signature.append(numba.types.Array(numba.types.int64, 1, "C"))
+        host, fresh = cache.compile_module(module.source, _HOST, signature)
+        return NumbaExecutable(module, host, fresh, len(graph.inputs))
+
+    def clear_memory(self) -> None:
+        """Forget compiled modules held in memory (the disk cache stays)."""
+        cache.clear_memory()
+
+
+def _param_type(p: Any) -> Any:
+    """Inputs and buffers hold a ShapedArray, constants the array itself."""
+    return _array_type(p.value.dtype, p.value.ndim)
+
+
+def _dump(directory: str, name: str, source: str) -> None:
+    os.makedirs(directory, exist_ok=True)
+    with open(os.path.join(directory, f"{name}.cpu.py"), "w", encoding="utf-8") as f:
+        f.write(source)
+
+
+def compile_count() -> int:
+    """How many times numba really compiled (not loaded from memory or disk) a module."""
+    return cache.STATS.compiles
+
+
+# Ops whose meaning is a Python callback, run through their NumPy reference in numba
+# object mode (numba.fallback): a custom_vjp function's tangent map (forward mode only).
+FALLBACK_OPS = frozenset({"custom_lin"})
+
+
+def supported_ops() -> frozenset[str]:
+    """Op names the cpu backend emits code for (element-wise and index maps are fused);
+    any other op runs through its reference (see FALLBACK_OPS)."""
+    return frozenset(SCALAR_EMITTERS) | INDEX_OPS | {"reduce"} | frozenset(OP_EMITTERS)

@@ -1,0 +1,312 @@
+"""The compile cache: generated modules, content-addressed, in memory and on disk.
+
+A generated module is written to `<cache_dir>/cpu/tracer_<sha256>.py`, where the
+hash covers the source, the njit options in it, and the versions of tracer,
+numba, llvmlite, NumPy and of the helper libraries the module imports (directly
+or through another library). A library's version is the hash of the very source
+this process compiled it from, recorded as it is imported (so a library edited
+while a process runs never pairs a key with other code). It is then
+imported from that file, so `numba.njit(cache=True)` keeps the machine code
+next to it (`__pycache__/*.nbi|nbc`) and a new process loads it instead of
+compiling. In one process, a module is imported once and its compiled
+dispatcher reused: a new batch size costs a trace but no compile.
+
+Writes are atomic (a temporary file, then `os.link`/`os.replace`), so processes
+compiling the same kernel at once cannot corrupt it. An entry whose content
+does not match its name is rewritten; numba cache files that fail to load are
+deleted and the function is compiled again. Neither ever crashes a call.
+"""
+
+from __future__ import annotations
+
+import functools
+import glob
+import hashlib
+import importlib.abc
+import importlib.machinery
+import importlib.metadata
+import importlib.util
+import os
+import re
+import sys
+import threading
+import types
+import uuid
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import llvmlite
+import numba
+import numpy as np
+
+from ..._version import __version__ as tracer_version
+from ...config import config
+
+_LOCK = threading.RLock()
+_BACKEND = __package__.rsplit(".", 1)[0]  # tracer.backend
+
+
+@dataclass
+class CacheStats:
+    """Counters for tests and `cache_info()`: real numba compiles vs. reuses."""
+
+    compiles: int = 0      # numba compiled machine code
+    disk_hits: int = 0     # numba loaded machine code from the cache directory
+    memory_hits: int = 0   # the module was already compiled in this process
+
+
+STATS = CacheStats()
+
+
+@dataclass
+class Entry:
+    module: types.ModuleType
+    path: str
+    compiled: set[tuple]
+
+
+_MODULES: dict[str, Entry] = {}
+
+
+@functools.cache
+def _package_versions() -> str:
+    return (f"tracer {tracer_version}, numba {numba.__version__}, llvmlite "
+            f"{llvmlite.__version__}, numpy {np.__version__}, rocket-fft "
+            f"{_version_of('rocket-fft')}")
+
+
+def _versions(source: str) -> str:
+    return f"{_package_versions()}, helpers {_helpers_digest(source)}"
+
+
+def _version_of(distribution: str) -> str:
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return "absent"
+
+
+def helper_library_files() -> dict[str, str]:
+    """The njit libraries generated modules import (`numba/lib/`, `cpu/lib/`): module name
+    -> file."""
+    backend = os.path.dirname(os.path.dirname(__file__))
+    files = {}
+    for folder in ("numba/lib", "cpu/lib"):
+        for path in sorted(glob.glob(os.path.join(backend, folder, "*.py"))):
+            name = os.path.basename(path)[:-3]
+            if name != "__init__":
+                files[f"{_BACKEND}.{folder.replace('/', '.')}.{name}"] = path
+    return files
+
+
+def module_key(source: str) -> str:
+    return hashlib.sha256((_versions(source) + "\n" + source).encode()).hexdigest()
+
+
+# ------------------------------------------------------------------ helper library sources
+
+_LIBRARIES = helper_library_files()
+_IMPORT = re.compile(r"^from tracer\.backend\.([\w.]+) import", re.MULTILINE)
+_RELATIVE = re.compile(r"^from (\.+[\w.]*) import ([\w, ]*)", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class LibrarySource:
+    digest: str                # sha256 of the source the module was compiled from
+    imports: tuple[str, ...]   # the helper libraries it imports (module names)
+
+
+_SOURCES: dict[str, LibrarySource] = {}
+
+
+def _record(name: str, source: bytes) -> None:
+    package, imports = name.rsplit(".", 1)[0], set()
+    for module, names in _RELATIVE.findall(source.decode()):
+        base = importlib.util.resolve_name(module, package)
+        imports |= {base, *(f"{base}.{n.strip()}" for n in names.split(",") if n.strip())}
+    _SOURCES[name] = LibrarySource(hashlib.sha256(source).hexdigest(),
+                                   tuple(sorted(imports & set(_LIBRARIES))))
+
+
+class _RecordingLoader(importlib.machinery.SourceFileLoader):
+    """Compiles a helper library from its source file (never a .pyc), recording the
+    hash of exactly the bytes it compiled."""
+
+    def get_code(self, fullname: str) -> types.CodeType:
+        source = self.get_data(self.path)
+        _record(fullname, source)
+        return self.source_to_code(source, self.path)
+
+
+class _LibraryFinder(importlib.abc.MetaPathFinder):
+    """Imports the helper libraries through `_RecordingLoader` (other modules: not ours)."""
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        file = _LIBRARIES.get(fullname)
+        if file is None:
+            return None
+        return importlib.util.spec_from_file_location(fullname, file,
+                                                      loader=_RecordingLoader(fullname, file))
+
+
+# (one finder, this module's, also when the module is reloaded)
+sys.meta_path[:] = [f for f in sys.meta_path if type(f).__name__ != "_LibraryFinder"]
+sys.meta_path.insert(0, _LibraryFinder())
+
+
+def library_source(name: str) -> LibrarySource:
+    """What helper library `name` (`tracer.backend.numba.lib.scalar_math`) was compiled from in this
+    process; importing it now if it is not loaded yet."""
+    if name not in _SOURCES:
+        try:
+            importlib.import_module(name)
+        except ImportError:  # (a generated module that imports it fails the same way)
+            pass
+        if name not in _SOURCES:  # loaded before this module installed its finder
+            with open(_LIBRARIES[name], "rb") as f:
+                _record(name, f.read())
+    return _SOURCES[name]
+
+
+def _helpers_digest(source: str) -> str:
+    """The hash of the helper libraries a generated module imports, directly or not."""
+    todo = [f"{_BACKEND}.{m}" for m in _IMPORT.findall(source)]
+    seen: set[str] = set()
+    while todo:
+        name = todo.pop()
+        if name in _LIBRARIES and name not in seen:
+            seen.add(name)
+            todo += library_source(name).imports
+    digest = hashlib.sha256()
+    for name in sorted(seen):
+        digest.update(f"{name} {library_source(name).digest}\n".encode())
+    return digest.hexdigest()[:16]
+
+
+def cache_directory() -> str:
+    return os.path.join(os.path.expanduser(config.cache_dir), "cpu")
+
+
+def compile_module(source: str, function: str, signature: Sequence[Any]) -> tuple[Any, bool]:
+    """The compiled host `function` of `source` for `signature`, and whether numba
+    had to compile it (False: loaded from this process or from disk)."""
+    key = module_key(source)
+    with _LOCK:
+        entry = _MODULES.get(key)
+        if entry is None:
+            entry = _MODULES[key] = _load(key, source)
+        dispatcher = getattr(entry.module, function)
+        sig = tuple(signature)
+        if sig in entry.compiled:
+            STATS.memory_hits += 1
+            return dispatcher, False
+        dispatcher, fresh = _compile(entry, dispatcher, sig)
+        entry.compiled.add(sig)
+        return dispatcher, fresh
+
+
+def _load(key: str, source: str) -> Entry:
+    directory = cache_directory()
+    os.makedirs(directory, exist_ok=True)
+    name = f"tracer_{key[:40]}"
+    path = os.path.join(directory, name + ".py")
+    text = f"# tracer generated module; key: {key}\n# {_versions(source)}\n{source}"
+    _write(path, text)
+    return Entry(_import(name, path, text), path, set())
+
+
+def _write(path: str, text: str) -> None:
+    """Create `path` with `text` atomically; rewrite it if it holds something else."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            if f.read() == text:
+                return
+        exists = True  # corrupt or stale: replace it
+    except (FileNotFoundError, UnicodeDecodeError):
+        exists = os.path.exists(path)
+    tmp = f"{path}.{os.getpid()}.{uuid.uuid4().hex}.tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+    try:
+        if exists:
+            os.replace(tmp, path)
+            return
+        try:
+            os.link(tmp, path)  # fails if another process created it meanwhile: keep theirs
+        except FileExistsError:
+            _write_if_different(path, text, tmp)
+        except OSError:  # file systems without hard links
+            os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _write_if_different(path: str, text: str, tmp: str) -> None:
+    with open(path, encoding="utf-8", errors="replace") as f:
+        if f.read() != text:
+            os.replace(tmp, path)
+
+
+def _import(name: str, path: str, text: str) -> types.ModuleType:
+    """Execute the module from its file's text (no .pyc involved, so nothing stale)."""
+    module = types.ModuleType(name)
+    module.__file__ = path
+    sys.modules[name] = module
+    exec(compile(text, path, "exec"), module.__dict__)  # noqa: S102 - our generated code
+    return module
+
+
+@functools.cache
+def _start_thread_pool() -> None:
+    """Start numba's thread pool before machine code is loaded from disk.
+
+    Starting the pool registers its entry points with LLVM. Code compiled in this
+    process starts it itself, and so does loading a `parallel=True` function of a
+    generated module; but a cached host function that calls a `parallel=True`
+    library function (`cpu.lib.sort.sort_rows_parallel`) loads without starting it, and its
+    first call jumps to a null address: a segfault in every process after the one
+    that filled the cache (numba #8578)."""
+    numba.get_num_threads()
+
+
+def _compile(entry: Entry, dispatcher: Any, sig: tuple) -> tuple[Any, bool]:
+    _start_thread_pool()
+    try:
+        dispatcher.compile(sig)
+    except (numba.core.errors.TypingError, numba.core.errors.LoweringError) as e:
+        e.add_note(f"(a tracer bug: numba rejected the generated module {entry.path})")
+        raise
+    except Exception:  # noqa: BLE001 - a corrupt on-disk cache entry: drop it, compile again
+        _purge_numba_cache(entry.path)
+        dispatcher = _reload(entry, dispatcher.__name__)
+        dispatcher.compile(sig)
+    hit = dispatcher.stats.cache_hits.get(sig, 0) > 0
+    if hit:
+        STATS.disk_hits += 1
+    else:
+        STATS.compiles += 1
+    return dispatcher, not hit
+
+
+def _reload(entry: Entry, function: str) -> Any:
+    with open(entry.path, encoding="utf-8") as f:
+        text = f.read()
+    entry.module = _import(entry.module.__name__, entry.path, text)
+    return getattr(entry.module, function)
+
+
+def _purge_numba_cache(path: str) -> None:
+    directory, filename = os.path.split(path)
+    stem = os.path.splitext(filename)[0]
+    for cached in glob.glob(os.path.join(directory, "__pycache__", f"{stem}.*")):
+        try:
+            os.unlink(cached)
+        except OSError:
+            pass
+
+
+def clear_memory() -> None:
+    """Forget compiled modules (the disk cache stays)."""
+    with _LOCK:
+        _MODULES.clear()

@@ -1,0 +1,73 @@
+"""cpu emitters for cholesky, triangular_solve, lu, qr, eigh and svd.
+
+Each op is one call into the njit kernels of `cpu.lib.linalg`, on 3-D views
+(batch, rows, cols) of its C-contiguous operands and freshly allocated outputs (the
+batch dims flattened; an unbatched matrix is a batch of one). Sizes come from
+`dims`; the op's static flags are literal `True` / `False` arguments.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ....core import Atom, Eqn
+from ...numba.codegen import GraphEmitter, Ref
+
+_LIB = "cpu.lib.linalg"
+
+
+def _batched(ge: GraphEmitter, atom: Atom, name: str, minor: int) -> str:
+    """A view of array `name` (the value of `atom`) as (batch, *its `minor` last dims)."""
+    nd = atom.aval.ndim
+    batch = " * ".join(ge.dim(atom, d) for d in range(nd - minor)) or "1"
+    sizes = ", ".join([batch] + [ge.dim(atom, d) for d in range(nd - minor, nd)])
+    view = ge.fresh(f"{name}_{minor + 1}d")
+    ge.w.line(f"{view} = {name}.reshape(({sizes}))")
+    return view
+
+
+def _call(ge: GraphEmitter, eqn: Eqn, kernel: str, flags: tuple[str, ...] = ()) -> None:
+    """kernel(inputs..., outputs..., flags...): every input a matrix batch, each output
+    a matrix or vector batch; binds the outputs."""
+    args = [_batched(ge, a, ge.ref(a).name, 2) for a in eqn.inputs]
+    for var in eqn.outputs:
+        target = ge.alloc(var)
+        ge.bind(var, Ref(target, var.aval))
+        minor = 2 if var.aval.ndim == eqn.inputs[0].aval.ndim else 1
+        args.append(_batched(ge, var, target, minor))
+    args += [f"{f}={bool(eqn.params[f])}" for f in flags]
+    ge.w.line(f"{ge.mod.use(kernel, _LIB)}({', '.join(args)})")
+
+
+def _cholesky(ge: GraphEmitter, eqn: Eqn) -> None:
+    _call(ge, eqn, "cholesky_batch", ("lower",))
+
+
+def _triangular_solve(ge: GraphEmitter, eqn: Eqn) -> None:
+    _call(ge, eqn, "triangular_solve_batch",
+          ("left_side", "lower", "transpose_a", "conjugate_a", "unit_diagonal"))
+
+
+def _lu(ge: GraphEmitter, eqn: Eqn) -> None:
+    _call(ge, eqn, "lu_batch")
+
+
+def _qr(ge: GraphEmitter, eqn: Eqn) -> None:
+    _call(ge, eqn, "qr_batch", ("full_matrices",))
+
+
+def _eigh(ge: GraphEmitter, eqn: Eqn) -> None:
+    _call(ge, eqn, "eigh_batch", ("lower",))
+
+
+def _svd(ge: GraphEmitter, eqn: Eqn) -> None:
+    if eqn.params["compute_uv"]:
+        _call(ge, eqn, "svd_batch", ("full_matrices",))
+    else:
+        _call(ge, eqn, "svdvals_batch")
+
+
+EMITTERS: dict[str, Any] = {
+    "cholesky": _cholesky, "triangular_solve": _triangular_solve, "lu": _lu, "qr": _qr,
+    "eigh": _eigh, "svd": _svd,
+}

@@ -1,0 +1,147 @@
+"""cpu code generation: one Python module per graph, with a host function for numba.
+
+The host function takes the graph inputs, the array constants, the buffers the
+executable allocated with NumPy (graph outputs and top-level intermediates),
+and `dims`, an int64 array holding every size and static index the code needs.
+Rank-0 values are scalar variables, not arrays.
+
+`CpuGraphEmitter` is the shared `GraphEmitter` with the cpu's two kinds of steps:
+loop nests (`nests`, bodies from `numba.loops`) and ops with their own emitter
+(`emit.table`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ...core import Eqn, Graph, Literal, Var
+from ..numba.codegen import (
+    GraphEmitter,
+    ModuleBuilder,
+    Param,
+    Ref,
+    copy_array,
+    store_value,
+    write_docstring,
+)
+from ..numba.fusion import LoopNest, Plan, RowGroup
+from ..numba.scalar import DTYPE_ALIASES, HALVES
+from ..numba.source import SourceWriter
+from .emit.fallback import emit_fallback
+from .emit.table import OP_EMITTERS
+from .lib.fastmath import __all__ as FAST_HELPERS
+from .nests import emit_loops
+from .options import NJIT_OPTIONS
+
+
+@dataclass
+class Module:
+    """What code generation produced: the source and how to call its host function."""
+
+    source: str
+    params: list[Param]
+    outputs: list[tuple[str, Any]]   # ("input", k) | ("literal", array) | ("param", k)
+    dims: list[int]
+
+
+class CpuModuleBuilder(ModuleBuilder):
+    def default_module(self, helper: str) -> str:
+        """Vectorizable exp/log/tanh come from `cpu.lib.fastmath`, the rest from scalar math."""
+        return "cpu.lib.fastmath" if helper in FAST_HELPERS else super().default_module(helper)
+
+
+class CpuGraphEmitter(GraphEmitter):
+    inline_indices = True
+
+    def emit_op(self, eqn: Eqn) -> None:
+        OP_EMITTERS.get(eqn.op.name, emit_fallback)(self, eqn)
+
+    def emit_nest(self, plan: Plan, step: LoopNest | RowGroup) -> None:
+        emit_loops(self, plan, step)
+
+
+# ------------------------------------------------------------------ the module
+
+def generate(graph: Graph, name: str, parallel_ok: bool, fuse: bool = True) -> Module:
+    """The module for `graph`, its host function called `name`."""
+    mod = CpuModuleBuilder(parallel_ok, fuse, graph)
+    body = SourceWriter()
+    top = CpuGraphEmitter(mod, body, top=True)
+    top.outputs = [id(a) for a in graph.outputs]
+    refs = top.emit_graph(graph, [_host_input(mod, body, v, k)
+                                  for k, v in enumerate(graph.inputs)])
+    outputs = _finish_outputs(top, graph, refs)
+    host = _host_function(mod, name, body)
+    return Module(_module_text(mod, graph, host), mod.params, outputs, mod.sizes)
+
+
+def _host_input(mod: ModuleBuilder, w: SourceWriter, var: Var, k: int) -> Ref:
+    """Input k: an array parameter; a rank-0 one is read into a scalar right away."""
+    name = mod.param(f"arg{k}", "input", index=k, value=var.aval)
+    if var.aval.ndim:
+        return Ref(name, var.aval)
+    scalar = mod.namer.fresh(f"arg{k}_value", numbered=False)
+    value = f"{name}[()]"
+    w.line(f"{scalar} = {mod.use(HALVES[var.aval.dtype].load)}({value})"
+           if var.aval.dtype in HALVES else f"{scalar} = {value}")
+    return Ref(scalar, var.aval)
+
+
+def _finish_outputs(top: GraphEmitter, graph: Graph, refs: list[Ref]) -> list[tuple[str, Any]]:
+    """Copy results that are not already in their output buffer; say where each is."""
+    outputs: list[tuple[str, Any]] = []
+    input_ids = {id(v): k for k, v in enumerate(graph.inputs)}
+    for atom, ref in zip(graph.outputs, refs, strict=True):
+        if isinstance(atom, Literal):
+            outputs.append(("literal", np.array(atom.value)))
+            continue
+        if id(atom) in input_ids:
+            outputs.append(("input", input_ids[id(atom)]))
+            continue
+        out = top.out_param(atom)
+        if ref.scalar:
+            top.w.line(f"{out}[()] = {store_value(ref.name, atom.aval.dtype, top.mod)}")
+        elif ref.name != out:
+            copy_array(top, out, ref.name, atom.aval.ndim)
+        outputs.append(("param", top.mod.param_index(out)))
+    return outputs
+
+
+def _host_function(mod: ModuleBuilder, name: str, body: SourceWriter) -> SourceWriter:
+    w = SourceWriter()
+    # (object mode, for an op run by its reference, cannot release the GIL)
+    options = NJIT_OPTIONS.replace(", nogil=True", "") if mod.fallbacks else NJIT_OPTIONS
+    w.line(f"@numba.njit({options})")
+    args = ", ".join([p.name for p in mod.params] + ["dims"])
+    with w.block(f"def {name}({args})"):
+        for key, sym in mod.size_names.items():
+            w.line(f"{sym} = dims[{list(mod.size_names).index(key)}]")
+        w.embed(body)
+        w.line("return None")
+    return w
+
+
+def _module_text(mod: ModuleBuilder, graph: Graph, host: SourceWriter) -> str:
+    w = SourceWriter()
+    write_docstring(w, "cpu", graph)
+    w.line("import math")
+    w.line("")
+    w.line("import numba")
+    w.line("import numpy as np")
+    aliases = ", ".join(f"{np.dtype(d).name} as {a}" for d, a in DTYPE_ALIASES.items())
+    w.line(f"from numpy import {aliases.replace('bool as', 'bool_ as')}")
+    for line in mod.import_lines():
+        w.line(line)
+    if mod.fallbacks:
+        w.line("from tracer.backend.numba import fallback")
+    for kernel in mod.kernels:
+        w.line("")
+        w.line("")
+        w.embed(kernel)
+    w.line("")
+    w.line("")
+    w.embed(host)
+    return w.text()

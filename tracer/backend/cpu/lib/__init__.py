@@ -1,0 +1,1 @@
+"""njit libraries the cpu backend's generated modules import at run time."""

@@ -1,0 +1,563 @@
+"""numba kernels of `conv_general_dilated` for the cpu backend.
+
+Generated code brings the operands to the canonical layout x (N, C, S),
+w (O, C / feature_groups, T), out (N / batch_groups, O, P), the spatial dims
+flattened, and calls `cpu.lib.conv_entry.convolution`, which runs `entry` here: a C
+entry point per dtype, so the library is compiled once per dtype and never again
+per generated module. `entry` picks a plan and runs it through the plan's own C entry
+point (`entry_<plan>`), compiled the first time a convolution takes that plan: a
+program compiles only the plans it runs. Copies are loops, never array assignments
+(numba compiles a shape-mismatch error path for those: seconds). Each plan cuts its
+work into cache-sized pieces that end in GEMMs (`cpu.lib.conv_core.gemm`: BLAS for
+floats and complex, loops for integers) on `BLAS_THREADS` BLAS threads: the pieces
+are small, and on a busy machine each multi-threaded call waits for a descheduled
+thread (measurements: `cpu.lib.conv_core`). (A `parallel=True` version doubled the
+compile time, and numba's cache crashes reloading parallel functions compiled for
+several signatures, numba #8578.)
+
+* winograd (3x3 windows, 2 spatial dims, unit strides, no dilation, real floats):
+  F(2x2, 3x3), `cpu.lib.conv_winograd`; 4 multiplies per output instead of 9.
+  winograd_t, its transpose, for 3x3 outputs (kernel gradients of those).
+* shifted (unit strides, few taps): a few images are written side by side into a
+  zeroed padded (and lhs-dilated) grid; on it the output at every kernel tap is
+  W[:, :, tap] @ grid[:, offset(tap):], accumulated: no im2col. The grid's columns
+  go by tiles of whole grid rows, so that the accumulator stays in cache while every
+  tap is added to it; grid columns that are no output position are computed and
+  dropped when the tile is copied out.
+* window (more taps than output positions, as in weight gradients): per output
+  position one GEMM contracts the whole window, (images, window) times the kernel
+  (O, window)^T. The windows are gathered along the outermost spatial dim once for
+  every position on it (a position's window is a run of the gathered rows), so the
+  input is copied about as often as there are positions in the other dims.
+* im2col (the rest: strided convolutions): the columns of a block of output rows
+  are gathered, zeros for padding, holes and reads past the end, then one GEMM.
+
+Every read is bounds-checked against the real input, so negative padding and partial
+windows never touch memory outside the operands, and no product takes an input
+element from outside its window (an inf there would turn a 0 weight into a NaN).
+"""
+# numba kernels: their argument types come from the call, so no annotations
+# ruff: noqa: ANN001, ANN201, ANN202
+
+from __future__ import annotations
+
+import numpy as np
+from numba import carray, njit
+
+from .conv_core import (  # noqa: F401
+    AUTO,
+    EMPTY,
+    ENTRY_POINTS,
+    IM2COL,
+    SHIFTED,
+    WINDOW,
+    WINOGRAD,
+    WINOGRAD_T,
+    all_equal,
+    blas_threads,
+    call_plan,
+    fill_grid,
+    gemm,
+    image_of,
+    pitches,
+    plane_of,
+    provide_entry_points,
+    same,
+    unravel,
+)
+from .conv_winograd import winograd, winograd_pays, winograd_t, winograd_t_pays
+
+# called from compiled code only: no Python or C wrapper to generate (a tenth of a
+# second of compile time each)
+_jit = njit(cache=True, error_model="numpy", nogil=True, no_cpython_wrapper=True,
+            no_cfunc_wrapper=True)
+_py_jit = njit(cache=True, error_model="numpy", nogil=True)  # also called from Python (tests)
+# a plan's body, typed inside its entry point: numba optimizes a jit function's whole
+# call tree again at every level of calls, and generates its machine code again
+_inlined = njit(cache=True, error_model="numpy", nogil=True, inline="always")
+BLAS_THREADS = 1  # see the module docstring
+TILE = 1 << 16  # elements of the shifted plan's accumulator tile (256 KiB of float32)
+GRID = 1 << 19  # elements of its grid of images side by side
+COLUMNS = 1 << 18  # elements of the im2col plan's gathered columns
+WINDOWS = 1 << 20  # elements of the window plan's gathered windows
+WINOGRAD_BLOCK = 1 << 18  # elements of the Winograd plan's transformed tiles
+WINOGRAD_T_BLOCK = 1 << 19  # elements of the transposed one's transformed operands
+
+
+# ------------------------------------------------------------------ shifted plan
+
+@_jit
+def _grid(out_sp, win, rd, plane_sizes):
+    """(tap offsets on the padded grid, grid columns Q spanning every output position)."""
+    pitch = pitches(plane_sizes)
+    n, taps = len(win), np.prod(win)
+    offsets = np.zeros(taps, np.int64)
+    k = np.zeros(n, np.int64)
+    for t in range(taps):
+        unravel(t, win, k)
+        for d in range(n):
+            offsets[t] += k[d] * rd[d] * pitch[d]
+    q = 1
+    for d in range(n):
+        q += (out_sp[d] - 1) * pitch[d]
+    return offsets, q
+
+
+@_jit
+def _output_row(row, out_sp, plane_sizes):
+    """The output row (flat over all dims but the last) on grid row `row` of an image,
+    -1 where that grid row holds no output positions."""
+    flat, scale = 0, 1
+    for d in range(len(out_sp) - 2, -1, -1):
+        i = row % plane_sizes[d]
+        row //= plane_sizes[d]
+        if i >= out_sp[d]:
+            return -1
+        flat += i * scale
+        scale *= out_sp[d]
+    return flat
+
+
+@_jit
+def _scatter_tile(acc, tile, j0, n, plane_sizes, out, b0, o0, og, out_sp):
+    """out[b0 + image, o0 + o, position] = acc[o * tile + column - j0] for the output
+    positions among grid columns [j0, j0 + n) (whole grid rows; j0 starts one)."""
+    width, last = plane_sizes[-1], out_sp[-1]
+    rows = np.prod(plane_sizes) // width  # grid rows per image
+    for r in range(j0 // width, (j0 + n + width - 1) // width):
+        flat = _output_row(r % rows, out_sp, plane_sizes)
+        if flat < 0:
+            continue
+        at = r * width - j0
+        for o in range(og):  # (loops: an array assignment's error path compiles slowly)
+            dst, src = out[b0 + r // rows, o0 + o], o * tile + at
+            for j in range(last):
+                dst[flat * last + j] = acc[src + j]
+
+
+@_jit
+def _tap_matrices(w):
+    """w (O, C, T) as T contiguous (O, C) matrices, flat."""
+    o, cg, taps = w.shape
+    wt = np.empty((taps, o, cg), w.dtype)
+    for t in range(taps):
+        for i in range(o):
+            for c in range(cg):
+                wt[t, i, c] = w[i, c, t]
+    return wt.reshape(wt.size)
+
+
+@_inlined
+def _shifted(x, out, wt, geo, offsets, q, chunk, tile, fgc, bgc):
+    """The shifted plan, `chunk` images per grid, GEMMs `tile` grid columns wide; wt
+    holds the taps' (O, C) matrices. A lone unpadded, undilated image is its own grid;
+    a lone image without junk columns accumulates in the output itself."""
+    in_sp, win, out_sp, _, lo, ld, rd = geo
+    g, nb, o, taps = max(fgc, bgc), out.shape[0], out.shape[1], np.prod(win)
+    og, cg, positions = o // g, wt.size // (o * taps), out.shape[2]
+    plane_sizes = plane_of(out_sp, win, rd)  # the padded grid every tap's window fits on
+    plane = np.prod(plane_sizes)
+    own_grid = chunk == 1 and same(plane_sizes, in_sp) and all_equal(lo, 0) \
+        and all_equal(ld, 1)
+    own_acc = chunk == 1 and q == positions
+    row = chunk * plane
+    buf = np.zeros(0 if own_grid else cg * row, x.dtype)  # padding, holes stay zero
+    acc = np.empty(0 if own_acc else og * tile, x.dtype)
+    xflat, oflat = x.reshape(x.size), out.reshape(out.size)
+    for gi in range(g):
+        for b0 in range(0, nb, chunk):
+            count = min(chunk, nb - b0)
+            grid, g0 = (buf, 0)
+            for i in range(count):
+                image, c0 = image_of(b0 + i, gi, nb, cg, fgc, bgc)
+                if own_grid:
+                    grid, g0 = xflat, (image * x.shape[1] + c0) * plane
+                else:
+                    fill_grid(x, image, c0, cg, buf, i * plane, row, plane_sizes, in_sp, lo, ld)
+            total = (count - 1) * plane + q
+            for j0 in range(0, total, tile):
+                n = min(tile, total - j0)
+                target, t0, ldc = (oflat, (b0 * o + gi * og) * positions + j0, positions) \
+                    if own_acc else (acc, 0, tile)
+                for t in range(taps):
+                    gemm(og, n, cg, wt, (t * o + gi * og) * cg, cg, grid, g0 + offsets[t] + j0,
+                         row, False, target, t0, ldc, t > 0)
+                if not own_acc:
+                    _scatter_tile(acc, tile, j0, n, plane_sizes, out, b0, gi * og, og, out_sp)
+
+
+@_jit
+def _shifted_pays(taps, positions, win, out_sp, st, rd):
+    """Unit strides, a grid not much larger than the output, not too many taps."""
+    for d in range(len(st)):
+        if st[d] != 1:
+            return False
+    plane = np.prod(plane_of(out_sp, win, rd))
+    return plane <= 2 * positions and taps <= 64
+
+
+# ------------------------------------------------------------------ im2col plan
+
+@_jit
+def _source_base(y, k, st, lo, ld, rd, in_sp, in_pitch):
+    """Flat lhs offset of output y under tap k over all but the last dim; -1 on
+    padding, a hole or past the end."""
+    base = 0
+    for d in range(len(y) - 1):
+        i = y[d] * st[d] + k[d] * rd[d] - lo[d]
+        if i < 0 or i % ld[d] != 0 or i // ld[d] >= in_sp[d]:
+            return -1
+        base += (i // ld[d]) * in_pitch[d]
+    return base
+
+
+@_jit
+def _span(start, step, ld, size, count):
+    """[j0, j1): the j < count whose index start + j * step lands inside a source of
+    `size` without holes (ld == 1); for ld > 1 every j is checked one by one."""
+    if ld != 1:
+        return 0, 0
+    j0 = min(count, max(0, (-start + step - 1) // step))
+    return j0, max(j0, min(count, (size - start + step - 1) // step))
+
+
+@_jit
+def _put_run(col, at, src, s0, base, start, step, ld, size, span, count):
+    """col[at + j] = the dilated source row src[s0 + base:][:size] at start + j * step
+    (zero on holes, padding and past the end); j < count."""
+    if base < 0:
+        for j in range(count):
+            col[at + j] = 0
+        return
+    j0, j1 = span
+    if ld == 1:
+        for j in range(j0):
+            col[at + j] = 0
+        first = s0 + base + start
+        for j in range(j0, j1):  # (unsigned: no negative-index wraparound to compute)
+            col[np.uint64(at + j)] = src[np.uint64(first + j * step)]
+        for j in range(j1, count):
+            col[at + j] = 0
+        return
+    for j in range(count):
+        i = start + j * step
+        col[at + j] = src[s0 + base + i // ld] if 0 <= i < size * ld and i % ld == 0 else 0
+
+
+@_jit
+def _fill_by_tap(x, image, c0, cg, col, p0, pc, geo):
+    """col[(c, tap), position - p0] for the whole output rows [p0, p0 + pc) of channels
+    [c0, c0 + cg) of x[image]; runs along the output's last dim."""
+    in_sp, win, out_sp, st, lo, ld, rd = geo
+    n, taps, run, size, rows = len(win), np.prod(win), out_sp[-1], in_sp[-1], pc // out_sp[-1]
+    y, k, in_pitch = np.zeros(n, np.int64), np.zeros(n, np.int64), pitches(in_sp)
+    bases, starts = np.empty((taps, rows), np.int64), np.empty(taps, np.int64)
+    for t in range(taps):  # where each (tap, output row) reads: the same for every channel
+        unravel(t, win, k)
+        starts[t] = k[-1] * rd[-1] - lo[-1]
+        for r in range(rows):
+            unravel(p0 + r * run, out_sp, y)
+            bases[t, r] = _source_base(y, k, st, lo, ld, rd, in_sp, in_pitch)
+    src, plane = x.reshape(x.size), x.shape[2]
+    for c in range(cg):
+        s0 = (image * x.shape[1] + c0 + c) * plane
+        for t in range(taps):
+            span = _span(starts[t], st[-1], ld[-1], size, run)
+            for r in range(rows):
+                _put_run(col, (c * taps + t) * pc + r * run, src, s0, bases[t, r], starts[t],
+                         st[-1], ld[-1], size, span, run)
+
+
+@_inlined
+def _im2col(x, out, wflat, geo, block, fgc, bgc):
+    """The im2col plan: per (image, group, block of `block` output rows), gathered
+    columns and one GEMM."""
+    g, nb, o, taps, last = max(fgc, bgc), out.shape[0], out.shape[1], np.prod(geo[1]), \
+        geo[2][-1]
+    og, cg, positions = o // g, wflat.size // (o * taps), out.shape[2]
+    kdim, rows = cg * taps, positions // last
+    col = np.empty(kdim * block * last, x.dtype)
+    oflat = out.reshape(out.size)
+    for b in range(nb):
+        for gi in range(g):
+            image, c0 = image_of(b, gi, nb, cg, fgc, bgc)
+            for r0 in range(0, rows, block):
+                pc = (min(rows, r0 + block) - r0) * last
+                _fill_by_tap(x, image, c0, cg, col, r0 * last, pc, geo)
+                gemm(og, pc, kdim, wflat, gi * og * kdim, kdim, col, 0, pc, False, oflat,
+                     (b * o + gi * og) * positions + r0 * last, positions, False)
+
+
+# ------------------------------------------------------------------ window plan
+
+@_jit
+def _window_weights(w, gi, og, win0):
+    """Group gi's kernels w[gi * og:][:og] (og, C, win0, T') reordered (og, win0, C, T'):
+    the order of the gathered windows' elements."""
+    cg, taps = w.shape[1], w.shape[2]
+    rest = taps // win0
+    wp = np.empty((og, win0, cg, rest), w.dtype)
+    for i in range(og):
+        for c in range(cg):
+            for k in range(win0):
+                for r in range(rest):
+                    wp[i, k, c, r] = w[gi * og + i, c, k * rest + r]
+    return wp.reshape(wp.size)
+
+
+@_jit
+def _mid_bases(pr, geo):
+    """Per tap m of the dims between the first and the last (flat), the flat input
+    offset of those dims at position pr of the dims after the first; -1 on padding or
+    a hole."""
+    in_sp, win, out_sp, st, lo, ld, rd = geo
+    n, in_pitch = len(win), pitches(in_sp)
+    y, k = np.zeros(n, np.int64), np.zeros(n, np.int64)
+    unravel(pr, out_sp[1:], y[1:])
+    bases = np.zeros(np.prod(win[1:n - 1]), np.int64)
+    for m in range(bases.size):
+        unravel(m, win[1:n - 1], k[1:n - 1])
+        for d in range(1, n - 1):
+            i = y[d] * st[d] + k[d] * rd[d] - lo[d]
+            if i < 0 or i % ld[d] != 0 or i // ld[d] >= in_sp[d]:
+                bases[m] = -1
+                break
+            bases[m] += (i // ld[d]) * in_pitch[d]
+    return bases, y[n - 1] * st[n - 1] - lo[n - 1]
+
+
+@_jit
+def _gather_windows(x, image, c0, cg, buf, at, rows, phase, pr, geo):
+    """buf[at:] = (rows, cg, T') for x[image], channels from c0: row j holds the input
+    on lhs-dilated row phase + j * rd[0] of the first spatial dim under the taps T' of
+    the other dims at their position pr; zeros on padding and holes."""
+    in_sp, win, _, st, lo, ld, rd = geo
+    n, rest = len(win), np.prod(win[1:])
+    src, s0 = x.reshape(x.size), (image * x.shape[1] + c0) * x.shape[2]
+    pitch0 = np.prod(in_sp[1:])  # (of the first spatial dim)
+    bases, start = _mid_bases(pr, geo)
+    run = win[n - 1] if n > 1 else 1
+    span = _span(start, rd[n - 1], ld[n - 1], in_sp[n - 1], run)
+    for j in range(rows):
+        i = phase + j * rd[0] - lo[0]
+        row = (i // ld[0]) * pitch0 if 0 <= i < in_sp[0] * ld[0] and i % ld[0] == 0 else -1
+        for c in range(cg):
+            put = at + (j * cg + c) * rest
+            if n == 1:
+                buf[put] = src[s0 + c * x.shape[2] + row] if row >= 0 else 0
+                continue
+            for m in range(bases.size):
+                base = row + bases[m] if row >= 0 and bases[m] >= 0 else -1
+                _put_run(buf, put + m * run, src, s0 + c * x.shape[2], base, start,
+                         rd[n - 1], ld[n - 1], in_sp[n - 1], span, run)
+
+
+@_inlined
+def _window(x, out, w, geo, batch, fgc, bgc):
+    """The window plan, `batch` images at a time: for each position pr of the dims
+    after the first and each phase of the first dim's rows (rhs dilation), the
+    windows are gathered once; position p0 on the first dim then is one GEMM,
+    (images, window at row shift(p0)) @ W^T."""
+    in_sp, win, out_sp, st, _, _, rd = geo
+    g, nb, o, positions = max(fgc, bgc), out.shape[0], out.shape[1], out.shape[2]
+    og, cg, taps = o // g, w.shape[1], w.shape[2]
+    rest, outer = taps // win[0], positions // out_sp[0]
+    kdim = taps * cg
+    rows = ((out_sp[0] - 1) * st[0]) // rd[0] + win[0]  # every phase's rows fit
+    block = rows * cg * rest
+    buf = np.empty(batch * block, x.dtype)
+    res = np.empty(batch * og, x.dtype)
+    for gi in range(g):
+        wg = _window_weights(w, gi, og, win[0])
+        for b0 in range(0, nb, batch):
+            count = min(batch, nb - b0)
+            for pr in range(outer):
+                for phase in range(rd[0]):
+                    if not _has_phase(phase, out_sp[0], st[0], rd[0]):
+                        continue
+                    for i in range(count):
+                        image, c0 = image_of(b0 + i, gi, nb, cg, fgc, bgc)
+                        _gather_windows(x, image, c0, cg, buf, i * block, rows, phase, pr, geo)
+                    for p0 in range(out_sp[0]):
+                        if (p0 * st[0]) % rd[0] != phase:
+                            continue
+                        shift = (p0 * st[0] - phase) // rd[0]
+                        gemm(count, og, kdim, buf, shift * cg * rest, block, wg, 0, kdim, True,
+                             res, 0, og, False)
+                        for i in range(count):
+                            for j in range(og):
+                                out[b0 + i, gi * og + j, p0 * outer + pr] = res[i * og + j]
+
+
+@_jit
+def _has_phase(phase, count, stride, dilation):
+    """Whether some position p < count has p * stride % dilation == phase."""
+    for p in range(min(count, dilation)):
+        if (p * stride) % dilation == phase:
+            return True
+    return False
+
+
+# ------------------------------------------------------------------ entry points
+
+
+@_py_jit
+def _choose(mode, x, w, out, geo, groups):
+    """The plan: `mode` if forced (SHIFTED needs unit strides; WINOGRAD and WINOGRAD_T
+    what `winograd_pays` and `winograd_t_pays` check but the sizes), else the best."""
+    in_sp, win, out_sp, st, _, _, rd = geo
+    if out.size == 0 or w.shape[1] == 0 or w.shape[2] == 0:
+        return EMPTY
+    if mode != AUTO:
+        return mode
+    if winograd_pays(x, w, out, geo, groups):
+        return WINOGRAD
+    if _shifted_pays(w.shape[2], out.shape[2], win, out_sp, st, rd):
+        return SHIFTED
+    if winograd_t_pays(x, w, out, geo, groups):
+        return WINOGRAD_T  # (kernel gradients of 3x3 convolutions)
+    return WINDOW if np.prod(win) > out.shape[2] else IM2COL  # (kernel gradients)
+
+
+@_inlined
+def _run_shifted(x, w, out, geo, feature_groups, batch_groups):
+    plane_sizes = plane_of(geo[2], geo[1], geo[6])
+    offsets, q = _grid(geo[2], geo[1], geo[6], plane_sizes)
+    plane, width = np.prod(plane_sizes), plane_sizes[-1]
+    og, cg = out.shape[1] // max(feature_groups, batch_groups), w.shape[1]
+    rows = max(1, TILE // max(1, og * width))  # grid rows per tile
+    chunk = max(1, min(out.shape[0], rows * width // plane, GRID // max(1, cg * plane)))
+    if same(plane_sizes, geo[0]) and all_equal(geo[4], 0) and all_equal(geo[5], 1):
+        chunk = 1  # the input is its own grid: no copy
+    tile = rows * width if w.shape[2] > 1 else chunk * plane  # one tap: nothing to keep
+    _shifted(x, out, _tap_matrices(w), geo, offsets, q, chunk, tile, feature_groups,
+             batch_groups)
+
+
+@_py_jit
+def run_winograd(x, w, out, geo, feature_groups, batch_groups):
+    """`entry_winograd`'s plan from Python (tests)."""
+    _run_winograd(x, w, out, geo, feature_groups, batch_groups)
+
+
+@_py_jit
+def run_winograd_t(x, w, out, geo, feature_groups, batch_groups):
+    """`entry_winograd_t`'s plan from Python (tests)."""
+    _run_winograd_t(x, w, out, geo, feature_groups, batch_groups)
+
+
+@_inlined
+def _run_winograd(x, w, out, geo, feature_groups, batch_groups):
+    """The Winograd plan; the shifted one where it met an inf or a NaN."""
+    og = out.shape[1] // max(feature_groups, batch_groups)
+    half = (geo[2][1] + 1) // 2 + 1  # tiles per row of tiles
+    tile_rows = max(1, WINOGRAD_BLOCK // (16 * (w.shape[1] + og) * half))
+    if not winograd(x, out, w, geo, tile_rows, feature_groups, batch_groups):
+        call_plan(SHIFTED, x, w, out, _pack(x, w, out, geo, feature_groups, batch_groups))
+
+
+@_inlined
+def _run_winograd_t(x, w, out, geo, feature_groups, batch_groups):
+    """The transposed Winograd plan; the window one where it met an inf or a NaN."""
+    tiles = ((geo[1][0] + 1) // 2) * ((geo[1][1] + 1) // 2 + 1)
+    og = out.shape[1] // max(feature_groups, batch_groups)
+    chunk = max(1, min(w.shape[1], WINOGRAD_T_BLOCK // (16 * tiles * og)))  # features
+    batch = max(1, min(out.shape[0], WINOGRAD_T_BLOCK // (16 * tiles * chunk)))  # images
+    if not winograd_t(x, out, w, geo, chunk, batch, feature_groups, batch_groups):
+        call_plan(WINDOW, x, w, out, _pack(x, w, out, geo, feature_groups, batch_groups))
+
+
+@_inlined
+def _run_window(x, w, out, geo, feature_groups, batch_groups):
+    rows = ((geo[2][0] - 1) * geo[3][0]) // geo[6][0] + geo[1][0]
+    per_image = rows * w.shape[1] * w.shape[2] // geo[1][0]
+    batch = max(1, min(out.shape[0], WINDOWS // max(1, per_image)))
+    _window(x, out, w, geo, batch, feature_groups, batch_groups)
+
+
+@_inlined
+def _run_im2col(x, w, out, geo, feature_groups, batch_groups):
+    rows = out.shape[2] // geo[2][-1]
+    block = max(1, min(rows, COLUMNS // max(1, w.shape[1] * w.shape[2] * geo[2][-1])))
+    _im2col(x, out, w.reshape(w.size), geo, block, feature_groups, batch_groups)
+
+
+HEADER = 13  # int64s before the geometry in `entry`'s metadata
+
+
+@_jit
+def _pack(x, w, out, geo, feature_groups, batch_groups):
+    """The metadata of a convolution (`entry`'s layout), its plan AUTO."""
+    n = len(geo[0])
+    meta = np.empty(HEADER + 7 * n, np.int64)
+    for d in range(3):
+        meta[d], meta[3 + d], meta[6 + d] = x.shape[d], w.shape[d], out.shape[d]
+    meta[9], meta[10], meta[11], meta[12] = n, feature_groups, batch_groups, AUTO
+    for row in range(7):
+        for d in range(n):
+            meta[HEADER + row * n + d] = geo[row][d]
+    return meta
+
+
+@_jit
+def _unpack(x, w, out, meta):
+    """The operands, geometry, group counts and plan of an entry point's arguments:
+    x, w, out point at the canonical operands, meta at their 3 sizes each, the number
+    of spatial dims n, the feature and batch group counts, the plan (AUTO: the best),
+    then the 7 geometry rows of n entries each."""
+    head = carray(meta, (HEADER,))
+    n = head[9]
+    table = carray(meta, (HEADER + 7 * n,))
+    geo = (table[HEADER:HEADER + n], table[HEADER + n:HEADER + 2 * n],
+           table[HEADER + 2 * n:HEADER + 3 * n], table[HEADER + 3 * n:HEADER + 4 * n],
+           table[HEADER + 4 * n:HEADER + 5 * n], table[HEADER + 5 * n:HEADER + 6 * n],
+           table[HEADER + 6 * n:HEADER + 7 * n])
+    return (carray(x, (head[0], head[1], head[2])), carray(w, (head[3], head[4], head[5])),
+            carray(out, (head[6], head[7], head[8])), geo, head[10], head[11], head[12], table)
+
+
+def entry(x, w, out, meta):
+    """The choosing C entry point behind `cpu.lib.conv_entry.convolution` (a `cfunc` per
+    dtype; arguments as `_unpack` reads them): picks the plan (if meta's is AUTO) and
+    runs it through its own entry point, on `BLAS_THREADS` BLAS threads."""
+    x, w, out, geo, fgc, bgc, mode, table = _unpack(x, w, out, meta)
+    mode = _choose(mode, x, w, out, geo, max(fgc, bgc))
+    if mode == EMPTY:
+        flat = out.reshape(out.size)
+        for i in range(flat.size):
+            flat[i] = 0  # empty sums (or nothing at all)
+        return
+    previous = blas_threads(BLAS_THREADS)
+    call_plan(mode, x, w, out, table)
+    blas_threads(previous)
+
+
+# the plans' C entry points (a `cfunc` per dtype, compiled when a convolution first
+# takes the plan; arguments as `_unpack` reads them)
+
+def entry_shifted(x, w, out, meta):
+    x, w, out, geo, fgc, bgc, _, _ = _unpack(x, w, out, meta)
+    _run_shifted(x, w, out, geo, fgc, bgc)
+
+
+def entry_im2col(x, w, out, meta):
+    x, w, out, geo, fgc, bgc, _, _ = _unpack(x, w, out, meta)
+    _run_im2col(x, w, out, geo, fgc, bgc)
+
+
+def entry_window(x, w, out, meta):
+    x, w, out, geo, fgc, bgc, _, _ = _unpack(x, w, out, meta)
+    _run_window(x, w, out, geo, fgc, bgc)
+
+
+def entry_winograd(x, w, out, meta):
+    x, w, out, geo, fgc, bgc, _, _ = _unpack(x, w, out, meta)
+    _run_winograd(x, w, out, geo, fgc, bgc)
+
+
+def entry_winograd_t(x, w, out, meta):
+    x, w, out, geo, fgc, bgc, _, _ = _unpack(x, w, out, meta)
+    _run_winograd_t(x, w, out, geo, fgc, bgc)
+
+
+provide_entry_points({plan: globals()[name] for plan, name in ENTRY_POINTS.items()})

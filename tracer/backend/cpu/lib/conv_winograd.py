@@ -1,0 +1,342 @@
+"""Winograd convolutions for `cpu.lib.conv` (Lavin & Gray, "Fast Algorithms for
+Convolutional Neural Networks", 2016): 2 spatial dims, unit strides, no dilation,
+float32 or float64.
+
+`winograd`, F(2x2, 3x3), for 3x3 windows: a 2x2 output tile is A^T [U ⊙ V] A, with
+V = B^T d B of its 4x4 input patch d and U = G g G^T of the 3x3 kernel g. Summed over
+the input channels, the 16 elementwise products are 16 GEMMs U[k] (O, C) @ V[k]
+(C, tiles): 4 multiplies per output where the direct sum has 9. `winograd_t`, its
+transpose F(3x3, 2x2), for 3x3 outputs (the kernel gradient of a 3x3 convolution):
+2x2 tiles over the large window, out = G^T S G with S the sum over features and
+tiles of (A z A^T) ⊙ (B^T d B). The transforms only add, subtract and halve, so the
+rounding stays close to the direct sum's. The inputs go through zeroed padded
+planes split by the parity of row and column, so that every transform runs with
+unit stride; a few tile rows (or features) at a time, so the operands stay in cache.
+An inf or NaN in the input can give NaN where the direct sum gives inf (and the
+transposed form multiplies inputs by the zeros past the window's edge), so both
+report whether every output came out finite; the caller computes the convolution
+directly when one did not.
+"""
+# numba kernels: their argument types come from the call, so no annotations
+# ruff: noqa: ANN001, ANN201, ANN202
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, types
+from numba.extending import overload
+
+from .conv_core import all_equal, gemm, image_of
+
+_OPTIONS = dict(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)  # (see cpu.lib.conv)
+_jit = njit(error_model="numpy", nogil=True, **_OPTIONS)
+# the plans' bodies, typed inside their entry points (`cpu.lib.conv_core`: whole plans
+# are not compiled on their own); float32 and float64 only (`resolve` sees to that)
+_inlined = njit(error_model="numpy", nogil=True, inline="always", **_OPTIONS)
+MIN_TILES = 64  # an image's 2x2 tiles below which the direct plans do better
+MIN_PRODUCT = 64  # O * C per group below which the transforms cost more than they save
+
+
+def winograd_pays(x, w, out, geo, groups):
+    """Whether `winograd` can run this convolution and should."""
+
+
+@overload(winograd_pays, jit_options=_OPTIONS)
+def _winograd_pays_overload(x, w, out, geo, groups):
+    if x.dtype not in (types.float32, types.float64):
+        return lambda x, w, out, geo, groups: False
+
+    def pays(x, w, out, geo, groups):
+        in_sp, win, out_sp, st, _, ld, rd = geo
+        if len(win) != 2 or win[0] != 3 or win[1] != 3:
+            return False
+        if not (all_equal(st, 1) and all_equal(ld, 1) and all_equal(rd, 1)):
+            return False
+        tiles = ((out_sp[0] + 1) // 2) * ((out_sp[1] + 1) // 2)
+        return tiles >= MIN_TILES and (out.shape[1] // groups) * w.shape[1] >= MIN_PRODUCT
+    return pays
+
+
+@_inlined
+def winograd(x, out, w, geo, tile_rows, fgc, bgc):
+    """out = the convolution (the canonical layout of `cpu.lib.conv`), `tile_rows` rows
+    of 2x2 tiles at a time; whether every output is finite (else the caller redoes it)."""
+    in_sp, _, out_sp, _, lo, _, _ = geo
+    g, nb, o, cg = max(fgc, bgc), out.shape[0], out.shape[1], w.shape[1]
+    og, th, tw = o // g, (out_sp[0] + 1) // 2, (out_sp[1] + 1) // 2
+    half = tw + 1  # sub-plane columns; tile column tw is junk, computed and dropped
+    sub = (th + 2) * half  # a sub-plane, with room for the last tiles' reads
+    grid = np.zeros(cg * 4 * sub, x.dtype)  # padding stays zero
+    most = tile_rows * half  # tiles per block
+    scratch = np.empty(8 * (most + half), x.dtype)
+    v = np.empty(16 * cg * most, x.dtype)
+    m = np.empty(16 * og * most, x.dtype)
+    finite = True
+    for gi in range(g):
+        u = _kernel_transform(w, gi, og)
+        for b in range(nb):
+            image, c0 = image_of(b, gi, nb, cg, fgc, bgc)
+            _fill_split(x, image, c0, cg, grid, sub, half, in_sp, lo)
+            for a0 in range(0, th, tile_rows):
+                tiles = min(tile_rows, th - a0) * half
+                _input_transform(grid, cg, sub, half, a0 * half, tiles, scratch, v)
+                for k in range(16):
+                    gemm(og, tiles, cg, u, k * og * cg, cg, v, k * cg * tiles, tiles, False,
+                         m, k * og * tiles, tiles, False)
+                _output_transform(m, og, tiles, half, a0, out, b, gi * og, out_sp, scratch)
+            finite = finite and _all_finite(out, b, gi * og, og)
+    return finite
+
+
+def winograd_t_pays(x, w, out, geo, groups):
+    """Whether `winograd_t` can run this convolution and should: a 3x3 output (as of
+    the kernel gradient of a 3x3 convolution) and a window of MIN_TILES 2x2 tiles."""
+
+
+@overload(winograd_t_pays, jit_options=_OPTIONS)
+def _winograd_t_pays_overload(x, w, out, geo, groups):
+    if x.dtype not in (types.float32, types.float64):
+        return lambda x, w, out, geo, groups: False
+
+    def pays(x, w, out, geo, groups):
+        in_sp, win, out_sp, st, _, ld, rd = geo
+        if len(win) != 2 or out_sp[0] != 3 or out_sp[1] != 3:
+            return False
+        if not (all_equal(st, 1) and all_equal(ld, 1) and all_equal(rd, 1)):
+            return False
+        return ((win[0] + 1) // 2) * ((win[1] + 1) // 2) >= MIN_TILES
+    return pays
+
+
+@_inlined
+def winograd_t(x, out, w, geo, chunk, batch, fgc, bgc):
+    """F(3x3, 2x2), the transpose of F(2x2, 3x3), for a 3x3 output: 2x2 tiles over the
+    window, out[b, o] = G^T S G with S = the sum over features and tiles of
+    (A z A^T) ⊙ (B^T d B), z the tile's 2x2 block of w[o, f] and d the 4x4 input patch
+    under it; per `chunk` features and `batch` images, 16 GEMMs (images, features x
+    tiles) @ (features x tiles, O) add to S. Whether every output is finite (else the
+    caller redoes it: the window's partial and junk tiles multiply inputs by 0)."""
+    in_sp, win, _, _, lo, _, _ = geo
+    g, nb, o, fg = max(fgc, bgc), out.shape[0], out.shape[1], w.shape[1]
+    og, th, tw = o // g, (win[0] + 1) // 2, (win[1] + 1) // 2
+    half = tw + 1  # (as in `winograd`)
+    sub, tiles = (th + 2) * half, th * half
+    grid = np.zeros(chunk * 4 * sub, x.dtype)  # padding stays zero
+    scratch = np.empty(8 * (tiles + half), x.dtype)
+    v = np.empty(batch * 16 * chunk * tiles, x.dtype)
+    s = np.empty(16 * nb * og, x.dtype)  # S[k, b, o]
+    finite = True
+    for gi in range(g):
+        for f0 in range(0, fg, chunk):  # S summed over the chunks of features
+            count = min(chunk, fg - f0)
+            kdim = count * tiles
+            z = _window_transform(w, gi, og, f0, count, win, th, tw, half)
+            for b0 in range(0, nb, batch):
+                images = min(batch, nb - b0)
+                for i in range(images):
+                    image, c0 = image_of(b0 + i, gi, nb, fg, fgc, bgc)
+                    _fill_split(x, image, c0 + f0, count, grid, sub, half, in_sp, lo)
+                    _input_transform(grid, count, sub, half, np.int64(0), tiles, scratch,
+                                     v[i * 16 * kdim:])
+                for k in range(16):
+                    gemm(images, og, kdim, v, k * kdim, 16 * kdim, z, k * og * kdim, kdim,
+                         True, s, (k * nb + b0) * og, og, f0 > 0)
+        for b in range(nb):
+            _kernel_out(s, nb, og, b, out, b, gi * og)
+            finite = finite and _all_finite(out, b, gi * og, og)
+    return finite
+
+
+@_jit
+def _window_transform(w, gi, og, f0, count, win, th, tw, half):
+    """Z[k, o, f, t] = (A z A^T)[k // 4, k % 4] of the 2x2 block z of group gi's window
+    w[o, f0 + f] (f < count) under tile t = a * half + b, A = (1 0; 1 1; 1 -1; 0 -1):
+    the window split into 4 sub-planes as the input is (`_fill_split`; zeros past its
+    edge and on the junk column), then A along the columns, then down the rows."""
+    fg = count
+    sub, tiles = (th + 2) * half, th * half
+    grid = np.zeros(fg * 4 * sub, w.dtype)
+    h = np.empty(8 * tiles, w.dtype)
+    z = np.empty(16 * og * fg * tiles, w.dtype)
+    no_padding = np.zeros(2, np.int64)
+    for o in range(og):
+        _fill_split(w, gi * og + o, f0, fg, grid, sub, half, win, no_padding)
+        for f in range(fg):
+            for rp in range(2):  # block row rp: sub-planes (rp, even column), (rp, odd)
+                at = (4 * f + 2 * rp) * sub
+                _apply_a(grid[at:], grid[at + sub:], h, 4 * rp * tiles, tiles, tiles)
+            for nu in range(4):
+                _apply_a(h[nu * tiles:], h[(4 + nu) * tiles:], z,
+                         ((nu * og + o) * fg + f) * tiles, 4 * og * fg * tiles, tiles)
+    return z
+
+
+@_jit
+def _apply_a(first, second, out, at, stride, count):
+    """A along one axis, for i < count: out[at + q * stride + i] = (z0, z0 + z1, z0 - z1,
+    -z1)[q] of (z0, z1) = (first[i], second[i])."""
+    q0, q1 = out[at:at + count], out[at + stride:at + stride + count]
+    q2, q3 = out[at + 2 * stride:at + 2 * stride + count], out[at + 3 * stride:]
+    for i in range(count):
+        q0[i] = first[i]
+    for i in range(count):
+        q1[i] = first[i] + second[i]
+    for i in range(count):
+        q2[i] = first[i] - second[i]
+    for i in range(count):
+        q3[i] = -second[i]
+
+
+@_jit
+def _kernel_out(s, count, og, i, out, b, o0):
+    """out[b, o0 + o] (3x3) = G^T S G, S[k] = s[(k * count + i) * og + o]."""
+    rows = np.empty((4, 3))  # G^T along each row of S
+    for o in range(og):
+        for xi in range(4):
+            at = ((4 * xi) * count + i) * og + o
+            _apply_gt(s[at], s[at + count * og], s[at + 2 * count * og],
+                      s[at + 3 * count * og], rows[xi])
+        for j in range(3):
+            _apply_gt(rows[0, j], rows[1, j], rows[2, j], rows[3, j], out[b, o0 + o, j::3])
+
+
+@_jit
+def _apply_gt(s0, s1, s2, s3, into):
+    """into[:] = G^T (s0, s1, s2, s3), computed in float64."""
+    s0, s1, s2, s3 = np.float64(s0), np.float64(s1), np.float64(s2), np.float64(s3)
+    into[0], into[1], into[2] = s0 + (s1 + s2) * 0.5, (s1 - s2) * 0.5, (s1 + s2) * 0.5 + s3
+
+
+@_jit
+def _kernel_transform(w, gi, og):
+    """U[k, o, c] = (G g G^T)[k // 4, k % 4] of the 3x3 kernel g = w[gi * og + o, c],
+    G = (1 0 0; 1/2 1/2 1/2; 1/2 -1/2 1/2; 0 0 1), in float64."""
+    cg = w.shape[1]
+    u = np.empty((16, og, cg), w.dtype)
+    gg = np.empty((4, 3))  # G g
+    for o in range(og):
+        for c in range(cg):
+            g = w[gi * og + o, c]
+            for j in range(3):
+                _apply_g(np.float64(g[j]), np.float64(g[3 + j]), np.float64(g[6 + j]),
+                         gg[:, j])
+            for xi in range(4):
+                _apply_g(gg[xi, 0], gg[xi, 1], gg[xi, 2], u[4 * xi:4 * xi + 4, o, c])
+    return u.reshape(u.size)
+
+
+@_jit
+def _apply_g(g0, g1, g2, into):
+    """into[:] = G (g0, g1, g2)."""
+    into[0], into[1] = g0, (g0 + g1 + g2) * 0.5
+    into[2], into[3] = (g0 - g1 + g2) * 0.5, g2
+
+
+@_jit
+def _fill_split(x, image, c0, cg, grid, sub, half, in_sp, lo):
+    """grid[c * 4 * sub:] = channel c0 + c of x[image] on its padded plane, split by the
+    parities of row and column into 4 sub-planes (rows of `half` columns): plane spot
+    (2a + rp, 2k + cp) at sub-plane 2 rp + cp, row a, column k. Then every patch
+    corner of every transform is one unit-stride stream. Spots off the plane are
+    cropped (negative padding); the others are left as they are: zero."""
+    rows, width = 2 * (sub // half), in_sp[1]
+    first, stop = max(0, -lo[0]), min(in_sp[0], rows - lo[0])  # source rows on the plane
+    for cp in range(2):  # plane column 2k + cp holds source column 2k + cp - lo[1]
+        k0 = max(0, (lo[1] - cp + 1) // 2)
+        k1 = min(half, (width + lo[1] - cp + 1) // 2)
+        for c in range(cg):
+            src = x[image, c0 + c]
+            for i in range(first, stop):
+                r = i + lo[0]
+                at = (4 * c + 2 * (r % 2) + cp) * sub + (r // 2) * half
+                shift = i * width + cp - lo[1]
+                for k in range(k0, k1):
+                    grid[np.uint64(at + k)] = src[np.uint64(shift + 2 * k)]  # (no wraparound)
+
+
+@_jit
+def _apply_bt(first, second, shift, out, at, stride, count, one):
+    """B^T along one axis, for i < count: with d = (first[i], second[i], first[i + shift],
+    second[i + shift]), out[at + q * stride + i] = (d0 - d2, d1 + d2, d2 - d1, d1 - d3)[q]
+    (one loop for the four, the signs multiplying: +-1 times is exact)."""
+    for q in range(4):
+        a = first if q == 0 else second
+        b = second[shift:] if q == 3 else first[shift:]
+        sa = -one if q == 2 else one
+        sb = -one if q == 0 or q == 3 else one
+        dst = out[at + q * stride:at + q * stride + count]
+        for i in range(count):
+            dst[i] = sa * a[i] + sb * b[i]
+
+
+@_jit
+def _input_transform(grid, cg, sub, half, f0, tiles, h, v):
+    """v[k, c, t] = (B^T d B)[k // 4, k % 4] of the 4x4 patch d of channel c under
+    tile f0 + t (flat over the sub-planes' rows, junk columns included): first B^T
+    along every plane row's columns (h[rp, nu]: rows of parity rp), then down the
+    rows. The patch rows 2a .. 2a + 3 are sub-plane rows (even, a), (odd, a),
+    (even, a + 1), (odd, a + 1), its columns 2b .. 2b + 3 likewise."""
+    span, one = tiles + half, np.ones(1, v.dtype)[0]
+    for c in range(cg):
+        for rp in range(2):
+            even = grid[(4 * c + 2 * rp) * sub + f0:]
+            _apply_bt(even, grid[(4 * c + 2 * rp + 1) * sub + f0:], 1, h, 4 * rp * span, span,
+                      span, one)
+        for nu in range(4):
+            _apply_bt(h[nu * span:], h[(4 + nu) * span:], half, v, nu * cg * tiles + c * tiles,
+                      4 * cg * tiles, tiles, one)
+
+
+@_jit
+def _output_transform(m, og, tiles, half, a0, out, b, o0, out_sp, p):
+    """out[b, o0 + o] at the 2x2 outputs of tiles a0 * half + t = A^T M A, M[k, o, t] at
+    m[(k * og + o) * tiles + t]: first (1 1 1 0) and (0 1 -1 -1) across every row of
+    M (p: 2 x 4 rows), then down, then the outputs copied out (junk tiles and the
+    parts past the output's edge dropped)."""
+    step = og * tiles
+    for o in range(og):
+        for xi in range(4):
+            at = 4 * xi * step + o * tiles
+            row = m[at:]
+            first, second = p[xi * tiles:(xi + 1) * tiles], p[(4 + xi) * tiles:(5 + xi) * tiles]
+            for t in range(tiles):
+                first[t] = row[t] + row[step + t] + row[2 * step + t]
+            for t in range(tiles):
+                second[t] = row[step + t] - row[2 * step + t] - row[3 * step + t]
+        for j in range(2):
+            y0, y1 = p[j * 4 * tiles:], p[(4 * j + 1) * tiles:]
+            for t in range(tiles):  # rows 0 and 1 of the tiles' column j, in place
+                top, mid = y0[t], y1[t]
+                y0[t] = top + mid + y1[tiles + t]
+                y1[t] = mid - y1[tiles + t] - y1[2 * tiles + t]
+        _copy_out(out[b, o0 + o], p, tiles, half, a0, out_sp)
+
+
+@_jit
+def _copy_out(dst, p, tiles, half, a0, out_sp):
+    """dst = the outputs y[i, j] of the tiles, at p[(4 j + i) * tiles + t]."""
+    oh, ow = out_sp[0], out_sp[1]
+    pairs = ow // 2
+    for a in range(tiles // half):
+        for i in range(2):
+            y = 2 * (a0 + a) + i
+            if y >= oh:
+                continue
+            left = p[i * tiles + a * half:]
+            right = p[(4 + i) * tiles + a * half:]
+            row = dst[y * ow:(y + 1) * ow]
+            for bb in range(pairs):
+                row[2 * bb] = left[bb]
+                row[2 * bb + 1] = right[bb]
+            if 2 * pairs < ow:  # an odd width: the last tile's first column only
+                row[ow - 1] = left[pairs]
+
+
+@_jit
+def _all_finite(out, b, o0, og):
+    """Whether out[b, o0:o0 + og] holds no inf or NaN (x * 0 is NaN for those only)."""
+    total = 0.0
+    for o in range(o0, o0 + og):
+        for value in out[b, o]:
+            total += value * 0
+    return total == 0
