@@ -48,7 +48,7 @@ def _cupy() -> Any:
         import cupy
         cupy.zeros(1).sum()
         return cupy
-    except Exception:  # noqa: BLE001 - optional: any failure means "absent"
+    except Exception:  # optional: any failure means "absent"
         return None
 
 
@@ -56,7 +56,7 @@ def _jax() -> Any:
     try:
         import jax
         return jax if jax.devices("gpu") else None
-    except Exception:  # noqa: BLE001 - optional, and only its GPU build counts
+    except Exception:  # optional, and only its GPU build counts
         return None
 
 

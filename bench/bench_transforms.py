@@ -101,7 +101,8 @@ def rnn(backend: str, jax) -> None:
     if jax is not None:
         jf = jax.jit(lambda h, x: run(h, x, jax.lax.scan, jax.numpy))
         rows.append(("jax", lambda: jf(h0, xs).block_until_ready()))
-    report("RNN, 1,000 scan steps, hidden 128, batch 16", [(n, timeit(f, repeat=3)) for n, f in rows],
+    report("RNN, 1,000 scan steps, hidden 128, batch 16",
+           [(n, timeit(f, repeat=3)) for n, f in rows],
            rows[0][0])
 
 

@@ -32,7 +32,7 @@ def try_import_jax() -> Any:
         import jax
         jax.config.update("jax_platform_name", "cpu")
         return jax
-    except Exception:  # noqa: BLE001 — JAX is optional; any import failure means "absent"
+    except Exception:  # JAX is optional; any import failure means "absent"
         return None
 
 

@@ -16,7 +16,7 @@ nan, inf = np.nan, np.inf
 f32, f64, i8, i32, u8, u32 = np.float32, np.float64, np.int8, np.int32, np.uint8, np.uint32
 
 
-def a(values, dtype=None) -> np.ndarray:  # noqa: ANN001 - test data helper
+def a(values, dtype=None) -> np.ndarray:  # test data helper
     return np.asarray(values, dtype)
 
 

@@ -341,7 +341,8 @@ def test_float_only_paths_treat_bfloat16_as_a_float():
     assert tnp.nan_to_num(v).tolist() == [1.5, 0.0, -big, -2.0]
     assert float(tnp.nanmax(v)) == 1.5 and int(tnp.nanargmin(v)) == 2
     assert tnp.sort(v).tolist()[:3] == [-np.inf, -2.0, 1.5]  # NaN last
-    pool = lambda a: tnp.sum(ops.reduce_window(a, -np.inf, ops.max, (2,), (2,), "VALID"))
+    def pool(a):
+        return tnp.sum(ops.reduce_window(a, -np.inf, ops.max, (2,), (2,), "VALID"))
     assert tr.grad(pool)(np.array([1.0, 3.0, 2.0, -1.0], BF16)).tolist() == [0, 1, 1, 0]
 
 

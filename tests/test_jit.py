@@ -152,7 +152,8 @@ def test_eval_shape_pytree():
 
 def test_explain_cache_misses(caplog):
     f = tr.jit(lambda x, n: x * n, static_argnames="n")
-    with tr.config.override(explain_cache_misses=True), caplog.at_level(logging.WARNING, "tracer.jit"):
+    with tr.config.override(explain_cache_misses=True), \
+            caplog.at_level(logging.WARNING, "tracer.jit"):
         f(np.ones(3, np.float32), n=2)
         f(np.ones(4, np.float32), n=2)
         f(np.ones(4, np.float64), n=2)

@@ -91,7 +91,8 @@ BACKEND_FILES = sorted(BACKEND.rglob("*.py"))
 BACKEND_MODULES = {_backend_module(p) for p in BACKEND_FILES}
 
 
-@pytest.mark.parametrize("path", BACKEND_FILES, ids=[str(p.relative_to(BACKEND)) for p in BACKEND_FILES])
+@pytest.mark.parametrize("path", BACKEND_FILES,
+                         ids=[str(p.relative_to(BACKEND)) for p in BACKEND_FILES])
 def test_backend_sub_rooms(path):
     """numba/ is what both numba backends share: it imports neither; a lib/ (code that
     generated modules import at run time) never imports the emitters that write code."""

@@ -510,8 +510,8 @@ COMPILED = [
     ("nanmean", lambda x: tnp.nanmean(x, axis=0)), ("nanargmin", lambda x: tnp.nanargmin(x, 1)),
     ("diff", lambda x: tnp.diff(x, n=2, axis=1)), ("cumsum", lambda x: tnp.cumsum(x, axis=0)),
     ("gradient", lambda x: tnp.gradient(x, axis=1)), ("trapezoid", lambda x: tnp.trapezoid(x)),
-    ("histogram", lambda x: tnp.histogram(x, bins=4)), ("interp",
-                                                         lambda x: tnp.interp(x, [0, 1, 5], [2, -1, 3])),
+    ("histogram", lambda x: tnp.histogram(x, bins=4)),
+    ("interp", lambda x: tnp.interp(x, [0, 1, 5], [2, -1, 3])),
     ("convolve", lambda x: tnp.convolve(x[0], x[1], "same")), ("frexp", tnp.frexp),
     ("nextafter", lambda x: tnp.nextafter(x, 0.0)), ("einsum", lambda x: tnp.einsum(
         "ij,kj,kl->il", x, x, x, optimize="greedy")), ("kron", lambda x: tnp.kron(x, x[:1])),

@@ -12,7 +12,7 @@ from tests.test_numpy_linalg import sample
 from tracer.core import ShapedArray, aval_of, typecheck
 from tracer.interpret import run_graph
 from tracer.errors import ShapeError, TracerTypeError
-from tracer.tracing import Tracer, trace_flat
+from tracer.tracing import trace_flat
 
 
 def check(fn, *args, want):

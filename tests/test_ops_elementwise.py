@@ -272,7 +272,7 @@ def test_scalar_broadcasts_without_dims_and_with_empty_dims() -> None:
     assert ops.add(x, x, broadcast_dimensions=(0, 1)).shape == (2, 3)
 
 
-def _trace(fn, *avals: ShapedArray):  # noqa: ANN001, ANN202 - test helper
+def _trace(fn, *avals: ShapedArray):  # test helper
     graph, _ = trace_flat(lambda *xs: [fn(*xs)], avals)
     return graph
 
@@ -374,7 +374,7 @@ ERRORS = [
 
 
 @pytest.mark.parametrize("call,error,op_name,fragments", ERRORS)
-def test_errors_name_op_and_avals(call, error, op_name, fragments) -> None:  # noqa: ANN001
+def test_errors_name_op_and_avals(call, error, op_name, fragments) -> None:
     with pytest.raises(error) as info:
         call()
     message = str(info.value)

@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 import tracer as tr
 import tracer.numpy as tnp
 import tracer.random as trr
-from tracer.errors import DTypeError, ShapeError, TracerIndexError, TracerTypeError, TracerValueError
+from tracer.errors import (DTypeError, ShapeError, TracerIndexError, TracerTypeError,
+                           TracerValueError)
 from tracer.random import _math
 
 LOGITS = np.log(np.array([[0.1, 0.2, 0.7], [0.5, 0.25, 0.25]], np.float32))

@@ -26,21 +26,21 @@ f32, f64, c128, i32 = np.float32, np.float64, np.complex128, np.int32
 EPS = 1e-6
 
 
-def U(rng, shape, dtype=f64):  # noqa: ANN001, N802 - test data helpers
+def U(rng, shape, dtype=f64):  # test data helpers
     x = rng.uniform(-2, 2, shape)
     return np.asarray(x + 1j * rng.uniform(-2, 2, shape) if dtype == c128 else x, dtype)
 
 
-def POS(rng, shape, dtype=f64):  # noqa: ANN001, N802 - real part in [0.5, 2]
+def POS(rng, shape, dtype=f64):  # real part in [0.5, 2]
     x = rng.uniform(0.5, 2, shape)
     return np.asarray(x + 1j * rng.uniform(-1, 1, shape) if dtype == c128 else x, dtype)
 
 
-def AWAY(rng, shape, dtype=f64):  # noqa: ANN001, N802 - |x| in [0.5, 2]
+def AWAY(rng, shape, dtype=f64):  # |x| in [0.5, 2]
     return np.asarray(rng.choice([-1.0, 1.0], shape) * POS(rng, shape, dtype), dtype)
 
 
-def SMALL(rng, shape, dtype=f64):  # noqa: ANN001, N802 - for tan: away from the poles
+def SMALL(rng, shape, dtype=f64):  # for tan: away from the poles
     return np.asarray(U(rng, shape, dtype) * 0.6, dtype)
 
 
@@ -59,11 +59,11 @@ COMPLEX_UNARY = ("abs", "exp", "expm1", "log", "log1p", "logistic", "neg", "sin"
                  "tan", "tanh", "sqrt", "rsqrt", "real", "imag")
 
 
-def inner(a, b) -> float:  # noqa: ANN001 - the real pairing transposes are defined by
+def inner(a, b) -> float:  # the real pairing transposes are defined by
     return float(np.real(np.sum(np.asarray(a) * np.asarray(b))))
 
 
-def traced(fn, args):  # noqa: ANN001, ANN201 - run fn traced, checking impls against avals
+def traced(fn, args):  # run fn traced, checking impls against avals
     avals = [ShapedArray(np.shape(a), np.asarray(a).dtype) for a in args]
     graph, captured = trace_flat(lambda *xs: list(fn(*xs)), avals)
     assert not captured
@@ -72,7 +72,7 @@ def traced(fn, args):  # noqa: ANN001, ANN201 - run fn traced, checking impls ag
 
 # ---------------------------------------------------------------- JVP
 
-def check_jvp(op, primals, tangents, params, rtol=1e-6, atol=1e-8):  # noqa: ANN001, ANN201
+def check_jvp(op, primals, tangents, params, rtol=1e-6, atol=1e-8):
     """The rule's tangent against central differences, eager and traced."""
     out, tan = op.jvp(primals, tangents, **params)
     assert not isinstance(tan, Zero)
@@ -84,7 +84,7 @@ def check_jvp(op, primals, tangents, params, rtol=1e-6, atol=1e-8):  # noqa: ANN
     np.testing.assert_allclose(tan, (plus - minus) / (2 * EPS), rtol=rtol, atol=atol)
     live = [i for i, t in enumerate(tangents) if not isinstance(t, Zero)]
 
-    def fn(*xs):  # noqa: ANN001, ANN202 - same JVP with traced primals and tangents
+    def fn(*xs):  # same JVP with traced primals and tangents
         ts = list(tangents)
         for i, x in zip(live, xs[len(primals):]):
             ts[i] = x
@@ -94,7 +94,7 @@ def check_jvp(op, primals, tangents, params, rtol=1e-6, atol=1e-8):  # noqa: ANN
     return tan
 
 
-def binary_cases(dtype=f64):  # noqa: ANN001, ANN201
+def binary_cases(dtype=f64):
     names = BINARY if dtype == f64 else COMPLEX_BINARY
     for name, (ls, rs, dims) in itertools.product(names, BINARY_SHAPES):
         yield pytest.param(name, ls, rs, dims, dtype,
@@ -102,7 +102,7 @@ def binary_cases(dtype=f64):  # noqa: ANN001, ANN201
 
 
 @pytest.mark.parametrize("name,ls,rs,dims,dtype", [*binary_cases(), *binary_cases(c128)])
-def test_binary_jvp(name, ls, rs, dims, dtype) -> None:  # noqa: ANN001
+def test_binary_jvp(name, ls, rs, dims, dtype) -> None:
     rng = np.random.default_rng(hash((name, ls, rs)) % 2**32)
     gx, gy = BINARY[name]
     x, y = gx(rng, ls, dtype), gy(rng, rs, dtype)
@@ -118,7 +118,7 @@ def test_binary_jvp(name, ls, rs, dims, dtype) -> None:  # noqa: ANN001
 
 @pytest.mark.parametrize("name,dtype", [*((n, f64) for n in UNARY),
                                         *((n, c128) for n in COMPLEX_UNARY)])
-def test_unary_jvp(name, dtype) -> None:  # noqa: ANN001
+def test_unary_jvp(name, dtype) -> None:
     rng = np.random.default_rng(len(name))
     x = UNARY[name](rng, (2, 5), dtype)
     t1, t2 = U(rng, (2, 5), dtype), U(rng, (2, 5), dtype)
@@ -147,7 +147,7 @@ def test_jvp_matches_jax_formulas_at_special_points() -> None:
 
 
 @pytest.mark.parametrize("lo_shape,hi_shape", [((), ()), ((5,), ()), ((), (5,)), ((5,), (5,))])
-def test_clamp_jvp(lo_shape, hi_shape) -> None:  # noqa: ANN001
+def test_clamp_jvp(lo_shape, hi_shape) -> None:
     rng = np.random.default_rng(7)
     lo = np.asarray(rng.uniform(-1.0, -0.3, lo_shape))
     hi = np.asarray(rng.uniform(0.3, 1.0, hi_shape))
@@ -164,7 +164,7 @@ def test_clamp_jvp(lo_shape, hi_shape) -> None:  # noqa: ANN001
 
 
 @pytest.mark.parametrize("pred_shape", [(), (2, 3)])
-def test_select_jvp(pred_shape) -> None:  # noqa: ANN001
+def test_select_jvp(pred_shape) -> None:
     rng = np.random.default_rng(3)
     pred = np.asarray(rng.random(pred_shape) < 0.5)
     a, b, ta, tb = (U(rng, (2, 3)) for _ in range(4))
@@ -177,7 +177,7 @@ def test_select_jvp(pred_shape) -> None:  # noqa: ANN001
 
 
 @pytest.mark.parametrize("src,dst", [(f64, c128), (c128, f64), (f32, f64), (f64, f64)])
-def test_convert_jvp(src, dst) -> None:  # noqa: ANN001
+def test_convert_jvp(src, dst) -> None:
     rng = np.random.default_rng(0)
     x, t = U(rng, (4,), src), U(rng, (4,), src)
     _, tan = ew.convert_element_type_p.jvp([x], [t], new_dtype=np.dtype(dst))
@@ -202,7 +202,7 @@ def test_convert_jvp(src, dst) -> None:  # noqa: ANN001
                                       "broadcast_dimensions": None}),
     (ew.shift_left_p, [np.ones(3, i32)] * 2, {"broadcast_dimensions": None}),
 ])
-def test_integer_bool_and_flat_outputs_get_zero_tangents(op, args, params) -> None:  # noqa: ANN001
+def test_integer_bool_and_flat_outputs_get_zero_tangents(op, args, params) -> None:
     tangents = [np.ones_like(a) for a in args]
     out, tan = op.jvp(args, tangents, **params)
     assert isinstance(tan, Zero) and tan.aval.shape == np.shape(out)
@@ -210,7 +210,7 @@ def test_integer_bool_and_flat_outputs_get_zero_tangents(op, args, params) -> No
 
 # ---------------------------------------------------------------- transposes
 
-def check_transpose(op, args, params, rng) -> None:  # noqa: ANN001
+def check_transpose(op, args, params, rng) -> None:
     """Re<ct, L(v)> == sum_i Re<L^T(ct)_i, v_i> over the UndefinedPrimal args."""
     avals = [aval_of_value(a) for a in args]
     vs = [U(rng, a.aval.shape, a.aval.dtype.type) if isinstance(a, UndefinedPrimal) else a
@@ -236,7 +236,7 @@ def check_transpose(op, args, params, rng) -> None:  # noqa: ANN001
     assert math.isclose(inner(ct, out), total, rel_tol=tol, abs_tol=tol)
 
 
-def undef(x) -> UndefinedPrimal:  # noqa: ANN001
+def undef(x) -> UndefinedPrimal:
     return UndefinedPrimal(aval_of_value(x))
 
 
@@ -246,7 +246,7 @@ def undef(x) -> UndefinedPrimal:  # noqa: ANN001
     ("sub", "y", f64), ("mul", "x", f64), ("mul", "y", f64), ("div", "x", f64),
     ("complex", "xy", f64), ("complex", "y", f64), ("mul", "x", c128), ("sub", "xy", c128),
     ("div", "x", c128)])
-def test_binary_transpose(name, which, dtype, ls, rs, dims) -> None:  # noqa: ANN001
+def test_binary_transpose(name, which, dtype, ls, rs, dims) -> None:
     rng = np.random.default_rng(11)
     x, y = U(rng, ls, dtype), AWAY(rng, rs, dtype)
     args = [undef(x) if "x" in which else x, undef(y) if "y" in which else y]
@@ -260,7 +260,7 @@ def test_binary_transpose(name, which, dtype, ls, rs, dims) -> None:  # noqa: AN
     ("convert_element_type", c128, {"new_dtype": np.dtype(f64)}),
     ("convert_element_type", f32, {"new_dtype": np.dtype(f64)}),
     ("convert_element_type", i32, {"new_dtype": np.dtype(f64)})])
-def test_unary_transpose(name, dtype, params) -> None:  # noqa: ANN001
+def test_unary_transpose(name, dtype, params) -> None:
     rng = np.random.default_rng(5)
     x = U(rng, (2, 3), f64).astype(dtype) if dtype == i32 else U(rng, (2, 3), dtype)
     if dtype == i32:  # no cotangent flows into an integer operand
@@ -272,7 +272,7 @@ def test_unary_transpose(name, dtype, params) -> None:  # noqa: ANN001
 
 @pytest.mark.parametrize("pred_shape", [(), (2, 3)])
 @pytest.mark.parametrize("which", ["t", "f", "tf"])
-def test_select_transpose(pred_shape, which) -> None:  # noqa: ANN001
+def test_select_transpose(pred_shape, which) -> None:
     rng = np.random.default_rng(2)
     pred = np.asarray(rng.random(pred_shape) < 0.5)
     a, b = U(rng, (2, 3)), U(rng, (2, 3))
@@ -298,7 +298,7 @@ INT_BINARY = ("bitwise_and", "bitwise_or", "bitwise_xor", "shift_left",
               "shift_right_arithmetic", "shift_right_logical", "rem", "div", "pow")
 
 
-def sample(rng, name, shape, dtype) -> np.ndarray:  # noqa: ANN001
+def sample(rng, name, shape, dtype) -> np.ndarray:
     if dtype == np.bool_:
         return np.asarray(rng.random(shape) < 0.5)
     if np.dtype(dtype).kind == "i":
@@ -307,7 +307,7 @@ def sample(rng, name, shape, dtype) -> np.ndarray:  # noqa: ANN001
     return U(rng, shape, dtype)
 
 
-def batch_configs():  # noqa: ANN201 - (op, arg shapes, dtypes, params)
+def batch_configs():  # (op, arg shapes, dtypes, params)
     for name in BINARY:
         for ls, rs, dims in BINARY_SHAPES:
             yield name, (ls, rs), (f64, f64), {"broadcast_dimensions": dims}
@@ -339,13 +339,13 @@ def batch_configs():  # noqa: ANN201 - (op, arg shapes, dtypes, params)
 CONFIGS = list(batch_configs())
 
 
-def dim_choices(shapes) -> list[tuple]:  # noqa: ANN001
+def dim_choices(shapes) -> list[tuple]:
     """Every assignment of None or a batch position (also negative) to the args."""
     options = [[None, *range(-len(s) - 1, len(s) + 1)] for s in shapes]
     return [c for c in itertools.product(*options) if any(d is not None for d in c)]
 
 
-def run_batch(op, shapes, dtypes, params, dims, rng, trace=False) -> None:  # noqa: ANN001
+def run_batch(op, shapes, dtypes, params, dims, rng, trace=False) -> None:
     unbatched = [sample(rng, op.name, s, t) for s, t in zip(shapes, dtypes)]
     per_item = [[sample(rng, op.name, s, t) for _ in range(B)] if d is not None else None
                 for s, t, d in zip(shapes, dtypes, dims)]
@@ -363,7 +363,7 @@ def run_batch(op, shapes, dtypes, params, dims, rng, trace=False) -> None:  # no
 
 @pytest.mark.parametrize("name,shapes,dtypes,params", CONFIGS,
                          ids=[f"{c[0]}-{i}" for i, c in enumerate(CONFIGS)])
-def test_batch_vs_loop(name, shapes, dtypes, params) -> None:  # noqa: ANN001
+def test_batch_vs_loop(name, shapes, dtypes, params) -> None:
     rng = np.random.default_rng(abs(hash((name, shapes))) % 2**32)
     choices = dim_choices(shapes)
     picks = rng.permutation(len(choices))[:10]  # a sample, and every choice traced once
@@ -372,7 +372,7 @@ def test_batch_vs_loop(name, shapes, dtypes, params) -> None:  # noqa: ANN001
 
 
 @pytest.mark.parametrize("ls,rs,dims", BINARY_SHAPES)
-def test_batch_binary_every_dim_choice(ls, rs, dims) -> None:  # noqa: ANN001
+def test_batch_binary_every_dim_choice(ls, rs, dims) -> None:
     rng = np.random.default_rng(1)
     for choice in dim_choices((ls, rs)):
         run_batch(ew.sub_p, (ls, rs), (f64, f64), {"broadcast_dimensions": dims}, choice, rng,
@@ -380,7 +380,7 @@ def test_batch_binary_every_dim_choice(ls, rs, dims) -> None:  # noqa: ANN001
 
 
 @given(st.data())
-def test_batch_ternary_every_dim_choice(data) -> None:  # noqa: ANN001
+def test_batch_ternary_every_dim_choice(data) -> None:
     name = data.draw(st.sampled_from(["select", "clamp"]))
     scalar = data.draw(st.tuples(st.booleans(), st.booleans()))
     first, last = ((() if s else (2, 3)) for s in scalar)

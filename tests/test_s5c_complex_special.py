@@ -72,7 +72,7 @@ def _report(idx: np.ndarray, args: tuple, got: np.ndarray, want: np.ndarray) -> 
 
 
 @functools.cache
-def _jitted(name: str, backend: str | None = None):  # noqa: ANN202
+def _jitted(name: str, backend: str | None = None):
     fn = getattr(ops, name)
     return tr.jit(lambda *a: fn(*a), backend=backend)
 

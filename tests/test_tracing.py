@@ -123,7 +123,7 @@ def test_tracer_is_unhashable_and_not_iterable_when_0d():
         with pytest.raises(tr.TracerTypeError, match="unhashable"):
             hash(x)
         with pytest.raises(tr.TracerTypeError, match="unhashable"):
-            {x: 1}  # noqa: B018
+            {x: 1}
         with pytest.raises(TypeError):
             iter(x)
         return [x]

@@ -20,12 +20,13 @@ from .stages import Compiled, Lowered
 from .transforms import (checkpoint, custom_jvp, custom_vjp, grad, hessian, jacfwd, jacrev, jvp,
                          linearize, stop_gradient, value_and_grad, vjp, vmap)
 
-from ._version import __version__
+from ._version import __version__ as __version__
 
 __all__ = [
     "ConcretizationError", "Compiled", "DTypeError", "EscapedTracerError", "HloModule",
     "Jitted", "Lowered", "ParamError", "ShapeError", "ShapedArray", "TracerError",
-    "TracerIndexError", "TracerOverflowError", "TracerTypeError", "TracerValueError", "UnsupportedOpError",
+    "TracerIndexError", "TracerOverflowError", "TracerTypeError", "TracerValueError",
+    "UnsupportedOpError",
     "clear_caches", "config", "device_put", "devices", "eval_shape", "jit", "make_hlo", "numpy",
     "ops", "random", "register_custom_call", "tree_util",
     "checkpoint", "custom_jvp", "custom_vjp", "grad", "hessian", "jacfwd", "jacrev", "jvp",

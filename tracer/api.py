@@ -125,7 +125,7 @@ class Jitted:
             out_leaves, out_tree = tree_flatten(out)
             if not all(map(is_value, out_leaves)):
                 raise _non_array_output(self.name, out)
-            graph, _ = builder.build(out_leaves, "main")
+            graph, _ = builder.build(out_leaves, self.name)
         self._stats.traces += 1
         if config.runtime_checks:
             typecheck(graph)
@@ -212,7 +212,8 @@ def jit(fun: Callable[..., Any] | None = None, *, static_argnums: int | Iterable
     return make if fun is None else make(fun)
 
 
-def make_hlo(fun: Callable[..., Any], static_argnums: int | Iterable[int] = ()) -> Callable[..., HloModule]:
+def make_hlo(fun: Callable[..., Any],
+             static_argnums: int | Iterable[int] = ()) -> Callable[..., HloModule]:
     """`make_hlo(f)(*args)` → the HLO module of `f` traced for `args`."""
     jitted = fun if isinstance(fun, Jitted) else Jitted(fun, static_argnums=static_argnums)
 

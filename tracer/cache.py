@@ -51,7 +51,7 @@ def leaf_signature(x: Any) -> LeafSig:
 
 def aval_from_signature(sig: LeafSig, name: str = "") -> ShapedArray:
     shape, dtype, weak = sig
-    if dtype == object:
+    if dtype == object:  # noqa: E721 - np.dtype('O') equals object too
         raise TracerTypeError(f"argument {name} is not an array (got an object array or an "
                               f"unsupported Python object); pass arrays, scalars or pytrees "
                               f"of them, or mark it static")

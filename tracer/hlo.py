@@ -49,7 +49,7 @@ def graph_to_text(graph: Graph, name: str | None = None, metadata: bool = True) 
     """HLO module text of `graph`."""
     lines: list[str] = []
     namer = _Namer()
-    _computation(graph, "ENTRY " + (graph.name or "main"), namer, lines, metadata)
+    _computation(graph, "ENTRY main", namer, lines, metadata)
     sig = ", ".join(str(a) for a in graph.in_avals)
     out = _shape_str(graph.out_avals)
     head = f"HloModule {name or graph.name}, entry_computation_layout={{({sig})->{out}}}"
@@ -159,7 +159,8 @@ def _root_lines(graph: Graph, names: dict[int, str], namer: _Namer) -> Iterator[
     if len(graph.outputs) == 1:
         yield f"  ROOT {namer.fresh('copy')} = {graph.outputs[0].aval} copy({refs[0]})"
     else:
-        yield f"  ROOT {namer.fresh('tuple')} = {_shape_str(graph.out_avals)} tuple({', '.join(refs)})"
+        shape = _shape_str(graph.out_avals)
+        yield f"  ROOT {namer.fresh('tuple')} = {shape} tuple({', '.join(refs)})"
 
 
 def _shape_str(avals: tuple[ShapedArray, ...]) -> str:

@@ -35,7 +35,7 @@ CASES = all_cases()
 def _source(fn, args, fuse):
     flat = lambda *xs: tree_flatten(fn(*xs))[0]  # noqa: E731
     graph, _ = trace_flat(flat, [aval_of(a) for a in args], "main")
-    return generate(lower(graph), "main", parallel_ok=True, fuse=fuse).source
+    return generate(lower(graph), parallel_ok=True, fuse=fuse).source
 
 
 def _array_assignments(source):

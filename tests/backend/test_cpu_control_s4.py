@@ -193,7 +193,8 @@ def probe_library(tmp_path, monkeypatch):
 
 
 def test_a_library_is_keyed_by_the_source_it_was_imported_from(probe_library):
-    probe_library.write_text("from ...numba.lib.scalar_math import maximum\n\n\ndef probe():\n    return 1\n")
+    probe_library.write_text("from ...numba.lib.scalar_math import maximum\n\n\n"
+                             "def probe():\n    return 1\n")
     source = f"from {PROBE} import probe\n"
     key = cpu_cache.module_key(source)  # (imports the library, recording its source)
     module = sys.modules[PROBE]

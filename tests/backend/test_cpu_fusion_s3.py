@@ -250,7 +250,7 @@ def test_folding_transposes_keeps_the_output_order_and_the_values():
          [rng.integers(-3, 3, (2, 3, 4)), rng.integers(-3, 3, (5, 4, 2))], 0),
     ]
     for fn, args, left in cases:
-        graph, _ = trace_flat(lambda *xs: [fn(*xs)],  # noqa: B023
+        graph, _ = trace_flat(lambda *xs: [fn(*xs)],
                               [ShapedArray(a.shape, a.dtype) for a in args])
         folded = typecheck(fold_transposes_into_dots(optimize(graph)))
         assert sum(e.op.name == "transpose" for e in folded.eqns) == left

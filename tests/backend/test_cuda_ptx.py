@@ -207,7 +207,7 @@ def _nvvm_missing() -> str | None:
     from numba import cuda
     try:
         cuda.compile_ptx(lambda x: None, "void(float32[::1])", cc=CC)
-    except Exception as e:  # noqa: BLE001 - any failure here means: no usable NVVM
+    except Exception as e:  # any failure here means: no usable NVVM
         return f"numba-cuda cannot compile PTX here (NVVM unavailable): {e}"
     return None
 
@@ -229,21 +229,21 @@ def main() -> None:
     with mock.patch.object(dispatcher, "get_current_device", lambda: device):
         for name, graph in _graphs():
             try:
-                module = generate(graph, "main")
-                host, _ = cuda_cache.load(module.source, "main")
+                module = generate(graph)
+                host, _ = cuda_cache.load(module.source, module.host)
                 for kernel in module.kernels:
                     fn = host.__globals__[kernel.name].py_func
                     key = (fn.__code__.co_code, fn.__code__.co_consts, repr(kernel.arg_types))
                     if key not in compiled:
                         cuda.compile_ptx(fn, kernel.arg_types, cc=CC)
                         compiled.add(key)
-            except Exception as e:  # noqa: BLE001 - reported per graph
+            except Exception as e:  # reported per graph
                 failures.append(f"{name}: {type(e).__name__}: {str(e).strip()[:500]}")
         for kernel, arg_types in _copy_kernels():
             try:
                 cuda.compile_ptx(kernel.py_func, arg_types, cc=CC)
                 compiled.add((kernel.py_func.__code__.co_code, repr(arg_types)))
-            except Exception as e:  # noqa: BLE001 - reported per kernel
+            except Exception as e:  # reported per kernel
                 failures.append(f"copy kernel {arg_types}: {type(e).__name__}: {e}"[:600])
     print(json.dumps({"kernels": len(compiled), "failures": failures}))
 

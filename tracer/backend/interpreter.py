@@ -55,7 +55,8 @@ def graph_source(graph: Graph) -> str:
         params = "".join(f", {k}={_param(p)}" for k, p in eqn.params.items())
         where = (f"  # {eqn.source.file.rsplit('/', 1)[-1]}:{eqn.source.line}" if eqn.source
                  else "")
-        lines.append(f"    {outs} = {eqn.op.name}({', '.join(map(ref, eqn.inputs))}{params}){where}")
+        args = ", ".join(map(ref, eqn.inputs))
+        lines.append(f"    {outs} = {eqn.op.name}({args}{params}){where}")
     lines.append(f"    return ({', '.join(map(ref, graph.outputs))},)")
     return "\n".join(lines)
 

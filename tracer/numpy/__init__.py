@@ -25,7 +25,8 @@ from ..errors import TracerTypeError
 from ..tracing import Tracer as _Tracer
 from . import _accumulate, _build, _calculus, _creation, _edit, _einsum, _floats, _indexing
 from . import _linalg, _methods, _nan, _pad, _predicates, _quantile, _rearrange, _reductions
-from . import _shape, _sorting, _stats, _ufuncs, _vectorize, fft, linalg
+from . import _shape, _sorting, _stats, _ufuncs, _vectorize
+from . import fft as fft, linalg as linalg
 from ._accumulate import *  # noqa: F401,F403
 from ._build import *  # noqa: F401,F403
 from ._calculus import *  # noqa: F401,F403

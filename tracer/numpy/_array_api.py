@@ -65,7 +65,7 @@ __all__ = ["abs", "acos", "acosh", "add", "all", "any", "arange", "argmax", "arg
 __array_api_version__ = "2024.12"
 SUPPORTED_VERSIONS = ("2021.12", "2022.12", "2023.12", "2024.12")
 
-bool = np.bool_  # noqa: A001
+bool = np.bool_
 int8, int16, int32, int64 = np.int8, np.int16, np.int32, np.int64
 uint8, uint16, uint32, uint64 = np.uint8, np.uint16, np.uint32, np.uint64
 float32, float64, complex64, complex128 = np.float32, np.float64, np.complex64, np.complex128

@@ -4,8 +4,9 @@ NumPy partitions; here the axis is sorted once (tracer.numpy.sort, NaN last) and
 needed neighbours are gathered, which gives the same values. The virtual index of
 each quantile, its neighbours and the interpolation weight follow NumPy's
 `_quantile` for all thirteen methods, in the dtype NumPy (2.4) uses: q's own (a Python
-float q is float64), with a Python float / int q's weight rounded to the data's dtype. The NaN-ignoring forms count the non-NaN values of
-each slice and index within them, so their indices are traced values (one gather).
+float q is float64), with a Python float / int q's weight rounded to the data's dtype.
+The NaN-ignoring forms count the non-NaN values of each slice and index within them, so
+their indices are traced values (one gather).
 """
 
 from __future__ import annotations
@@ -209,8 +210,9 @@ def quantile(a: Any, q: Any, axis: Any = None, out: None = None, overwrite_input
     """The q-th quantiles of the data along axis (q in [0, 1], scalar or array).
 
     NumPy rule: all of NumPy's 13 methods ("linear" default); a Python float q keeps a
-    float array's dtype (indexed in float64); integer data gives float64 (integer q with "linear" indexes
-    exactly); a slice with NaN gives NaN; the output is q's shape + the kept shape.
+    float array's dtype (indexed in float64); integer data gives float64 (integer q with
+    "linear" indexes exactly); a slice with NaN gives NaN; the output is q's shape + the
+    kept shape.
 
     quantile([1, 2, 3, 4], 0.5) -> 2.5; quantile([1, 2, 3, 4], [0.25, 1]) -> [1.75, 4.0]
     """

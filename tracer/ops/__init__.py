@@ -41,9 +41,9 @@ from .scatter import __all__ as _scatter
 from .shape import *  # noqa: F401,F403
 from .shape import __all__ as _shape
 
-__all__ = ["OPS", "Op", *_elementwise, *_shape, *_linalg, *_reduce, *_control, *_indexing, *_scatter,
-           *_collectives, *_conv, *_window, *_sort, *_rng, *_decomp, *_fft, *_batch_norm, *_bits,
-           *_misc]
+__all__ = ["OPS", "Op", *_elementwise, *_shape, *_linalg, *_reduce, *_control, *_indexing,
+           *_scatter, *_collectives, *_conv, *_window, *_sort, *_rng, *_decomp, *_fft,
+           *_batch_norm, *_bits, *_misc]
 from . import elementwise_rules  # noqa: F401,E402
 from . import control_batch_rules  # noqa: F401,E402
 from . import shape_rules  # noqa: F401,E402

@@ -39,7 +39,7 @@ _tuple = tuple  # (this module's `tuple` is the seed op)
 
 
 # ---------------------------------------------------------------------------- tuples
-def tuple(*elements: Any) -> _tuple[Any, ...]:  # noqa: A001 - the seed's name
+def tuple(*elements: Any) -> _tuple[Any, ...]:  # the seed's name
     """Tuple(elements...): a tuple of differently shaped values.
 
     Seed rule: taken apart with GetTupleElement. The IR is flat, so the tuple is a

@@ -19,8 +19,9 @@ from .rewrite import Pass
 from .simplify import simplify
 
 # AD-only ops (stop_gradient, checkpoint, custom_jvp/vjp calls) are inlined first: no
-# transformation is left to need them. Simplify next so CSE sees canonical eqns; folding exposes new constants for a
-# second simplify; DCE last drops everything the others bypassed.
+# transformation is left to need them. Simplify next so CSE sees canonical eqns; folding
+# exposes new constants for a second simplify; DCE last drops everything the others
+# bypassed.
 PIPELINE: tuple[tuple[str, Pass], ...] = (
     ("lower_ad_ops", lower_ad_ops),
     ("simplify", simplify),

@@ -147,7 +147,7 @@ def exp(x: Any) -> Any:
     return _in_float32(_exp)(x)
 
 
-def pow(x: Any, y: Any) -> Any:  # noqa: A001 - the math name
+def pow(x: Any, y: Any) -> Any:  # the math name
     """x**y for x > 0 (exp(y * log(x))); 0**y = 0 for y > 0."""
     dtype = aval(x)[1]
     out = exp(ops.mul(y, log(x)))

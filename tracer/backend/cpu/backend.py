@@ -36,8 +36,6 @@ from . import cache
 from .emit.table import OP_EMITTERS
 from .generate import Module, generate
 
-_HOST = "main"
-
 
 def _uses_blas(graph: Graph) -> bool:
     """Whether the graph calls BLAS anywhere (then no prange: the two thread pools fight)."""
@@ -90,7 +88,7 @@ def _launcher(module: Module, host: Callable[..., Any], dims: np.ndarray,
                 env[f"literal{k}"] = payload
                 outs.append(f"array(literal{k})")
         w.line(f"return [{', '.join(outs)}]")
-    exec(compile(w.text(), "<tracer cpu launcher>", "exec"), env)  # noqa: S102
+    exec(compile(w.text(), "<tracer cpu launcher>", "exec"), env)
     return env["launch"]
 
 
@@ -129,12 +127,12 @@ class NumbaCpuBackend:
 
     def compile(self, graph: Graph) -> NumbaExecutable:
         graph = lower(graph)
-        module = generate(graph, _HOST, parallel_ok=not _uses_blas(graph), fuse=self.fuse)
+        module = generate(graph, parallel_ok=not _uses_blas(graph), fuse=self.fuse)
         if config.dump_dir:
             _dump(config.dump_dir, graph.name, module.source)
         signature = [_param_type(p) for p in module.params]
         signature.append(numba.types.Array(numba.types.int64, 1, "C"))
-        host, fresh = cache.compile_module(module.source, _HOST, signature)
+        host, fresh = cache.compile_module(module.source, module.host, signature)
         return NumbaExecutable(module, host, fresh, len(graph.inputs))
 
     def clear_memory(self) -> None:

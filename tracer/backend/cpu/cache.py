@@ -253,7 +253,7 @@ def _import(name: str, path: str, text: str) -> types.ModuleType:
     module = types.ModuleType(name)
     module.__file__ = path
     sys.modules[name] = module
-    exec(compile(text, path, "exec"), module.__dict__)  # noqa: S102 - our generated code
+    exec(compile(text, path, "exec"), module.__dict__)  # our generated code
     return module
 
 
@@ -277,7 +277,7 @@ def _compile(entry: Entry, dispatcher: Any, sig: tuple) -> tuple[Any, bool]:
     except (numba.core.errors.TypingError, numba.core.errors.LoweringError) as e:
         e.add_note(f"(a tracer bug: numba rejected the generated module {entry.path})")
         raise
-    except Exception:  # noqa: BLE001 - a corrupt on-disk cache entry: drop it, compile again
+    except Exception:  # a corrupt on-disk cache entry: drop it, compile again
         _purge_numba_cache(entry.path)
         dispatcher = _reload(entry, dispatcher.__name__)
         dispatcher.compile(sig)

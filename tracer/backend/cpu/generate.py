@@ -24,7 +24,9 @@ from ..numba.codegen import (
     Param,
     Ref,
     copy_array,
+    host_name,
     store_value,
+    used_names,
     write_docstring,
 )
 from ..numba.fusion import LoopNest, Plan, RowGroup
@@ -42,6 +44,7 @@ class Module:
     """What code generation produced: the source and how to call its host function."""
 
     source: str
+    host: str                        # the host function's name
     params: list[Param]
     outputs: list[tuple[str, Any]]   # ("input", k) | ("literal", array) | ("param", k)
     dims: list[int]
@@ -65,9 +68,10 @@ class CpuGraphEmitter(GraphEmitter):
 
 # ------------------------------------------------------------------ the module
 
-def generate(graph: Graph, name: str, parallel_ok: bool, fuse: bool = True) -> Module:
-    """The module for `graph`, its host function called `name`."""
+def generate(graph: Graph, parallel_ok: bool, fuse: bool = True) -> Module:
+    """The module for `graph`, its host function named after the graph."""
     mod = CpuModuleBuilder(parallel_ok, fuse, graph)
+    name = host_name(mod, graph)
     body = SourceWriter()
     top = CpuGraphEmitter(mod, body, top=True)
     top.outputs = [id(a) for a in graph.outputs]
@@ -75,7 +79,7 @@ def generate(graph: Graph, name: str, parallel_ok: bool, fuse: bool = True) -> M
                                   for k, v in enumerate(graph.inputs)])
     outputs = _finish_outputs(top, graph, refs)
     host = _host_function(mod, name, body)
-    return Module(_module_text(mod, graph, host), mod.params, outputs, mod.sizes)
+    return Module(_module_text(mod, graph, host), name, mod.params, outputs, mod.sizes)
 
 
 def _host_input(mod: ModuleBuilder, w: SourceWriter, var: Var, k: int) -> Ref:
@@ -125,23 +129,25 @@ def _host_function(mod: ModuleBuilder, name: str, body: SourceWriter) -> SourceW
 
 
 def _module_text(mod: ModuleBuilder, graph: Graph, host: SourceWriter) -> str:
+    code = SourceWriter()
+    for kernel in [*mod.kernels, host]:
+        code.line("")
+        code.line("")
+        code.embed(kernel)
     w = SourceWriter()
     write_docstring(w, "cpu", graph)
-    w.line("import math")
-    w.line("")
+    if used_names(["math"], code.text()):
+        w.line("import math")
+        w.line("")
     w.line("import numba")
     w.line("import numpy as np")
-    aliases = ", ".join(f"{np.dtype(d).name} as {a}" for d, a in DTYPE_ALIASES.items())
-    w.line(f"from numpy import {aliases.replace('bool as', 'bool_ as')}")
+    aliases = {a: np.dtype(d).name.replace("bool", "bool_") for d, a in DTYPE_ALIASES.items()}
+    used = used_names(list(aliases), code.text())
+    if used:
+        w.line(f"from numpy import {', '.join(f'{aliases[a]} as {a}' for a in used)}")
     for line in mod.import_lines():
         w.line(line)
     if mod.fallbacks:
         w.line("from tracer.backend.numba import fallback")
-    for kernel in mod.kernels:
-        w.line("")
-        w.line("")
-        w.embed(kernel)
-    w.line("")
-    w.line("")
-    w.embed(host)
+    w.embed(code)
     return w.text()

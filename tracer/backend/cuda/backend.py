@@ -38,8 +38,6 @@ from .generate import generate
 from .lib.arrays import as_output, copy, device_put, is_device_array, to_device, to_host
 from .scalar import CUDA_SCALAR_EMITTERS
 
-_HOST = "main"
-
 
 class CudaExecutable:
     """A compiled graph. NumPy (or scalar) arguments are copied to the device and the
@@ -98,10 +96,10 @@ class NumbaCudaBackend:
         self.fuse = fuse  # False: one kernel per op (to test fusion against)
 
     def compile(self, graph: Graph) -> CudaExecutable:
-        module = generate(graph, _HOST, fuse=self.fuse)
+        module = generate(graph, fuse=self.fuse)
         if config.dump_dir:
             _dump(config.dump_dir, graph.name, module.source)
-        host, fresh = cache.load(module.source, _HOST)
+        host, fresh = cache.load(module.source, module.host)
         return CudaExecutable(module, host, graph, fresh)
 
     def clear_memory(self) -> None:

@@ -99,7 +99,7 @@ def _import(key: str, header: str, source: str) -> types.ModuleType:
     module = types.ModuleType(name)
     module.__file__ = path
     sys.modules[name] = module
-    exec(compile(text, path, "exec"), module.__dict__)  # noqa: S102 - our generated code
+    exec(compile(text, path, "exec"), module.__dict__)  # our generated code
     return module
 
 

@@ -13,7 +13,7 @@ from typing import Any, Callable
 import numba
 import numpy as np
 
-from ...core import Atom, Literal, ShapedArray, Var
+from ...core import Atom, Graph, Literal, ShapedArray, Var
 from ..numba.codegen import GraphEmitter, ModuleBuilder, Ref
 from ..numba.scalar import DTYPE_ALIASES
 from ..numba.source import SourceWriter
@@ -51,6 +51,7 @@ class KernelInfo:
 @dataclass
 class CudaModule:
     source: str
+    host: str                        # the host function's name
     consts: list[np.ndarray]
     host_ops: list[Callable[..., Any]]
     dims: list[int]
@@ -61,8 +62,8 @@ class CudaModule:
 class CudaModuleBuilder(ModuleBuilder):
     """Module-wide state: names, helper imports, sizes, kernels, constants, host ops."""
 
-    def __init__(self, fuse: bool = True):
-        super().__init__(parallel_ok=False, fuse=fuse)
+    def __init__(self, graph: Graph, fuse: bool = True):
+        super().__init__(parallel_ok=False, fuse=fuse, graph=graph)
         for name in ("cuda", "rt", "launch", "d_dims", "host_ops", *CONSTANTS):
             self.namer.reserve(name)
         self.types: dict[str, Any] = {}   # host name -> numba type, for kernel parameters

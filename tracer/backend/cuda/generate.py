@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from ...core import Eqn, Graph, Literal
-from ..numba.codegen import Ref, write_docstring
+from ..numba.codegen import Ref, host_name, used_names, write_docstring
 from ..numba.fusion import LoopNest, Plan, RowGroup
 from ..numba.lower import lower_batched_inner_products
 from ..numba.scalar import DTYPE_ALIASES
@@ -49,10 +49,11 @@ class CudaGraphEmitter(DeviceGraphEmitter):
 
 # ------------------------------------------------------------------ the module
 
-def generate(graph: Graph, name: str, fuse: bool = True) -> CudaModule:
-    """The module for `graph`, its host function called `name`."""
+def generate(graph: Graph, fuse: bool = True) -> CudaModule:
+    """The module for `graph`, its host function named after the graph."""
     graph = lower_batched_inner_products(graph)
-    mod = CudaModuleBuilder(fuse)
+    mod = CudaModuleBuilder(graph, fuse)
+    name = host_name(mod, graph)
     body = SourceWriter()
     top = CudaGraphEmitter(mod, body, top=True)
     top.outputs = [id(a) for a in graph.outputs]
@@ -70,7 +71,7 @@ def generate(graph: Graph, name: str, fuse: bool = True) -> CudaModule:
         for sym in mod.size_names.values():
             host.line(f"{sym} = dims[{mod.symbol_index()[sym]}]")
         host.embed(body)
-    return CudaModule(_module_text(mod, graph, host), mod.consts, mod.host_ops, mod.sizes,
+    return CudaModule(_module_text(mod, graph, host), name, mod.consts, mod.host_ops, mod.sizes,
                       outputs, mod.kernel_infos)
 
 
@@ -91,25 +92,27 @@ def _outputs(top: CudaGraphEmitter, graph: Graph,
 
 
 def _module_text(mod: CudaModuleBuilder, graph: Graph, host: SourceWriter) -> str:
+    code = SourceWriter()
+    for kernel in [*mod.kernels, host]:
+        code.line("")
+        code.line("")
+        code.embed(kernel)
+    for alias in used_names([*DTYPE_ALIASES.values(), "f16"], code.text()):
+        mod.use(alias)  # (dtype constructors, from cuda.lib.mathlib)
     w = SourceWriter()
     write_docstring(w, "cuda", graph)
-    w.line("import math")
-    w.line("")
+    if used_names(["math"], code.text()):
+        w.line("import math")
+        w.line("")
     w.line("import numpy as np")
     w.line("from numba import cuda")
     w.line("from tracer.backend.cuda.lib import arrays as rt, launch")
-    for alias in [*DTYPE_ALIASES.values(), "f16"]:  # dtype constructors (cuda.lib.mathlib)
-        mod.use(alias)
     for line in mod.import_lines():
         w.line(line)
-    w.line("")
-    for const, value in CONSTANTS.items():
-        w.line(f"{const} = {value}")
-    for kernel in mod.kernels:
+    constants = used_names(list(CONSTANTS), code.text())
+    if constants:
         w.line("")
-        w.line("")
-        w.embed(kernel)
-    w.line("")
-    w.line("")
-    w.embed(host)
+    for const in constants:
+        w.line(f"{const} = {CONSTANTS[const]}")
+    w.embed(code)
     return w.text()

@@ -14,6 +14,7 @@ nest is written (`emit_nest`) and how an op with its own emitter is (`emit_op`).
 from __future__ import annotations
 
 import os
+import re
 from abc import ABC, abstractmethod
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -23,10 +24,11 @@ import numpy as np
 
 from ... import dtypes
 from ...core import Atom, Eqn, Graph, Literal, ShapedArray, Var
+from .dimensions import DimensionClasses
 from .fallback import new_table, runner
 from .fusion import LoopNest, OpStep, Plan, RowGroup, plan_graph
 from .scalar import DTYPE_ALIASES, HALVES, literal, storage_dtype
-from .source import Namer, SourceWriter
+from .source import Namer, SourceWriter, identifier
 
 SCALAR_MATH = "numba.lib.scalar_math"  # where helpers come from unless a backend says
 
@@ -69,6 +71,7 @@ class ModuleBuilder:
         self.parallel_ok = parallel_ok
         self.fuse = fuse
         self.graph = graph  # the whole graph (emitters of its parts may survey it)
+        self.dimensions = DimensionClasses(graph)  # dims equal by construction share a size
         self.namer = Namer(reserved=["np", "numba", "math", "dims", *DTYPE_ALIASES.values()])
         self.helpers: dict[str, str] = {}  # helper name -> backend module defining it
         self.sizes: list[int] = []
@@ -95,7 +98,8 @@ class ModuleBuilder:
         return self.size_names[key]
 
     def dim(self, atom: Atom, axis: int) -> str:
-        return self.size(("dim", id(atom), axis), atom.aval.shape[axis])
+        """The size symbol of `atom`'s dim `axis` (one per dimension of the graph)."""
+        return self.size(("dim", *self.dimensions.key(atom, axis)), atom.aval.shape[axis])
 
     def param(self, hint: str, kind: str, **fields: Any) -> str:
         name = self.namer.fresh(hint, numbered=False)
@@ -214,6 +218,17 @@ class GraphEmitter(ABC):
         """An emitter for a nested graph (loop/branch body), writing into `w` (default:
         here, at the current point)."""
         return type(self)(self.mod, self.w if w is None else w, top=False)
+
+
+def used_names(names: Sequence[str], code: str) -> list[str]:
+    """The `names` that `code` mentions (imports a module needs, and no others)."""
+    return [n for n in names if re.search(rf"(?<![\w.]){re.escape(n)}\b", code)]
+
+
+def host_name(mod: ModuleBuilder, graph: Graph) -> str:
+    """The host function's name: the user's function's, made a fresh identifier."""
+    return mod.namer.fresh(identifier(graph.name.removeprefix("jit_")) or "main",
+                           numbered=False)
 
 
 def write_docstring(w: SourceWriter, backend: str, graph: Graph) -> None:

@@ -150,7 +150,7 @@ class FunctionScope:
         return self.size_names[key]
 
     def dim(self, atom: Any, axis: int) -> str:
-        return self.size(("dim", id(atom), axis), atom.aval.shape[axis])
+        return self.size(("dim", *self.root.dimensions.key(atom, axis)), atom.aval.shape[axis])
 
     def param(self, hint: str, kind: str, **fields: Any) -> str:
         self.param_args.append(self.parent.param(hint, kind, **fields))

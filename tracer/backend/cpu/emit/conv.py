@@ -49,7 +49,7 @@ def _canonical(ge: GraphEmitter, atom: Atom, spec: tuple[int, ...], hint: str) -
         ge.w.line(f"{wide} = {ge.mod.use(HALVES[atom.aval.dtype].widen)}({source})")
         source = wide
     sizes = [ge.dim(atom, d) for d in spec]
-    name = ge.fresh(f"{hint}3")
+    name = ge.fresh(f"{hint}_3d")
     ge.w.line(f"{name} = {source}.reshape(({sizes[0]}, {sizes[1]}, {_product(sizes[2:])}))")
     return name
 

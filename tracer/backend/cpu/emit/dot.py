@@ -48,7 +48,7 @@ def _dot_blas(ge: GraphEmitter, eqn: Eqn, work: np.dtype) -> None:
                 (batch, m, k), work)
     b = _matrix(ge, eqn, 1, list(rb) + list(rc) + rf, list(rb) + rf + list(rc),
                 (batch, k, n), work)
-    o = ge.fresh("out3")
+    o = ge.fresh("product_3d")
     direct = out.aval.ndim and work == dt  # np.dot writes the result's own array
     target = ge.alloc(out) if direct else ""
     ge.w.line(f"{o} = {target}.reshape(({batch}, {m}, {n}))" if direct else
@@ -90,7 +90,7 @@ def _matrix(ge: GraphEmitter, eqn: Eqn, k: int, plain: list[int], swapped: list[
         ge.w.line(f"{source} = {widened}.astype(np.{dtype.name})")
     batch, rows, cols = sizes
     identity = list(range(atom.aval.ndim))
-    name = ge.fresh(f"{ref.name}3")
+    name = ge.fresh(f"{ref.name}_3d")
     if plain == identity:
         ge.w.line(f"{name} = {source}.reshape(({batch}, {rows}, {cols}))")
         return name, ""

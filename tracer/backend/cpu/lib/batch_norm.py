@@ -23,7 +23,7 @@ _sums = njit(cache=True, error_model="numpy", fastmath={"reassoc"})
 
 
 @_sums
-def _shifted_sums(x, centers):  # noqa: ANN001, ANN202
+def _shifted_sums(x, centers):
     """Per feature: sum (x - c) and sum (x - c)^2 over (outer, inner), in float64."""
     outer, nf, inner = x.shape
     s1, s2 = np.zeros(nf), np.zeros(nf)
@@ -40,7 +40,7 @@ def _shifted_sums(x, centers):  # noqa: ANN001, ANN202
 
 
 @_jit
-def _normalize(x, mean, factor, offset, y):  # noqa: ANN001, ANN202
+def _normalize(x, mean, factor, offset, y):
     """y = (x - mean) * factor + offset, per feature."""
     outer, nf, inner = x.shape
     for o in range(outer):
@@ -51,7 +51,7 @@ def _normalize(x, mean, factor, offset, y):  # noqa: ANN001, ANN202
 
 
 @_jit
-def batch_norm_training(x, scale, offset, epsilon, y, mean_out, var_out):  # noqa: ANN001, ANN201
+def batch_norm_training(x, scale, offset, epsilon, y, mean_out, var_out):
     """Batch statistics of each feature of x (outer, F, inner), then y normalized."""
     outer, nf, inner = x.shape
     count = outer * inner
@@ -74,7 +74,7 @@ def batch_norm_training(x, scale, offset, epsilon, y, mean_out, var_out):  # noq
 
 
 @_jit
-def batch_norm_inference(x, scale, offset, mean, variance, epsilon, y):  # noqa: ANN001, ANN201
+def batch_norm_inference(x, scale, offset, mean, variance, epsilon, y):
     """y = (x - mean) * scale / sqrt(variance + epsilon) + offset, per feature."""
     nf = x.shape[1]
     mean64, factor = np.empty(nf), np.empty(nf)
@@ -85,7 +85,7 @@ def batch_norm_inference(x, scale, offset, mean, variance, epsilon, y):  # noqa:
 
 
 @_sums
-def _grad_sums(x, mean, dy):  # noqa: ANN001, ANN202
+def _grad_sums(x, mean, dy):
     """Per feature: sum dy and sum dy (x - mean), in float64."""
     outer, nf, inner = x.shape
     sum_dy, sum_dyc = np.zeros(nf), np.zeros(nf)
@@ -102,7 +102,7 @@ def _grad_sums(x, mean, dy):  # noqa: ANN001, ANN202
 
 
 @_jit
-def batch_norm_grad(x, scale, mean, variance, dy, epsilon,  # noqa: ANN001, ANN201
+def batch_norm_grad(x, scale, mean, variance, dy, epsilon,
                     grad_x, grad_scale, grad_offset):
     """The seed's BatchNormGrad: one pass for the sums, one for grad_x."""
     outer, nf, inner = x.shape

@@ -112,7 +112,7 @@ def _resolve_from_c(index: int) -> None:
     takes that plan, so that a program compiles only the plans it runs."""
     try:
         resolve(index)
-    except BaseException as error:  # noqa: BLE001 - nothing can propagate through C
+    except BaseException as error:  # nothing can propagate through C
         print(f"tracer: the convolution kernel failed to load: {error!r}", file=sys.stderr)
         sys.stderr.flush()
         os._exit(70)

@@ -31,13 +31,13 @@ _LOG2E_F32 = _F32(1.4426950408889634)
 
 
 @_jit
-def _pow2_f32(k):  # noqa: ANN001, ANN202
+def _pow2_f32(k):
     """2**k as a float32 for integer k in [-127, 128] (0 and inf at the ends)."""
     return i32_as_f32(np.int32((k + 127) << 23))
 
 
 @_jit
-def exp_f32(x):  # noqa: ANN001, ANN201
+def exp_f32(x):
     """e**x for float32 (Cephes polynomial, ~1 ulp)."""
     c = min(max(x, _F32(-104.0)), _F32(89.0))
     k = np.rint(c * _LOG2E_F32)
@@ -57,7 +57,7 @@ def exp_f32(x):  # noqa: ANN001, ANN201
 
 
 @_jit
-def exp_f64(x):  # noqa: ANN001, ANN201
+def exp_f64(x):
     """e**x for float64 (Taylor polynomial of degree 13 after reduction, ~1 ulp)."""
     c = min(max(x, -746.0), 710.0)
     k = np.rint(c * 1.4426950408889634)
@@ -83,7 +83,7 @@ def exp_f64(x):  # noqa: ANN001, ANN201
 
 
 @_jit
-def log_f32(x):  # noqa: ANN001, ANN201
+def log_f32(x):
     """Natural logarithm for float32 (Cephes logf polynomial, ~1 ulp)."""
     tiny = x < _F32(1.1754943508222875e-38)  # subnormal: scale into the normal range
     s = x * _F32(8388608.0) if tiny else x
@@ -113,7 +113,7 @@ def log_f32(x):  # noqa: ANN001, ANN201
 
 
 @_jit
-def log_f64(x):  # noqa: ANN001, ANN201
+def log_f64(x):
     """Natural logarithm for float64 (fdlibm's kernel, < 1 ulp)."""
     tiny = x < 2.2250738585072014e-308
     s = x * 18014398509481984.0 if tiny else x  # 2**54
@@ -141,7 +141,7 @@ def log_f64(x):  # noqa: ANN001, ANN201
 
 
 @_jit
-def tanh_f32(x):  # noqa: ANN001, ANN201
+def tanh_f32(x):
     """tanh for float32: Eigen's 13/6 rational function, clamped where it reaches +-1
     (max error 6 ulp, near +-1), and x itself for |x| < 0.0004 (keeps -0.0)."""
     c = min(max(x, _F32(-7.90531110763549805)), _F32(7.90531110763549805))
@@ -162,7 +162,7 @@ def tanh_f32(x):  # noqa: ANN001, ANN201
 
 
 @_jit
-def tanh_f64(x):  # noqa: ANN001, ANN201
+def tanh_f64(x):
     """tanh for float64: Cephes' rational function near 0, 1 - 2 / (e**2|x| + 1) elsewhere."""
     a = abs(x)
     z = x * x
@@ -177,7 +177,7 @@ def tanh_f64(x):  # noqa: ANN001, ANN201
 
 
 @_jit
-def logistic_fast_f32(x):  # noqa: ANN001, ANN201
+def logistic_fast_f32(x):
     """1 / (1 + e**-x) without overflow, vectorizable (float32)."""
     e = exp_f32(-abs(x))
     one = _F32(1.0)
@@ -185,6 +185,6 @@ def logistic_fast_f32(x):  # noqa: ANN001, ANN201
 
 
 @_jit
-def logistic_fast_f64(x):  # noqa: ANN001, ANN201
+def logistic_fast_f64(x):
     e = exp_f64(-abs(x))
     return 1.0 / (1.0 + e) if x >= 0 else e / (1.0 + e)

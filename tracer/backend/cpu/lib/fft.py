@@ -19,12 +19,12 @@ THREADS = 1  # the batch of a call is not split over threads: numba's own loops 
 
 
 @_jit
-def _axes(ndim, k):  # noqa: ANN001, ANN202
+def _axes(ndim, k):
     return np.arange(ndim - k, ndim)
 
 
 @_jit
-def _inverse_scale(out, k):  # noqa: ANN001, ANN202
+def _inverse_scale(out, k):
     n = 1
     for d in range(out.ndim - k, out.ndim):
         n *= out.shape[d]
@@ -32,28 +32,28 @@ def _inverse_scale(out, k):  # noqa: ANN001, ANN202
 
 
 @_jit
-def fft_forward(x, out, k):  # noqa: ANN001, ANN201
+def fft_forward(x, out, k):
     """FFT: complex -> complex over the k innermost axes."""
     if out.size:
         c2c(x, out, _axes(x.ndim, k), True, 1.0, THREADS)
 
 
 @_jit
-def fft_inverse(x, out, k):  # noqa: ANN001, ANN201
+def fft_inverse(x, out, k):
     """IFFT: complex -> complex, scaled by 1 / prod(lengths)."""
     if out.size:
         c2c(x, out, _axes(x.ndim, k), False, _inverse_scale(out, k), THREADS)
 
 
 @_jit
-def fft_real_forward(x, out, k):  # noqa: ANN001, ANN201
+def fft_real_forward(x, out, k):
     """RFFT: real -> the n // 2 + 1 complex bins of the innermost axis."""
     if out.size:
         r2c(x, out, _axes(x.ndim, k), True, 1.0, THREADS)
 
 
 @_jit
-def fft_real_inverse(x, out, k):  # noqa: ANN001, ANN201
+def fft_real_inverse(x, out, k):
     """IRFFT: n // 2 + 1 bins -> real of length n (the output's innermost size)."""
     if out.size:
         c2r(x, out, _axes(x.ndim, k), False, _inverse_scale(out, k), THREADS)

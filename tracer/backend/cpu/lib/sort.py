@@ -50,10 +50,10 @@ def _width(x: types.Type) -> int:
     return 8 if isinstance(x, types.Boolean) else x.bitwidth
 
 
-def _key_codegen(width: int, kind: str, inverse: bool):  # noqa: ANN202
+def _key_codegen(width: int, kind: str, inverse: bool):
     """LLVM code mapping a value of `kind` ("f" float bits, "i", "u", "b") to its
     unsigned total-order key, or (inverse) a key back to the value's bits."""
-    def codegen(context, builder, signature, args):  # noqa: ANN001, ANN202
+    def codegen(context, builder, signature, args):
         ity = ir.IntType(width)
         sign, ones = ir.Constant(ity, 1 << (width - 1)), ir.Constant(ity, (1 << width) - 1)
         v = args[0]
@@ -84,8 +84,8 @@ def _kind(x: types.Type, half: bool) -> str:
     return "i" if x.signed else "u"
 
 
-def _key_intrinsic(half: bool):  # noqa: ANN202
-    def impl(typingctx, x):  # noqa: ANN001, ANN202 - numba intrinsic protocol
+def _key_intrinsic(half: bool):
+    def impl(typingctx, x):  # numba intrinsic protocol
         if not isinstance(x, (types.Float, types.Integer, types.Boolean)):
             return None
         width = _width(x)
@@ -93,8 +93,8 @@ def _key_intrinsic(half: bool):  # noqa: ANN202
     return intrinsic(impl)
 
 
-def _value_intrinsic(half: bool):  # noqa: ANN202
-    def impl(typingctx, key, like):  # noqa: ANN001, ANN202
+def _value_intrinsic(half: bool):
+    def impl(typingctx, key, like):
         if not isinstance(like, (types.Float, types.Integer, types.Boolean)):
             return None
         return like(key, like), _key_codegen(_width(like), _kind(like, half), True)
@@ -105,12 +105,12 @@ to_key, half_key = _key_intrinsic(False), _key_intrinsic(True)
 from_key, half_from_key = _value_intrinsic(False), _value_intrinsic(True)
 
 
-def key_buffer(shape, like):  # noqa: ANN001, ANN201
+def key_buffer(shape, like):
     """An uninitialised array of keys for values like `like` (unsigned, same width)."""
 
 
 @overload(key_buffer, jit_options=_SERIAL)
-def _key_buffer(shape, like):  # noqa: ANN001, ANN202
+def _key_buffer(shape, like):
     dtype = getattr(np, f"uint{_width(like)}")
     return lambda shape, like: np.empty(shape, dtype)
 
@@ -118,7 +118,7 @@ def _key_buffer(shape, like):  # noqa: ANN001, ANN202
 # ---------------------------------------------------------------- one row
 
 @njit(**_SERIAL)
-def _insertion(keys, idx, with_idx):  # noqa: ANN001, ANN202
+def _insertion(keys, idx, with_idx):
     """Stable insertion sort of keys (and idx alongside), in place."""
     for j in range(1, keys.shape[0]):
         k = keys[j]
@@ -135,7 +135,7 @@ def _insertion(keys, idx, with_idx):  # noqa: ANN001, ANN202
 
 
 @njit(**_SERIAL)
-def _scatter_pass(src, dst, src_idx, dst_idx, offsets, byte, with_idx):  # noqa: ANN001, ANN202
+def _scatter_pass(src, dst, src_idx, dst_idx, offsets, byte, with_idx):
     for j in range(src.shape[0]):
         k = src[j]
         d = _digit(k, byte)
@@ -147,12 +147,12 @@ def _scatter_pass(src, dst, src_idx, dst_idx, offsets, byte, with_idx):  # noqa:
 
 
 @njit(**_INLINED)  # (typed in place: not compiled once per literal byte)
-def _digit(key, byte):  # noqa: ANN001, ANN202
+def _digit(key, byte):
     return np.intp((np.uint64(key) >> np.uint64(8 * byte)) & np.uint64(255))
 
 
 @njit(**_SERIAL)
-def _histograms(keys, counts):  # noqa: ANN001, ANN202
+def _histograms(keys, counts):
     """counts[b, d] = how many keys have digit d in byte b. The bytes are spelled out
     (the width is a compile-time constant): a loop over them runs 6x slower."""
     counts[:] = 0
@@ -173,7 +173,7 @@ def _histograms(keys, counts):  # noqa: ANN001, ANN202
 
 
 @njit(**_SERIAL)
-def _radix(keys, idx, counts, spare, spare_idx, with_idx):  # noqa: ANN001, ANN202
+def _radix(keys, idx, counts, spare, spare_idx, with_idx):
     """Sort keys (idx alongside) stably: returns the buffers holding the result, (keys,
     idx) or the spares after an odd number of passes."""
     n = keys.shape[0]
@@ -203,12 +203,12 @@ NETWORK_MIN_ROWS = 4  # with fewer rows most lanes would idle
 BLOCK = 16  # positions whose exchanges run in registers (16 vectors)
 
 
-def _exchanges(pairs: list[tuple[int, int]], offsets):  # noqa: ANN001, ANN202
+def _exchanges(pairs: list[tuple[int, int]], offsets):
     """LLVM code loading the vectors of LANE_BYTES at element `offsets(builder, args,
     lanes)` of the array args[0], running the compare-exchanges `pairs` on them in
     registers (unsigned min to the first, max to the second) and storing them back:
     numba's own indexing, with its negative-index checks, does not vectorize."""
-    def codegen(context, builder, signature, args):  # noqa: ANN001, ANN202
+    def codegen(context, builder, signature, args):
         dtype = signature.args[0].dtype
         width = dtype.bitwidth // 8
         data = context.make_array(signature.args[0])(context, builder, args[0]).data
@@ -226,7 +226,7 @@ def _exchanges(pairs: list[tuple[int, int]], offsets):  # noqa: ANN001, ANN202
 
 
 @intrinsic
-def _exchange(typingctx, buf, i, j):  # noqa: ANN001, ANN202
+def _exchange(typingctx, buf, i, j):
     """One compare-exchange of the network in every lane: positions at elements i, j."""
     return types.void(buf, i, j), _exchanges([(0, 1)], lambda builder, args, lanes: args[1:])
 
@@ -245,12 +245,12 @@ def _block_pairs(sizes: tuple[int, ...]) -> list[tuple[int, int]]:
     return pairs
 
 
-def _block_intrinsic(pairs: list[tuple[int, int]]):  # noqa: ANN202
+def _block_intrinsic(pairs: list[tuple[int, int]]):
     """An intrinsic running `pairs` on the BLOCK positions from element `start`."""
-    def offsets(builder, args, lanes):  # noqa: ANN001, ANN202
+    def offsets(builder, args, lanes):
         return [builder.add(args[1], ir.Constant(args[1].type, k * lanes)) for k in range(BLOCK)]
 
-    def impl(typingctx, buf, start):  # noqa: ANN001, ANN202
+    def impl(typingctx, buf, start):
         return types.void(buf, start), _exchanges(pairs, offsets)
     return intrinsic(impl)
 
@@ -260,7 +260,7 @@ _clean_block = _block_intrinsic(_block_pairs((0,)))
 
 
 @njit(**_SERIAL)
-def _network(buf, n):  # noqa: ANN001, ANN202
+def _network(buf, n):
     """Sort every column of `buf` seen as (n, lanes), n a multiple of BLOCK: Batcher's
     bitonic sort in the form whose exchanges all put the smaller key first (each merge
     starts by comparing mirrored positions), so exchanges with virtual positions >= n
@@ -278,7 +278,7 @@ def _network(buf, n):  # noqa: ANN001, ANN202
 
 
 @njit(**_SERIAL)
-def _merge_steps(buf, n, size):  # noqa: ANN001, ANN202
+def _merge_steps(buf, n, size):
     """The merge of sorted runs of size/2 into runs of `size`, down to the step BLOCK:
     the mirrored exchanges, then the half-cleaners (i against i + step, i // step even)."""
     lanes = LANE_BYTES // buf.itemsize
@@ -294,42 +294,42 @@ def _merge_steps(buf, n, size):  # noqa: ANN001, ANN202
 
 
 @njit(**_SERIAL)
-def _lanes(x, with_idx):  # noqa: ANN001, ANN202
+def _lanes(x, with_idx):
     """Rows per network tile: keys up to 32 bits go in uint32 lanes; 64-bit keys, and
     keys packed with their position, in uint64 lanes."""
     return LANE_BYTES // (8 if with_idx or x.itemsize > 4 else 4)
 
 
 @njit(**_SERIAL)
-def _use_network(x, with_idx):  # noqa: ANN001, ANN202
+def _use_network(x, with_idx):
     outer, n, inner = x.shape
     return outer * inner >= NETWORK_MIN_ROWS and 2 <= n <= NETWORK_MAX and \
         not (with_idx and x.itemsize > 4)
 
 
-def _lane_buffer(n, like):  # noqa: ANN001, ANN201
+def _lane_buffer(n, like):
     """An uninitialised (n * lanes) buffer of uint32 keys (uint64 for 64-bit values)."""
 
 
 @overload(_lane_buffer, jit_options=_SERIAL)
-def _lane_buffer_impl(n, like):  # noqa: ANN001, ANN202
+def _lane_buffer_impl(n, like):
     dtype = np.uint64 if _width(like) > 32 else np.uint32
     lanes = LANE_BYTES // np.dtype(dtype).itemsize
     return lambda n, like: np.empty(n * lanes, dtype)
 
 
-def _narrow(key, like):  # noqa: ANN001, ANN201
+def _narrow(key, like):
     """A widened key back at the width of values like `like` (for from_key)."""
 
 
 @overload(_narrow, jit_options=_SERIAL)
-def _narrow_impl(key, like):  # noqa: ANN001, ANN202
+def _narrow_impl(key, like):
     narrow = getattr(np, f"uint{_width(like)}")
     return lambda key, like: narrow(key)
 
 
 @njit(**_SERIAL)
-def _network_tile(x, out, perm, r0, half, with_idx, buf):  # noqa: ANN001, ANN202
+def _network_tile(x, out, perm, r0, half, with_idx, buf):
     """Rows r0 .. r0 + lanes - 1 (row r is (r // inner, r % inner)) sorted together:
     their keys are the lanes of `buf` seen as (positions, lanes), +max keys from
     position n on and in rows past the end. with_idx (uint64 lanes): a lane holds
@@ -363,7 +363,7 @@ def _network_tile(x, out, perm, r0, half, with_idx, buf):  # noqa: ANN001, ANN20
 # ---------------------------------------------------------------- tiles of (outer, n, inner) views
 
 @njit(**_SERIAL)
-def _sort_row(x, out, perm, o, i, half, with_idx):  # noqa: ANN001, ANN202
+def _sort_row(x, out, perm, o, i, half, with_idx):
     """Row (o, i) on its own (used when inner == 1: the row is contiguous)."""
     n = x.shape[1]
     keys = key_buffer(n, x[o, 0, i])
@@ -381,7 +381,7 @@ def _sort_row(x, out, perm, o, i, half, with_idx):  # noqa: ANN001, ANN202
 
 
 @njit(**_SERIAL)
-def _sort_tile(x, out, perm, o, i0, rows, half, with_idx):  # noqa: ANN001, ANN202
+def _sort_tile(x, out, perm, o, i0, rows, half, with_idx):
     """Rows (o, i0 .. i0 + rows - 1) of a strided view together: the cache lines each
     row's loads and stores touch stay in cache for the tile's other rows."""
     n = x.shape[1]
@@ -408,7 +408,7 @@ def _sort_tile(x, out, perm, o, i0, rows, half, with_idx):  # noqa: ANN001, ANN2
 
 
 @njit(**_SERIAL)
-def _sort_part(x, out, perm, r, half, with_idx, network):  # noqa: ANN001, ANN202
+def _sort_part(x, out, perm, r, half, with_idx, network):
     """Part r of sort_rows: one tile of rows for the network, else one row when
     inner == 1 or one tile of strided rows."""
     outer, n, inner = x.shape
@@ -429,7 +429,7 @@ def _sort_part(x, out, perm, r, half, with_idx, network):  # noqa: ANN001, ANN20
 
 
 @njit(**_SERIAL)
-def _parts(x, with_idx):  # noqa: ANN001, ANN202
+def _parts(x, with_idx):
     """(whether the rows go through the network, the number of parts of sort_rows)."""
     outer, n, inner = x.shape
     network = _use_network(x, with_idx)
@@ -439,7 +439,7 @@ def _parts(x, with_idx):  # noqa: ANN001, ANN202
 
 
 @njit(**_SERIAL)
-def sort_rows(x, out, perm, half, with_idx):  # noqa: ANN001, ANN201
+def sort_rows(x, out, perm, half, with_idx):
     """out = x sorted along axis 1 of its (outer, n, inner) view with the default
     comparator; with_idx: perm[o, j, i] = where out[o, j, i] came from. Many short
     rows go through the sorting network, the others through the radix sort."""
@@ -451,7 +451,7 @@ def sort_rows(x, out, perm, half, with_idx):  # noqa: ANN001, ANN201
 
 
 @njit(**_SERIAL)
-def sort_vector(x, out, perm, half, with_idx):  # noqa: ANN001, ANN201
+def sort_vector(x, out, perm, half, with_idx):
     """`sort_rows` of a (1, n, 1) view (a rank-1 operand): its one row on its own,
     without compiling the network and the strided tiles it never runs."""
     if x.shape[1] > 0:
@@ -459,7 +459,7 @@ def sort_vector(x, out, perm, half, with_idx):  # noqa: ANN001, ANN201
 
 
 @njit(parallel=True, **_OPTIONS)
-def sort_rows_parallel(x, out, perm, half, with_idx):  # noqa: ANN001, ANN201
+def sort_rows_parallel(x, out, perm, half, with_idx):
     """`sort_rows` with its rows (or tiles) on threads: for arrays of at least
     PARALLEL_MIN_ELEMENTS (the emitter picks it; numba takes seconds to compile a
     parallel loop, so small arrays never do)."""
@@ -471,7 +471,7 @@ def sort_rows_parallel(x, out, perm, half, with_idx):  # noqa: ANN001, ANN201
 
 
 @njit(**_SERIAL)
-def _refine_row(x, perm, o, i, half, first):  # noqa: ANN001, ANN202
+def _refine_row(x, perm, o, i, half, first):
     n = x.shape[1]
     keys = key_buffer(n, x[o, 0, i])
     idx = np.arange(n)
@@ -487,7 +487,7 @@ def _refine_row(x, perm, o, i, half, first):  # noqa: ANN001, ANN202
 
 
 @njit(**_SERIAL)
-def refine_rows(x, perm, half, first):  # noqa: ANN001, ANN201
+def refine_rows(x, perm, half, first):
     """One step of a least-significant-key-first lexsort: each row's positions
     perm[o, :, i] stably re-sorted by x at those positions (first: perm starts as
     0, 1, ..., n-1 and is not read)."""
@@ -499,7 +499,7 @@ def refine_rows(x, perm, half, first):  # noqa: ANN001, ANN201
 
 
 @njit(parallel=True, **_OPTIONS)
-def refine_rows_parallel(x, perm, half, first):  # noqa: ANN001, ANN201
+def refine_rows_parallel(x, perm, half, first):
     """`refine_rows` with its rows on threads (as `sort_rows_parallel`)."""
     outer, n, inner = x.shape
     if n == 0:
@@ -509,21 +509,21 @@ def refine_rows_parallel(x, perm, half, first):  # noqa: ANN001, ANN201
 
 
 @njit(**_SERIAL)
-def _permute_row(x, perm, out, o):  # noqa: ANN001, ANN202
+def _permute_row(x, perm, out, o):
     for j in range(x.shape[1]):
         for i in range(x.shape[2]):
             out[o, j, i] = x[o, perm[o, j, i], i]
 
 
 @njit(**_SERIAL)
-def permute_rows(x, perm, out):  # noqa: ANN001, ANN201
+def permute_rows(x, perm, out):
     """out[o, j, i] = x[o, perm[o, j, i], i] (perm holds positions in [0, n))."""
     for o in range(x.shape[0]):
         _permute_row(x, perm, out, o)
 
 
 @njit(parallel=True, **_OPTIONS)
-def permute_rows_parallel(x, perm, out):  # noqa: ANN001, ANN201
+def permute_rows_parallel(x, perm, out):
     """`permute_rows` with its outer positions on threads (as `sort_rows_parallel`)."""
     for o in prange(x.shape[0]):
         _permute_row(x, perm, out, np.int64(o))

@@ -63,10 +63,10 @@ def _matrix(ge: DeviceGraphEmitter, atom: Atom, plain: list[int], swapped: list[
     aval = atom.aval.update(shape=(1, 1, 1))
     if swapped == identity and plain != identity:
         return ge.view(f"{ge.array_of(ref)}.reshape(({batch}, {cols}, {rows}))", aval,
-                       f"{ref.name.split('[')[0]}3").name, True
+                       f"{ref.name.split('[')[0]}_3d").name, True
     source = ge.array_of(ref) if plain == identity else _transposed(ge, atom, plain)
     return ge.view(f"{source}.reshape(({batch}, {rows}, {cols}))", aval,
-                   f"{ref.name.split('[')[0]}3").name, False
+                   f"{ref.name.split('[')[0]}_3d").name, False
 
 
 def _transposed(ge: DeviceGraphEmitter, atom: Atom, perm: list[int]) -> str:

@@ -57,57 +57,57 @@ _device = cuda.jit(device=True)
 # ---------------------------------------------------------------- real math (libdevice)
 
 @_device
-def exp_f32(x):  # noqa: ANN001, ANN201 - the same device function serves f32 and f64
+def exp_f32(x):  # the same device function serves f32 and f64
     return math.exp(x)
 
 
 @_device
-def log_f32(x):  # noqa: ANN001, ANN201
+def log_f32(x):
     return math.log(x)
 
 
 @_device
-def tanh_f32(x):  # noqa: ANN001, ANN201
+def tanh_f32(x):
     return math.tanh(x)
 
 
 @_device
-def expm1_f32(x):  # noqa: ANN001, ANN201
+def expm1_f32(x):
     return math.expm1(x)
 
 
 @_device
-def log1p_f32(x):  # noqa: ANN001, ANN201
+def log1p_f32(x):
     return math.log1p(x)
 
 
 @_device
-def sin_f32(x):  # noqa: ANN001, ANN201
+def sin_f32(x):
     return math.sin(x)
 
 
 @_device
-def cos_f32(x):  # noqa: ANN001, ANN201
+def cos_f32(x):
     return math.cos(x)
 
 
 @_device
-def tan_f32(x):  # noqa: ANN001, ANN201
+def tan_f32(x):
     return math.tan(x)
 
 
 @_device
-def sqrt_f32(x):  # noqa: ANN001, ANN201
+def sqrt_f32(x):
     return math.sqrt(x)
 
 
 @_device
-def fmod_f32(x, y):  # noqa: ANN001, ANN201
+def fmod_f32(x, y):
     return math.fmod(x, y)
 
 
 @_device
-def isfinite_f32(x):  # noqa: ANN001, ANN201
+def isfinite_f32(x):
     return math.isfinite(x)
 
 
@@ -127,17 +127,17 @@ cbrt_f32, cbrt_f64 = libdevice.cbrtf, libdevice.cbrt
 # of complex operands use `numba.lib.complex_math`, NumPy's special values)
 
 @_device
-def exp_complex(z):  # noqa: ANN001, ANN201
+def exp_complex(z):
     return cmath.exp(z)
 
 
 @_device
-def log_complex(z):  # noqa: ANN001, ANN201
+def log_complex(z):
     return cmath.log(z)
 
 
 @_device
-def sqrt_complex(z):  # noqa: ANN001, ANN201
+def sqrt_complex(z):
     return cmath.sqrt(z)
 
 
@@ -153,7 +153,7 @@ def _wrapping(dtype: type) -> object:
     bits = 8 * np.dtype(dtype).itemsize
     unsigned = np.dtype(f"u{bits // 8}")
 
-    def convert(x):  # noqa: ANN001, ANN202
+    def convert(x):
         if isinstance(x, (int, np.integer)) and not isinstance(x, bool):
             return np.array(int(x) & ((1 << bits) - 1), unsigned).view(dtype)[()]
         return dtype(x)
@@ -179,27 +179,27 @@ if SIMULATED:  # Python semantics would raise where the GPU returns inf or NaN: 
     trunc_f32 = trunc_f64 = np.trunc
     cbrt_f32 = cbrt_f64 = np.cbrt
 
-    def popcount(x):  # noqa: ANN001, ANN201, F811 - the intrinsic only runs compiled
+    def popcount(x):  # noqa: F811 - the intrinsic only runs compiled
         return type(x)(bin(int(x)).count("1"))
 
-    def leading_zeros(x):  # noqa: ANN001, ANN201, F811
+    def leading_zeros(x):  # noqa: F811
         return type(x)(8 * np.dtype(type(x)).itemsize - int(x).bit_length())
 
 
 @_device
-def expm1_complex(z):  # noqa: ANN001, ANN201 - (cmath has no expm1 / log1p)
+def expm1_complex(z):  # (cmath has no expm1 / log1p)
     return exp_complex(z) - 1
 
 
 @_device
-def log1p_complex(z):  # noqa: ANN001, ANN201
+def log1p_complex(z):
     return log_complex(z + 1)
 
 
 # ---------------------------------------------------------------- logistic
 
 @_device
-def logistic_fast_f32(x):  # noqa: ANN001, ANN201 - (f32 or f64: one device function)
+def logistic_fast_f32(x):  # (f32 or f64: one device function)
     """1 / (1 + e**-x) without overflow."""
     e = exp_f32(-abs(x))
     return 1 / (1 + e) if x >= 0 else e / (1 + e)
@@ -211,19 +211,19 @@ logistic_fast_f64 = logistic_fast_f32
 # ---------------------------------------------------------------- float16 storage
 
 @_device
-def f16_to_f32(h):  # noqa: ANN001, ANN201
+def f16_to_f32(h):
     """The float32 value of a stored float16 (exact)."""
     return np.float32(h)
 
 
 @_device
-def f16_bits(x):  # noqa: ANN001, ANN201 - (the cpu backend's name: the value to store)
+def f16_bits(x):  # (the cpu backend's name: the value to store)
     """`x` rounded to float16 for storing (one rounding to nearest even)."""
     return np.float16(x)
 
 
 @_device
-def f16_round(x):  # noqa: ANN001, ANN201
+def f16_round(x):
     """`x` rounded to float16, as a float32 (how float16 values live in registers)."""
     return np.float32(np.float16(x))
 
@@ -231,7 +231,7 @@ def f16_round(x):  # noqa: ANN001, ANN201
 # ---------------------------------------------------------------- conversions, rounding
 
 @_device
-def float_to_signed(x, low, high):  # noqa: ANN001, ANN201
+def float_to_signed(x, low, high):
     """Truncate float64 `x` toward zero, saturating to [low, high]; NaN -> 0."""
     if x != x:
         return np.int64(0)
@@ -243,7 +243,7 @@ def float_to_signed(x, low, high):  # noqa: ANN001, ANN201
 
 
 @_device
-def float_to_unsigned(x, high):  # noqa: ANN001, ANN201
+def float_to_unsigned(x, high):
     """Truncate float64 `x` toward zero, saturating to [0, high]; NaN -> 0."""
     if x != x or x < 1.0:
         return np.uint64(0)
@@ -253,7 +253,7 @@ def float_to_unsigned(x, high):  # noqa: ANN001, ANN201
 
 
 @_device
-def round_half_away(x):  # noqa: ANN001, ANN201
+def round_half_away(x):
     """Round to nearest, ties away from zero, keeping -0.0 (as a float64)."""
     v = np.float64(x)
     whole = trunc_f64(v)

@@ -51,20 +51,20 @@ def halves(shape: tuple[int, ...]) -> tuple[int, int, int]:
 
 
 @_device
-def words(x):  # noqa: ANN001, ANN201 - device function
+def words(x):  # device function
     """The (low, high) uint32 words of uint64 `x`."""
     x = np.uint64(x)
     return np.uint32(x & np.uint64(0xFFFFFFFF)), np.uint32(x >> np.uint64(32))
 
 
 @_device
-def join(low, high):  # noqa: ANN001, ANN201
+def join(low, high):
     """The uint64 with words (low, high)."""
     return np.uint64(low) | (np.uint64(high) << np.uint64(32))
 
 
 @_device
-def bits_at(k0, k1, i):  # noqa: ANN001, ANN201
+def bits_at(k0, k1, i):
     """64 random bits: the block of key (k0, k1) at 64-bit counter i."""
     low, high = words(i)
     y0, y1 = threefry_block(k0, k1, high, low)
@@ -72,19 +72,19 @@ def bits_at(k0, k1, i):  # noqa: ANN001, ANN201
 
 
 @_device
-def unit_closed_open(bits):  # noqa: ANN001, ANN201
+def unit_closed_open(bits):
     """A float64 in [0, 1) from the top 53 of 64 random bits."""
     return np.float64(bits >> np.uint64(11)) * (1.0 / 9007199254740992.0)
 
 
 @_device
-def unit_open(bits):  # noqa: ANN001, ANN201
+def unit_open(bits):
     """A float64 in (0, 1] from the top 53 of 64 random bits (log never sees 0)."""
     return (np.float64(bits >> np.uint64(11)) + 1.0) * (1.0 / 9007199254740992.0)
 
 
 @_device
-def standard_normal(k0, k1, i):  # noqa: ANN001, ANN201
+def standard_normal(k0, k1, i):
     """Element i's N(0, 1) sample (Box-Muller over counters 2i and 2i + 1)."""
     u1 = unit_open(bits_at(k0, k1, np.uint64(2) * np.uint64(i)))
     u2 = unit_closed_open(bits_at(k0, k1, np.uint64(2) * np.uint64(i) + np.uint64(1)))

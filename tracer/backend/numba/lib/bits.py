@@ -20,7 +20,7 @@ _ONE = np.uint64(1)
 
 
 @_jit
-def _round_mantissa(bits, src_mant, mantissa_bits):  # noqa: ANN001, ANN202
+def _round_mantissa(bits, src_mant, mantissa_bits):
     shift = np.uint64(src_mant - mantissa_bits)
     last = _ONE << shift
     bias = ((bits & last) >> shift) + (last >> _ONE) - _ONE
@@ -28,7 +28,7 @@ def _round_mantissa(bits, src_mant, mantissa_bits):  # noqa: ANN001, ANN202
 
 
 @_jit
-def _clamp_exponent(bits, nbits, src_exp, src_mant, exponent_bits):  # noqa: ANN001, ANN202
+def _clamp_exponent(bits, nbits, src_exp, src_mant, exponent_bits):
     mant = np.uint64(src_mant)
     exp_mask = ((_ONE << np.uint64(src_exp)) - _ONE) << mant
     sign = bits & (_ONE << np.uint64(nbits - 1))
@@ -43,7 +43,7 @@ def _clamp_exponent(bits, nbits, src_exp, src_mant, exponent_bits):  # noqa: ANN
 
 
 @_jit
-def _reduce_precision(bits, nbits, src_exp, src_mant, exponent_bits,  # noqa: ANN001, ANN202
+def _reduce_precision(bits, nbits, src_exp, src_mant, exponent_bits,
                       mantissa_bits):
     """`bits` (uint64 holding an nbits-wide float) rounded to the narrow format."""
     exp_mask = ((_ONE << np.uint64(src_exp)) - _ONE) << np.uint64(src_mant)
@@ -57,20 +57,20 @@ def _reduce_precision(bits, nbits, src_exp, src_mant, exponent_bits,  # noqa: AN
 
 
 @_jit
-def reduce_precision_16(bits, exponent_bits, mantissa_bits):  # noqa: ANN001, ANN201
+def reduce_precision_16(bits, exponent_bits, mantissa_bits):
     """reduce_precision of float16 bits (uint16)."""
     return np.uint16(_reduce_precision(np.uint64(bits), 16, 5, 10, exponent_bits,
                                        mantissa_bits))
 
 
 @_jit
-def reduce_precision_32(bits, exponent_bits, mantissa_bits):  # noqa: ANN001, ANN201
+def reduce_precision_32(bits, exponent_bits, mantissa_bits):
     """reduce_precision of float32 bits (uint32)."""
     return np.uint32(_reduce_precision(np.uint64(bits), 32, 8, 23, exponent_bits,
                                        mantissa_bits))
 
 
 @_jit
-def reduce_precision_64(bits, exponent_bits, mantissa_bits):  # noqa: ANN001, ANN201
+def reduce_precision_64(bits, exponent_bits, mantissa_bits):
     """reduce_precision of float64 bits (uint64)."""
     return _reduce_precision(np.uint64(bits), 64, 11, 52, exponent_bits, mantissa_bits)

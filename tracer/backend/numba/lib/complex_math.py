@@ -34,20 +34,20 @@ _T = 709                            # (int)((DBL_MAX_EXP - 1) * ln 2): exp(_T) i
 _T2 = 354                           # the same for exp(2 * x) (tanh, tan)
 
 
-def _like(x, value):  # noqa: ANN001, ANN202 - typed by the overload below
+def _like(x, value):  # typed by the overload below
     """`value` rounded to the float type of `x` (float32 parts compute as NumPy's
     complex64 loops do: their overflows and roundings are the float32 ones)."""
 
 
 @overload(_like)
-def _like_impl(x, value):  # noqa: ANN001, ANN202
+def _like_impl(x, value):
     if x == types.float32:
         return lambda x, value: np.float32(value)
     return lambda x, value: value
 
 
 @_jit
-def _sincos(x):  # noqa: ANN001, ANN202
+def _sincos(x):
     """(sin x, cos x), with sin x = x exactly for subnormal x (glibc)."""
     if abs(x) > _TINY:
         return math.sin(x), math.cos(x)
@@ -55,7 +55,7 @@ def _sincos(x):  # noqa: ANN001, ANN202
 
 
 @_jit
-def _scaled(big, s, c):  # noqa: ANN001, ANN202
+def _scaled(big, s, c):
     """(e**|big| / 2 * s, e**|big| / 2 * c) without overflowing e**|big| (|big| > _T)."""
     exp_t = math.exp(_T)
     r = abs(big) - _T
@@ -72,7 +72,7 @@ def _scaled(big, s, c):  # noqa: ANN001, ANN202
 
 
 @_jit
-def _cosh_finite(x, y):  # noqa: ANN001, ANN202
+def _cosh_finite(x, y):
     """cosh(x + iy) for finite x, y (glibc ccosh)."""
     s, c = _sincos(y)
     if abs(x) > _T:
@@ -84,7 +84,7 @@ def _cosh_finite(x, y):  # noqa: ANN001, ANN202
 
 
 @_jit
-def _cosh(x, y):  # noqa: ANN001, ANN202
+def _cosh(x, y):
     """cosh(x + iy) with C99 Annex G's special values, as glibc's ccosh."""
     if math.isfinite(x) and math.isfinite(y):
         return _cosh_finite(x, y)
@@ -102,13 +102,13 @@ def _cosh(x, y):  # noqa: ANN001, ANN202
 
 
 @_jit
-def complex_cos(z):  # noqa: ANN001, ANN201
+def complex_cos(z):
     """cos(z) = cosh(iz), as glibc's ccos."""
     return _cosh(-float(z.imag), float(z.real))
 
 
 @_jit
-def complex_sin(z):  # noqa: ANN001, ANN201
+def complex_sin(z):
     """sin(z) with C99 Annex G's special values, as glibc's csin."""
     x, y = float(z.real), float(z.imag)
     negate = math.copysign(1.0, x) < 0
@@ -137,7 +137,7 @@ def complex_sin(z):  # noqa: ANN001, ANN201
 
 
 @_jit
-def _tanh_finite(x, y):  # noqa: ANN001, ANN202
+def _tanh_finite(x, y):
     """tanh(x + iy) for finite x, y (glibc ctanh; tan swaps the parts)."""
     s, c = _sincos(y)
     if abs(x) > _T2:
@@ -152,7 +152,7 @@ def _tanh_finite(x, y):  # noqa: ANN001, ANN202
 
 
 @_jit
-def _tanh(x, y):  # noqa: ANN001, ANN202
+def _tanh(x, y):
     """tanh(x + iy) with C99 Annex G's special values, as glibc's ctanh."""
     if math.isfinite(x) and math.isfinite(y):
         return _tanh_finite(x, y)
@@ -167,12 +167,12 @@ def _tanh(x, y):  # noqa: ANN001, ANN202
 
 
 @_jit
-def complex_tanh(z):  # noqa: ANN001, ANN201
+def complex_tanh(z):
     return _tanh(float(z.real), float(z.imag))
 
 
 @_jit
-def complex_tan(z):  # noqa: ANN001, ANN201
+def complex_tan(z):
     """tan(z) = -i tanh(iz), as glibc's ctan (the same cases with the parts swapped)."""
     w = _tanh(-float(z.imag), float(z.real))
     if w.real != w.real:  # glibc passes tan(0 + NaN i)'s NaN through, else makes a + NaN
@@ -181,7 +181,7 @@ def complex_tan(z):  # noqa: ANN001, ANN201
 
 
 @_jit
-def complex_exp(z):  # noqa: ANN001, ANN201
+def complex_exp(z):
     """exp(z) with C99 Annex G's special values, as glibc's cexp."""
     x, y = float(z.real), float(z.imag)
     if math.isfinite(x) and math.isfinite(y):
@@ -213,7 +213,7 @@ def complex_exp(z):  # noqa: ANN001, ANN201
 
 
 @_jit
-def complex_expm1(z):  # noqa: ANN001, ANN201
+def complex_expm1(z):
     """expm1(z) as NumPy computes it: numba's exp(z) - 1 cancels to 0 for small |z|
     (expm1(1e-300 + 0j) gave 0); cos(y) - 1 = -2 sin(y/2)**2 keeps the real part."""
     half = np.sin(z.imag / 2)
@@ -224,12 +224,12 @@ def complex_expm1(z):  # noqa: ANN001, ANN201
 # ---------------------------------------------------------------- product, power
 
 @intrinsic
-def _fma(typingctx, a, b, c):  # noqa: ANN001, ANN202 - numba intrinsic protocol
+def _fma(typingctx, a, b, c):  # numba intrinsic protocol
     """a * b + c with one rounding (LLVM's llvm.fma)."""
     if not isinstance(a, types.Float) or not a == b == c:
         return None
 
-    def codegen(context, builder, signature, args):  # noqa: ANN001, ANN202
+    def codegen(context, builder, signature, args):
         ty = args[0].type
         fn = builder.module.declare_intrinsic("llvm.fma", [ty], ir.FunctionType(ty, [ty, ty, ty]))
         return builder.call(fn, args)
@@ -237,7 +237,7 @@ def _fma(typingctx, a, b, c):  # noqa: ANN001, ANN202 - numba intrinsic protocol
 
 
 @_jit
-def complex_multiply(a, b):  # noqa: ANN001, ANN201
+def complex_multiply(a, b):
     """a * b as NumPy's SIMD loop computes it (npyv_muladdsub, on FMA hardware): each
     part one fused multiply-add, so (1e-300 + 1j)(-1 + 1e300j) keeps its imaginary
     7.8e-17 and (1e300 + 1e300j)**2 is -inf+infj, not nan+infj."""
@@ -246,13 +246,13 @@ def complex_multiply(a, b):  # noqa: ANN001, ANN201
 
 
 @_jit
-def _cmul(a, b, c, d):  # noqa: ANN001, ANN202
+def _cmul(a, b, c, d):
     """(a + ib)(c + id) as NumPy's `cmul`: the plain formula, no infinity recovery."""
     return a * c - b * d, a * d + b * c
 
 
 @_jit
-def _mul_annex_g(a, b, c, d):  # noqa: ANN001, ANN202
+def _mul_annex_g(a, b, c, d):
     """(a + ib)(c + id) as C's complex `*` (libgcc's __muldc3): a NaN + NaN i result
     with an infinite factor (or product) is recomputed as an infinity."""
     x, y = a * c - b * d, a * d + b * c
@@ -281,7 +281,7 @@ def _mul_annex_g(a, b, c, d):  # noqa: ANN001, ANN202
 
 
 @_jit
-def _log(x, y):  # noqa: ANN001, ANN202
+def _log(x, y):
     """log(x + iy) (NumPy's npy_clog: rescaled where |z| would overflow or be subnormal)."""
     if x == 0 and y == 0:
         return -1.0 / abs(x), math.copysign(math.pi if math.copysign(1.0, x) < 0 else 0.0, y)
@@ -303,7 +303,7 @@ def _log(x, y):  # noqa: ANN001, ANN202
 
 
 @_jit
-def _int_power(ar, ai, n):  # noqa: ANN001, ANN202
+def _int_power(ar, ai, n):
     """(ar + i ai) ** |n| by NumPy's square-and-multiply, in the parts' own precision."""
     if n == 1:
         return ar, ai
@@ -326,7 +326,7 @@ def _int_power(ar, ai, n):  # noqa: ANN001, ANN202
 
 
 @_jit
-def complex_pow(a, b):  # noqa: ANN001, ANN201
+def complex_pow(a, b):
     """a ** b as NumPy's npy_cpow: 1 for b == 0, 0 for a == 0 and Re b > 0 (NaN for other
     b), products for integer b in (-100, 100), else glibc's cpow, exp(b * log a)."""
     ar, ai, br, bi = a.real, a.imag, b.real, b.imag
@@ -347,7 +347,7 @@ def complex_pow(a, b):  # noqa: ANN001, ANN201
 # ---------------------------------------------------------------- sign, max, min
 
 @_jit
-def complex_sign(z):  # noqa: ANN001, ANN201
+def complex_sign(z):
     """z / |z| as NumPy: each part divided by hypot (float32's for complex64); an
     infinite |z| gives the unit direction of its infinite part (NaN for two)."""
     r, i = z.real, z.imag
@@ -365,7 +365,7 @@ def complex_sign(z):  # noqa: ANN001, ANN201
 
 
 @_jit
-def complex_maximum(a, b):  # noqa: ANN001, ANN201
+def complex_maximum(a, b):
     """NumPy's lexicographic maximum: `a` if it has a NaN part or is >= `b`, else `b`
     (so the NaN operand itself comes out, nan+1j stays nan+1j)."""
     ar, ai, br, bi = a.real, a.imag, b.real, b.imag
@@ -376,7 +376,7 @@ def complex_maximum(a, b):  # noqa: ANN001, ANN201
 
 
 @_jit
-def complex_minimum(a, b):  # noqa: ANN001, ANN201
+def complex_minimum(a, b):
     ar, ai, br, bi = a.real, a.imag, b.real, b.imag
     if ar != ar or ai != ai:
         return a

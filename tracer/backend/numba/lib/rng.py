@@ -35,25 +35,25 @@ M32 = np.uint64(0xFFFFFFFF)
 PARALLEL_MIN_ELEMENTS = 1 << 15  # below this, threads cost more than they save
 
 
-def _at(x, i):  # noqa: ANN001, ANN202 - numba compiles the overload below
+def _at(x, i):  # numba compiles the overload below
     """x[i] for an array operand, x itself for a scalar one."""
     return x[i] if isinstance(x, np.ndarray) else x
 
 
 @overload(_at, inline="always")
-def _at_overload(x, i):  # noqa: ANN001, ANN202
+def _at_overload(x, i):
     if isinstance(x, types.Array):
         return lambda x, i: x[i]
     return lambda x, i: x
 
 
-def _flat(x):  # noqa: ANN001, ANN202 - numba compiles the overload below
+def _flat(x):  # numba compiles the overload below
     """A 1-D view of a C-contiguous array operand; a scalar stays a scalar."""
     return x.reshape(x.size) if isinstance(x, np.ndarray) else x
 
 
 @overload(_flat, inline="always")
-def _flat_overload(x):  # noqa: ANN001, ANN202
+def _flat_overload(x):
     if isinstance(x, types.Array):
         return lambda x: x.reshape(x.size)
     return lambda x: x
@@ -62,14 +62,14 @@ def _flat_overload(x):  # noqa: ANN001, ANN202
 # ---------------------------------------------------------------- the blocks
 
 @_inline
-def _mix(x0, x1, r):  # noqa: ANN001, ANN201
+def _mix(x0, x1, r):
     x0 = np.uint32(x0 + x1)
     x1 = np.uint32((x1 << r) | (x1 >> (32 - r)))
     return x0, np.uint32(x1 ^ x0)
 
 
 @_inline
-def _four(x0, x1, r0, r1, r2, r3):  # noqa: ANN001, ANN201
+def _four(x0, x1, r0, r1, r2, r3):
     x0, x1 = _mix(x0, x1, r0)
     x0, x1 = _mix(x0, x1, r1)
     x0, x1 = _mix(x0, x1, r2)
@@ -77,7 +77,7 @@ def _four(x0, x1, r0, r1, r2, r3):  # noqa: ANN001, ANN201
 
 
 @_jit
-def threefry_block(k0, k1, x0, x1):  # noqa: ANN001, ANN201
+def threefry_block(k0, k1, x0, x1):
     """Threefry-2x32, 20 rounds: key (k0, k1), counter (x0, x1) -> two uint32 words."""
     k0, k1 = np.uint32(k0), np.uint32(k1)
     k2 = np.uint32(k0 ^ k1 ^ PARITY)
@@ -95,7 +95,7 @@ def threefry_block(k0, k1, x0, x1):  # noqa: ANN001, ANN201
 
 
 @_jit
-def philox_block(c0, c1, c2, c3, k0, k1):  # noqa: ANN001, ANN201
+def philox_block(c0, c1, c2, c3, k0, k1):
     """Philox-4x32-10: counter words c0..c3, key (k0, k1) -> four uint32 words."""
     k0, k1 = np.uint32(k0), np.uint32(k1)
     for _ in range(10):
@@ -110,26 +110,26 @@ def philox_block(c0, c1, c2, c3, k0, k1):  # noqa: ANN001, ANN201
 # ---------------------------------------------------------------- the element-wise op
 
 @_internal
-def _fill_serial(a, b, c, d, out0, out1):  # noqa: ANN001, ANN201
+def _fill_serial(a, b, c, d, out0, out1):
     for i in range(out0.size):
         out0[i], out1[i] = threefry_block(_at(a, i), _at(b, i), _at(c, i), _at(d, i))
 
 
 @njit(cache=True, error_model="numpy", parallel=True)
-def _fill_parallel(a, b, c, d, out0, out1):  # noqa: ANN001, ANN201
+def _fill_parallel(a, b, c, d, out0, out1):
     for i in prange(out0.size):
         out0[i], out1[i] = threefry_block(_at(a, i), _at(b, i), _at(c, i), _at(d, i))
 
 
 @_jit
-def threefry2x32_fill(k0, k1, x0, x1, y0, y1):  # noqa: ANN001, ANN201
+def threefry2x32_fill(k0, k1, x0, x1, y0, y1):
     """y0, y1 (C-contiguous, one shape) = the block of each element's operands."""
     _fill_serial(_flat(k0), _flat(k1), _flat(x0), _flat(x1), y0.reshape(y0.size),
                  y1.reshape(y1.size))
 
 
 @_jit
-def threefry2x32_fill_parallel(k0, k1, x0, x1, y0, y1):  # noqa: ANN001, ANN201
+def threefry2x32_fill_parallel(k0, k1, x0, x1, y0, y1):
     """`threefry2x32_fill` on threads: for outputs of at least PARALLEL_MIN_ELEMENTS in
     graphs without BLAS (the emitter picks it: numba takes seconds to compile a
     parallel loop, so small outputs never do)."""
@@ -138,7 +138,7 @@ def threefry2x32_fill_parallel(k0, k1, x0, x1, y0, y1):  # noqa: ANN001, ANN201
 
 
 @_internal
-def _bits_at(k0, k1, i, width):  # noqa: ANN001, ANN201
+def _bits_at(k0, k1, i, width):
     """JAX's random bits of element i: the block at counter (i >> 32, i & 0xFFFFFFFF)."""
     low, high = _words(np.uint64(i))
     y0, y1 = threefry_block(k0, k1, high, low)
@@ -148,26 +148,26 @@ def _bits_at(k0, k1, i, width):  # noqa: ANN001, ANN201
 
 
 @_internal
-def _bits_serial(k0, k1, out, width):  # noqa: ANN001, ANN201
+def _bits_serial(k0, k1, out, width):
     for i in range(out.size):
         out[i] = _bits_at(k0, k1, i, width)
 
 
 @njit(cache=True, error_model="numpy", parallel=True)
-def _bits_parallel(k0, k1, out, width):  # noqa: ANN001, ANN201
+def _bits_parallel(k0, k1, out, width):
     for i in prange(out.size):
         out[i] = _bits_at(k0, k1, i, width)
 
 
 @_jit
-def threefry_random_bits_fill(key, bits, width):  # noqa: ANN001, ANN201
+def threefry_random_bits_fill(key, bits, width):
     """bits (C-contiguous, uint{width}) = JAX's threefry random bits of `key`; the
     store keeps the low bits for 8 and 16."""
     _bits_serial(key[0], key[1], bits.reshape(bits.size), width)
 
 
 @_jit
-def threefry_random_bits_fill_parallel(key, bits, width):  # noqa: ANN001, ANN201
+def threefry_random_bits_fill_parallel(key, bits, width):
     """`threefry_random_bits_fill` on threads (as `threefry2x32_fill_parallel`)."""
     _bits_parallel(key[0], key[1], bits.reshape(bits.size), width)
 
@@ -175,7 +175,7 @@ def threefry_random_bits_fill_parallel(key, bits, width):  # noqa: ANN001, ANN20
 # ---------------------------------------------------------------- RngBitGenerator
 
 @_jit
-def split_dim(shape):  # noqa: ANN001, ANN201
+def split_dim(shape):
     """XLA's SplitShapeIntoHalves: the first even dimension, else the first largest."""
     for i in range(len(shape)):
         if shape[i] % 2 == 0:
@@ -188,18 +188,18 @@ def split_dim(shape):  # noqa: ANN001, ANN201
 
 
 @_inline
-def _words(x):  # noqa: ANN001, ANN201
+def _words(x):
     x = np.uint64(x)
     return np.uint32(x & M32), np.uint32(x >> 32)
 
 
 @_inline
-def _join(low, high):  # noqa: ANN001, ANN201
+def _join(low, high):
     return np.uint64(low) | (np.uint64(high) << 32)
 
 
 @_jit
-def threefry_generate(state, new_state, bits, shape):  # noqa: ANN001, ANN201
+def threefry_generate(state, new_state, bits, shape):
     """three_fry bits of `shape` (a rank-0 result: (1,)) into the C-contiguous `bits`;
     state u64[2] = [key, counter]."""
     key, counter = np.uint64(state[0]), np.uint64(state[1])
@@ -233,7 +233,7 @@ def threefry_generate(state, new_state, bits, shape):  # noqa: ANN001, ANN201
 
 
 @_jit
-def philox_generate(state, new_state, bits):  # noqa: ANN001, ANN201
+def philox_generate(state, new_state, bits):
     """philox bits into the C-contiguous `bits`; state u64[3] = [key, low, high] or
     XLA's u64[2] = [key, low] (the high word is then the key)."""
     key, low = np.uint64(state[0]), np.uint64(state[1])
@@ -264,13 +264,13 @@ def philox_generate(state, new_state, bits):  # noqa: ANN001, ANN201
 # ---------------------------------------------------------------- the process stream
 
 @_internal
-def _mantissa_draw(nmant):  # noqa: ANN001, ANN201
+def _mantissa_draw(nmant):
     """Uniform in [0, 1) with `nmant` random bits, exact in any float type."""
     return np.float64(np.random.randint(0, 1 << nmant)) * 2.0 ** -nmant
 
 
 @_internal
-def _rounded(x, nmant):  # noqa: ANN001, ANN201
+def _rounded(x, nmant):
     """float64 `x` rounded to the output type (7: bfloat16, 10: float16, 23: float32,
     52: float64)."""
     if nmant == 7:
@@ -283,7 +283,7 @@ def _rounded(x, nmant):  # noqa: ANN001, ANN201
 
 
 @_internal
-def _store(out, i, value, nmant):  # noqa: ANN001, ANN201
+def _store(out, i, value, nmant):
     if nmant == 7:
         out[i] = bf16_bits(value)  # half-precision arrays hold their bits
     elif nmant == 10:
@@ -293,7 +293,7 @@ def _store(out, i, value, nmant):  # noqa: ANN001, ANN201
 
 
 @_jit
-def stream_uniform_float(a, b, out, nmant):  # noqa: ANN001, ANN201
+def stream_uniform_float(a, b, out, nmant):
     """rng_uniform of a float type: [a, b); a when b <= a (a, b as float64)."""
     flat = out.reshape(out.size)
     for i in range(flat.size):
@@ -302,7 +302,7 @@ def stream_uniform_float(a, b, out, nmant):  # noqa: ANN001, ANN201
 
 
 @_jit
-def stream_uniform_int(ua, ub, greater, out, bits):  # noqa: ANN001, ANN201
+def stream_uniform_int(ua, ub, greater, out, bits):
     """rng_uniform of an integer type: ua + raw % (ub - ua) in `bits`-bit unsigned
     arithmetic (ua, ub: the bounds' two's-complement bits as uint64); ua if not b > a."""
     mask = np.uint64(0xFFFFFFFFFFFFFFFF) >> np.uint64(64 - bits)
@@ -314,7 +314,7 @@ def stream_uniform_int(ua, ub, greater, out, bits):  # noqa: ANN001, ANN201
 
 
 @_jit
-def stream_normal(mu, sigma, out, nmant):  # noqa: ANN001, ANN201
+def stream_normal(mu, sigma, out, nmant):
     """rng_normal: mu + sigma * z, z standard normal (mu, sigma as float64)."""
     flat = out.reshape(out.size)
     for i in range(flat.size):

@@ -27,14 +27,14 @@ _jit = njit(cache=True, error_model="numpy")
 
 # ---------------------------------------------------------------- bit casts
 
-def _bitcast(src: types.Type, dst: types.Type, width: int, to_int: bool):  # noqa: ANN202
-    def impl(typingctx, x):  # noqa: ANN001, ANN202 - numba intrinsic protocol
+def _bitcast(src: types.Type, dst: types.Type, width: int, to_int: bool):
+    def impl(typingctx, x):  # numba intrinsic protocol
         if x != src:
             return None
         target = ir.IntType(width) if to_int else (ir.FloatType() if width == 32
                                                    else ir.DoubleType())
 
-        def codegen(context, builder, signature, args):  # noqa: ANN001, ANN202
+        def codegen(context, builder, signature, args):
             return builder.bitcast(args[0], target)
         return dst(src), codegen
     return intrinsic(impl)
@@ -47,23 +47,23 @@ i64_as_f64 = _bitcast(types.int64, types.float64, 64, False)
 
 
 @intrinsic
-def popcount(typingctx, x):  # noqa: ANN001, ANN201
+def popcount(typingctx, x):
     """Number of set bits of an unsigned integer (LLVM ctpop)."""
     if not isinstance(x, types.Integer):
         return None
 
-    def codegen(context, builder, signature, args):  # noqa: ANN001, ANN202
+    def codegen(context, builder, signature, args):
         return builder.ctpop(args[0])
     return x(x), codegen
 
 
 @intrinsic
-def leading_zeros(typingctx, x):  # noqa: ANN001, ANN201
+def leading_zeros(typingctx, x):
     """Leading zero bits of an unsigned integer, counted over its width (LLVM ctlz)."""
     if not isinstance(x, types.Integer):
         return None
 
-    def codegen(context, builder, signature, args):  # noqa: ANN001, ANN202
+    def codegen(context, builder, signature, args):
         return builder.ctlz(args[0], ir.Constant(ir.IntType(1), 0))
     return x(x), codegen
 
@@ -71,7 +71,7 @@ def leading_zeros(typingctx, x):  # noqa: ANN001, ANN201
 # ---------------------------------------------------------------- float16 storage
 
 @_jit
-def f16_to_f32(h):  # noqa: ANN001, ANN201
+def f16_to_f32(h):
     """The float32 value of float16 bits `h` (exact)."""
     bits = np.int32(h)
     sign = (bits >> 15) & 1
@@ -88,7 +88,7 @@ def f16_to_f32(h):  # noqa: ANN001, ANN201
 
 
 @_jit
-def f16_bits(x):  # noqa: ANN001, ANN201
+def f16_bits(x):
     """float16 bits of `x`, rounded to nearest even from its float64 value (as NumPy)."""
     x = np.float64(x)
     b = f64_as_i64(x)
@@ -110,13 +110,13 @@ def f16_bits(x):  # noqa: ANN001, ANN201
 
 
 @_jit
-def f16_round(x):  # noqa: ANN001, ANN201
+def f16_round(x):
     """`x` rounded to float16, as a float32 (how f16 values live in registers)."""
     return f16_to_f32(f16_bits(x))
 
 
 @_jit
-def widen_f16(bits):  # noqa: ANN001, ANN201
+def widen_f16(bits):
     """A float32 copy of a float16 array held as uint16 bits (C-contiguous), for kernels
     that compute in float32 (convolution, batch norm)."""
     out = np.empty(bits.shape, np.float32)
@@ -127,7 +127,7 @@ def widen_f16(bits):  # noqa: ANN001, ANN201
 
 
 @_jit
-def narrow_f16(values, out):  # noqa: ANN001, ANN201
+def narrow_f16(values, out):
     """Store float32 `values` rounded to float16 into `out` (uint16 bits, same shape)."""
     src, dst = values.reshape(values.size), out.reshape(out.size)
     for k in range(src.size):
@@ -137,13 +137,13 @@ def narrow_f16(values, out):  # noqa: ANN001, ANN201
 # ---------------------------------------------------------------- bfloat16 storage
 
 @_jit
-def bf16_to_f32(h):  # noqa: ANN001, ANN201
+def bf16_to_f32(h):
     """The float32 value of bfloat16 bits `h` (exact: the top half of its bits)."""
     return i32_as_f32(np.int32(np.int64(h) << 16))
 
 
 @_jit
-def bf16_bits(x):  # noqa: ANN001, ANN201
+def bf16_bits(x):
     """bfloat16 bits of `x`: rounded to float32 first, then to nearest even (as ml_dtypes
     and XLA convert, so float64 and int64 round twice); NaN becomes the quiet NaN of
     its sign (0x7FC0 / 0xFFC0), as ml_dtypes gives."""
@@ -154,13 +154,13 @@ def bf16_bits(x):  # noqa: ANN001, ANN201
 
 
 @_jit
-def bf16_round(x):  # noqa: ANN001, ANN201
+def bf16_round(x):
     """`x` rounded to bfloat16, as a float32 (how bf16 values live in registers)."""
     return bf16_to_f32(bf16_bits(x))
 
 
 @_jit
-def widen_bf16(bits):  # noqa: ANN001, ANN201
+def widen_bf16(bits):
     """A float32 copy of a bfloat16 array held as uint16 bits (C-contiguous), for kernels
     that compute in float32 (convolution, batch norm)."""
     out = np.empty(bits.shape, np.float32)
@@ -171,7 +171,7 @@ def widen_bf16(bits):  # noqa: ANN001, ANN201
 
 
 @_jit
-def narrow_bf16(values, out):  # noqa: ANN001, ANN201
+def narrow_bf16(values, out):
     """Store float32 `values` rounded to bfloat16 into `out` (uint16 bits, same shape)."""
     src, dst = values.reshape(values.size), out.reshape(out.size)
     for k in range(src.size):
@@ -181,7 +181,7 @@ def narrow_bf16(values, out):  # noqa: ANN001, ANN201
 # ---------------------------------------------------------------- integers
 
 @_jit
-def div_s64(x, y):  # noqa: ANN001, ANN201
+def div_s64(x, y):
     """C division of int64s; x / 0 = -1 (all bits set), INT_MIN / -1 = INT_MIN."""
     if y == 0:
         return np.int64(-1)
@@ -194,7 +194,7 @@ def div_s64(x, y):  # noqa: ANN001, ANN201
 
 
 @_jit
-def div_u64(x, y):  # noqa: ANN001, ANN201
+def div_u64(x, y):
     """Unsigned division; x / 0 = all bits set."""
     if y == 0:
         return np.uint64(0xFFFFFFFFFFFFFFFF)
@@ -202,7 +202,7 @@ def div_u64(x, y):  # noqa: ANN001, ANN201
 
 
 @_jit
-def rem_s64(x, y):  # noqa: ANN001, ANN201
+def rem_s64(x, y):
     """C remainder (sign of the dividend); x rem 0 = x, INT_MIN rem -1 = 0."""
     if y == 0:
         return x
@@ -212,14 +212,14 @@ def rem_s64(x, y):  # noqa: ANN001, ANN201
 
 
 @_jit
-def rem_u64(x, y):  # noqa: ANN001, ANN201
+def rem_u64(x, y):
     if y == 0:
         return x
     return x % y
 
 
 @_jit
-def pow_s64(x, y):  # noqa: ANN001, ANN201
+def pow_s64(x, y):
     """Wrapping x**y; y < 0 gives 0 except 1 for x == 1 and +-1 for x == -1 (XLA)."""
     if y < 0:
         if x == 1:
@@ -231,7 +231,7 @@ def pow_s64(x, y):  # noqa: ANN001, ANN201
 
 
 @_jit
-def pow_u64(x, y):  # noqa: ANN001, ANN201
+def pow_u64(x, y):
     acc = np.uint64(1)
     base = x
     e = y
@@ -244,7 +244,7 @@ def pow_u64(x, y):  # noqa: ANN001, ANN201
 
 
 @_jit
-def shift_left(x, amount, bits):  # noqa: ANN001, ANN201
+def shift_left(x, amount, bits):
     """x << amount on a `bits`-wide pattern held in a uint64; 0 when amount >= bits."""
     if amount >= bits:
         return np.uint64(0)
@@ -252,7 +252,7 @@ def shift_left(x, amount, bits):  # noqa: ANN001, ANN201
 
 
 @_jit
-def shift_right_logical(x, amount, bits):  # noqa: ANN001, ANN201
+def shift_right_logical(x, amount, bits):
     """Zero-filling shift of a `bits`-wide pattern (zero-extended into a uint64)."""
     if amount >= bits:
         return np.uint64(0)
@@ -260,7 +260,7 @@ def shift_right_logical(x, amount, bits):  # noqa: ANN001, ANN201
 
 
 @_jit
-def shift_right_arithmetic(x, amount, bits):  # noqa: ANN001, ANN201
+def shift_right_arithmetic(x, amount, bits):
     """Sign-filling shift of a `bits`-wide pattern (sign-extended into an int64)."""
     if amount >= bits:
         return np.int64(-1) if x < 0 else np.int64(0)
@@ -268,7 +268,7 @@ def shift_right_arithmetic(x, amount, bits):  # noqa: ANN001, ANN201
 
 
 @_jit
-def float_to_signed(x, low, high):  # noqa: ANN001, ANN201
+def float_to_signed(x, low, high):
     """Truncate float64 `x` toward zero, saturating to [low, high]; NaN -> 0."""
     t = np.trunc(x)
     if t != t:
@@ -281,7 +281,7 @@ def float_to_signed(x, low, high):  # noqa: ANN001, ANN201
 
 
 @_jit
-def float_to_unsigned(x, high):  # noqa: ANN001, ANN201
+def float_to_unsigned(x, high):
     """Truncate float64 `x` toward zero, saturating to [0, high]; NaN -> 0."""
     t = np.trunc(x)
     if t != t or t <= 0.0:
@@ -294,13 +294,13 @@ def float_to_unsigned(x, high):  # noqa: ANN001, ANN201
 # ---------------------------------------------------------------- floats
 
 @_jit
-def maximum(a, b):  # noqa: ANN001, ANN201
+def maximum(a, b):
     """NumPy's maximum: a NaN operand wins, ties (-0.0 vs 0.0) give `b`."""
     return a if (a > b or a != a) else b
 
 
 @_jit
-def minimum(a, b):  # noqa: ANN001, ANN201
+def minimum(a, b):
     return a if (a < b or a != a) else b
 
 
@@ -309,29 +309,29 @@ def minimum(a, b):  # noqa: ANN001, ANN201
 # live on these instructions only, even after inlining.
 
 @njit(cache=True, error_model="numpy", fastmath={"reassoc"})
-def add_reassoc(a, b):  # noqa: ANN001, ANN201
+def add_reassoc(a, b):
     return a + b
 
 
 @njit(cache=True, error_model="numpy", fastmath={"reassoc"})
-def mul_reassoc(a, b):  # noqa: ANN001, ANN201
+def mul_reassoc(a, b):
     return a * b
 
 
 @njit(cache=True, error_model="numpy", fastmath={"reassoc", "contract"})
-def fma_reassoc(acc, x, y):  # noqa: ANN001, ANN201
+def fma_reassoc(acc, x, y):
     """acc + x * y, fused into one multiply-add (one rounding) in a summing loop."""
     return acc + x * y
 
 
-def _min_max(name: str):  # noqa: ANN202
+def _min_max(name: str):
     """LLVM's maxnum/minnum flagged no-NaN, no-signed-zero: the form LLVM vectorizes as
     a reduction. A NaN operand gives an unspecified value (callers track NaNs)."""
-    def impl(typingctx, a, b):  # noqa: ANN001, ANN202 - numba intrinsic protocol
+    def impl(typingctx, a, b):  # numba intrinsic protocol
         if not isinstance(a, types.Float) or a != b:
             return None
 
-        def codegen(context, builder, signature, args):  # noqa: ANN001, ANN202
+        def codegen(context, builder, signature, args):
             ty = args[0].type
             fn = builder.module.declare_intrinsic(name, [ty], ir.FunctionType(ty, [ty, ty]))
             return builder.call(fn, args, fastmath=("nnan", "nsz"))
@@ -344,7 +344,7 @@ min_nonan = _min_max("llvm.minnum")
 
 
 @_jit
-def complex_divide(a, b):  # noqa: ANN001, ANN201
+def complex_divide(a, b):
     """NumPy's complex division (Smith's method); x / 0 gives inf/nan, never raises."""
     ar, ai, br, bi = a.real, a.imag, b.real, b.imag
     abs_br, abs_bi = abs(br), abs(bi)
@@ -360,7 +360,7 @@ def complex_divide(a, b):  # noqa: ANN001, ANN201
 
 
 @_jit
-def round_half_away(x):  # noqa: ANN001, ANN201
+def round_half_away(x):
     """Round to nearest, ties away from zero, keeping -0.0 (as a float64)."""
     whole = np.trunc(np.float64(x))
     if abs(np.float64(x) - whole) >= 0.5:
@@ -369,7 +369,7 @@ def round_half_away(x):  # noqa: ANN001, ANN201
 
 
 @_jit
-def float_sign(x):  # noqa: ANN001, ANN201
+def float_sign(x):
     """-1, 1, or x itself for +-0.0 and NaN (as a float64)."""
     if x == 0 or x != x:
         return np.float64(x)
@@ -377,20 +377,20 @@ def float_sign(x):  # noqa: ANN001, ANN201
 
 
 @_jit
-def total_order_f32(x):  # noqa: ANN001, ANN201
+def total_order_f32(x):
     """An int32 key ordered -NaN < -Inf < ... < -0 < +0 < ... < +Inf < +NaN."""
     b = f32_as_i32(x)
     return b ^ np.int32(0x7FFFFFFF) if b < 0 else b
 
 
 @_jit
-def total_order_f64(x):  # noqa: ANN001, ANN201
+def total_order_f64(x):
     b = f64_as_i64(x)
     return b ^ np.int64(0x7FFFFFFFFFFFFFFF) if b < 0 else b
 
 
 @_jit
-def index_i64(i):  # noqa: ANN001, ANN201
+def index_i64(i):
     """An integer index as int64, saturated at +-2**62 (so start + size never wraps)."""
     if i > 4611686018427387904:
         return np.int64(4611686018427387904)
@@ -400,6 +400,6 @@ def index_i64(i):  # noqa: ANN001, ANN201
 
 
 @_jit
-def clamp_index(i, high):  # noqa: ANN001, ANN201
+def clamp_index(i, high):
     """The seeds' clamp of a start index: min(max(i, 0), high)."""
     return min(max(index_i64(i), np.int64(0)), np.int64(high))
