@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 FAMILIES = ("elementwise", "shape", "linalg", "reduce", "control", "indexing", "collectives",
-            "ad", "conv", "window", "sort", "rng", "decomp", "numerics", "misc")
+            "ad", "conv", "window", "sort", "rng", "decomp", "numerics", "misc", "callbacks")
 
 
 @dataclass

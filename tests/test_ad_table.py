@@ -32,6 +32,9 @@ from tracer.ops import OPS
 RAISES = {
     "custom_call:seed": ("jvp", "a custom-call target has no derivative rule"),
     "custom_call:two_results": ("jvp", "a custom-call target has no derivative rule"),
+    "pure_callback:pytree_sequential": ("jvp", "a host callback is opaque Python: use "
+                                               "custom_jvp (as pure_callback:custom_jvp_sin)"),
+    "io_callback:result": ("jvp", "an io_callback with float results has no derivative"),
     "custom_lin": ("jvp", "custom_lin is already the forward mode of a custom_vjp, whose bwd "
                           "supports one reverse pass"),
     "custom_vjp_call": ("second", "a custom_vjp bwd supports one reverse pass only"),

@@ -7,7 +7,8 @@
         return tnp.tanh(x @ w + b)
 """
 
-from . import numpy, ops, random, transforms, tree_util  # numpy installs the Tracer's methods
+from . import debug, numpy, ops, random, transforms, tree_util  # numpy installs the Tracer's methods
+from .callbacks import io_callback, pure_callback
 from .api import Jitted, clear_caches, device_put, devices, eval_shape, jit, make_hlo
 from .config import config
 from .core import ShapedArray
@@ -15,6 +16,7 @@ from .errors import (ConcretizationError, DTypeError, EscapedTracerError, ParamE
                      ShapeError, TracerError, TracerIndexError, TracerOverflowError,
                      TracerTypeError, TracerValueError, UnsupportedOpError)
 from .hlo import HloModule
+from .ops.feeds import transfer_from_outfeed, transfer_to_infeed
 from .ops.misc import register_custom_call
 from .stages import Compiled, Lowered
 from .transforms import (checkpoint, custom_jvp, custom_vjp, grad, hessian, jacfwd, jacrev, jvp,
@@ -31,4 +33,5 @@ __all__ = [
     "ops", "random", "register_custom_call", "tree_util",
     "checkpoint", "custom_jvp", "custom_vjp", "grad", "hessian", "jacfwd", "jacrev", "jvp",
     "linearize", "stop_gradient", "value_and_grad", "vjp", "vmap", "transforms",
+    "debug", "io_callback", "pure_callback", "transfer_from_outfeed", "transfer_to_infeed",
 ]

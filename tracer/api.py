@@ -64,7 +64,8 @@ class Jitted:
             else:
                 leaves, treedef = tree_flatten(dynamic)
             sigs = tuple(map(cache.leaf_signature, leaves))
-            key = (treedef, sigs, statics, self.backend or config.default_backend)
+            key = (treedef, sigs, statics, self.backend or config.default_backend,
+                   config.debug_print)
             entry = self._cache.get(key)
             if entry is None:
                 entry = self._miss(key, args, kwargs, dynamic)
@@ -113,7 +114,7 @@ class Jitted:
         return entry
 
     def _lower_key(self, key: tuple, args: tuple, kwargs: dict, dynamic: tuple) -> Lowered:
-        treedef, sigs, _, backend = key
+        treedef, sigs, _, backend, _ = key
         try:
             avals = [cache.aval_from_signature(s) for s in sigs]
         except TracerError:  # name the argument (only now: names cost a tree walk)
@@ -163,7 +164,8 @@ class Jitted:
         dynamic, statics = self._split(args, kwargs)
         leaves, treedef = tree_flatten(dynamic, is_leaf=lambda x: isinstance(x, ShapedArray))
         sigs = tuple(map(cache.leaf_signature, leaves))
-        key = (treedef, sigs, statics, self.backend or config.default_backend)
+        key = (treedef, sigs, statics, self.backend or config.default_backend,
+                   config.debug_print)
         self._check_call(args, kwargs)
         return self._lower_key(key, args, kwargs, dynamic)
 

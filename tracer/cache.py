@@ -115,7 +115,7 @@ def sig_text(sig: LeafSig) -> str:
 def explain_miss(fun_name: str, key: tuple, previous: Sequence[tuple],
                  leaf_names: Sequence[str]) -> str:
     """Why `key` missed: the first call, or what differs from the closest earlier key."""
-    treedef, sigs, statics, backend = key
+    treedef, sigs, statics, backend, debug_print = key
     if not previous:
         return f"jit({fun_name}): first call, tracing for ({', '.join(map(sig_text, sigs))})"
     old = min(reversed(previous), key=lambda k: _distance(k, key))  # ties: the latest
@@ -128,6 +128,8 @@ def explain_miss(fun_name: str, key: tuple, previous: Sequence[tuple],
     reasons += _static_changes(old[2], statics)
     if old[3] != backend:
         reasons.append(f"the backend changed from {old[3]!r} to {backend!r}")
+    if old[4] != debug_print:
+        reasons.append(f"config debug_print changed from {old[4]} to {debug_print}")
     return f"jit({fun_name}): cache miss because " + "; ".join(reasons or ["(unknown)"])
 
 

@@ -65,6 +65,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("vmap_fallback", False,
             "Let vmap run an op without a batching rule by looping over the batch and "
             "stacking (slow; every op has a rule, so this only matters for new ops).", _bool),
+    Setting("debug_print", True,
+            "Whether tr.debug.print records a print in functions traced from now on "
+            "(False: it adds nothing to the program, so costs nothing).", _bool),
     Setting("runtime_checks", False,
             "Typecheck the graph after every pass and check every reference result "
             "against its shape rule (slower; on in tests).", _bool),

@@ -67,6 +67,26 @@ class ShapedArray:
         return f"ShapedArray({self.shape}, {self.dtype.name}{weak})"
 
 
+class TokenAval(ShapedArray):
+    """The type of XLA's `token[]`: a value with no data that orders side effects
+    (infeed, outfeed, send, recv, ordered host callbacks). At run time a token is
+    an empty bool array, so every backend carries it like any other value."""
+
+    __slots__ = ()
+
+    def __init__(self) -> None:
+        super().__init__((0,), np.bool_)
+
+    def __str__(self) -> str:
+        return "token[]"
+
+    def __repr__(self) -> str:
+        return "TokenAval()"
+
+
+TOKEN = TokenAval()
+
+
 def aval_of(x: Any) -> ShapedArray:
     """The abstract value of a concrete input (array, NumPy or Python scalar)."""
     if dtypes.is_python_scalar(x):
@@ -173,6 +193,24 @@ def subgraphs(params: dict[str, Any]) -> Iterator[Graph]:
             yield value
         elif isinstance(value, tuple):
             yield from (v for v in value if isinstance(v, Graph))
+
+
+def has_host_effect(eqn: "Eqn") -> bool:
+    """Whether running `eqn` talks to the host (a callback, infeed/outfeed, send/recv),
+    itself or anywhere in its sub-graphs: such an eqn is never dropped, merged, folded
+    or recomputed, even when its results are unused."""
+    return getattr(eqn.op, "io_effect", False) or any(
+        _graph_has_host_effect(g) for g in subgraphs(eqn.params))
+
+
+def _graph_has_host_effect(graph: "Graph") -> bool:
+    return any(has_host_effect(e) for e in graph.eqns)
+
+
+def is_effectful(eqn: "Eqn") -> bool:
+    """Passes keep `eqn` whatever its uses: an effectful op (RNG state, collectives,
+    barriers) or one with a host effect inside."""
+    return getattr(eqn.op, "effectful", False) or has_host_effect(eqn)
 
 
 class TypecheckError(AssertionError):

@@ -40,10 +40,13 @@ from .scatter import *  # noqa: F401,F403
 from .scatter import __all__ as _scatter
 from .shape import *  # noqa: F401,F403
 from .shape import __all__ as _shape
+from .tokens import *  # noqa: F401,F403
+from .tokens import __all__ as _tokens
+from . import callbacks as _callbacks  # noqa: F401  (the callback op records)
 
 __all__ = ["OPS", "Op", *_elementwise, *_shape, *_linalg, *_reduce, *_control, *_indexing,
            *_scatter, *_collectives, *_conv, *_window, *_sort, *_rng, *_decomp, *_fft,
-           *_batch_norm, *_bits, *_misc]
+           *_batch_norm, *_bits, *_misc, *_tokens]
 from . import elementwise_rules  # noqa: F401,E402
 from . import control_batch_rules  # noqa: F401,E402
 from . import shape_rules  # noqa: F401,E402
@@ -55,3 +58,4 @@ from . import rng_rules  # noqa: F401,E402
 from . import decomp_rules  # noqa: F401,E402
 from . import numerics_rules  # noqa: F401,E402
 from . import misc_rules  # noqa: F401,E402
+from . import callbacks_rules  # noqa: F401,E402

@@ -38,6 +38,8 @@ class Op:
     differentiable: bool = True
     linear: bool = False
     effectful: bool = False        # never merged, folded or dropped by passes (RNG, collectives)
+    io_effect: bool = False        # talks to the host: kept even inside an unused loop, never
+                                   # recomputed by checkpoint (callbacks, infeed/outfeed)
     jvp: Callable[..., Any] | None = None
     transpose: Callable[..., Any] | None = None
     batch: Callable[..., Any] | None = None

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Hashable, Mapping, Sequence
 
-from ..core import Atom, Eqn, Graph, Literal
+from ..core import Atom, Eqn, Graph, Literal, is_effectful
 from .rewrite import rewrite
 
 
@@ -19,7 +19,7 @@ def cse(graph: Graph) -> Graph:
     seen: dict[Hashable, Eqn] = {}
 
     def rule(eqn: Eqn, defs: Mapping[int, Eqn]) -> Sequence[Atom] | None:
-        if getattr(eqn.op, "effectful", False):
+        if is_effectful(eqn):
             return None
         key = _eqn_key(eqn)
         if key is None:

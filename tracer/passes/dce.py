@@ -4,7 +4,7 @@ contract); only their dead eqns go."""
 
 from __future__ import annotations
 
-from ..core import Eqn, Graph, Var
+from ..core import Eqn, Graph, Var, is_effectful
 from .rewrite import rewrite
 
 
@@ -13,7 +13,7 @@ def dce(graph: Graph) -> Graph:
     live: set[int] = {id(a) for a in graph.outputs if isinstance(a, Var)}
     kept: list[Eqn] = []
     for eqn in reversed(graph.eqns):
-        if any(id(v) in live for v in eqn.outputs) or getattr(eqn.op, "effectful", False):
+        if any(id(v) in live for v in eqn.outputs) or is_effectful(eqn):
             kept.append(eqn)
             live.update(id(a) for a in eqn.inputs if isinstance(a, Var))
     if len(kept) == len(graph.eqns):

@@ -7,7 +7,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .. import dtypes
-from ..core import Atom, Eqn, Graph, Literal, ShapedArray, Var
+from ..core import Atom, Eqn, Graph, Literal, ShapedArray, Var, is_effectful
 from ..interpret import eval_graph, literal_value
 from ..tracing import trace_flat
 
@@ -65,7 +65,7 @@ def live_eqns(eqns: Sequence[Eqn], outputs: Sequence[Atom]) -> list[Eqn]:
     live = {id(a) for a in outputs if isinstance(a, Var)}
     kept = []
     for eqn in reversed(eqns):
-        if any(id(v) in live for v in eqn.outputs) or getattr(eqn.op, "effectful", False):
+        if any(id(v) in live for v in eqn.outputs) or is_effectful(eqn):
             kept.append(eqn)
             live.update(id(a) for a in eqn.inputs if isinstance(a, Var))
     return kept[::-1]

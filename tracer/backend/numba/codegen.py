@@ -106,12 +106,13 @@ class ModuleBuilder:
         self.params.append(Param(name, kind, **fields))
         return name
 
-    def fallback(self, eqn: Eqn) -> tuple[str, int]:
-        """(dims symbol of this executable's runner table, index) for `eqn`'s reference."""
+    def fallback(self, eqn: Eqn, run: Any = None) -> tuple[str, int]:
+        """(dims symbol of this executable's runner table, index) for `eqn`'s reference
+        (or for `run`, a runner of its own)."""
         if self.fallbacks is None:
             table, self.fallbacks = new_table()
             self.size(("fallback table",), table, "fallback_table")
-        self.fallbacks.append(runner(eqn))
+        self.fallbacks.append(run or runner(eqn))
         return self.size_names[("fallback table",)], len(self.fallbacks) - 1
 
     def import_lines(self) -> list[str]:

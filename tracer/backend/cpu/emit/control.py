@@ -157,8 +157,8 @@ class FunctionScope:
         self.params.append(Param(self.namer.fresh(hint), kind, **fields))
         return self.params[-1].name
 
-    def fallback(self, eqn: Eqn) -> tuple[str, int]:
-        _, index = self.parent.fallback(eqn)
+    def fallback(self, eqn: Eqn, run: Any = None) -> tuple[str, int]:
+        _, index = self.parent.fallback(eqn, run)
         return self.size(("fallback table",), 0, "fallback_table"), index
 
 

@@ -1,7 +1,8 @@
 """cpu emitters for composite (its decomposition, inlined), the calls of a sub-graph
 (checkpoint, custom derivative calls: inlined), the identities (optimization_barrier:
 generated code runs in order, so inputs are computed first; stop_gradient) and
-custom_call (a call of the registered target, compiled by numba, from the kernel).
+custom_call (a call of the registered target, compiled by numba, from the kernel; a
+target numba cannot compile is called from object mode, as a host callback).
 """
 
 from __future__ import annotations
@@ -9,11 +10,12 @@ from __future__ import annotations
 from typing import Any
 
 from ....core import Eqn
-from ....errors import UnsupportedOpError
+from ....errors import TracerTypeError, UnsupportedOpError
 from ....ops.misc import custom_call_target
 from ...numba.codegen import GraphEmitter, Ref
 from ...numba.scalar import HALVES
 from ..lib.custom_calls import code_digest, publish
+from .callbacks import emit_host_call
 from .common import OpEmitter, bind_all, operand_refs
 
 
@@ -46,7 +48,12 @@ def _custom_call(ge: GraphEmitter, eqn: Eqn) -> None:
         raise UnsupportedOpError(f"custom_call {p['target']!r}: float16 / bfloat16 buffers "
                                  f"cannot be passed to numba code; convert to float32 around "
                                  f"the call")
-    target = ge.mod.use(publish(p["target"], p["revision"], fn, avals), "cpu.lib.custom_calls")
+    try:
+        target = ge.mod.use(publish(p["target"], p["revision"], fn, avals),
+                            "cpu.lib.custom_calls")
+    except TracerTypeError:  # not numba-compilable: called as a host callback instead
+        emit_host_call(ge, eqn)
+        return
     ge.w.comment(f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', '?')}, "
                  f"code digest {code_digest(fn)}")
     outs = []

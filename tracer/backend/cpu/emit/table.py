@@ -7,6 +7,7 @@ reference (`fallback`).
 from __future__ import annotations
 
 from . import (
+               callbacks,
                collectives,
                control,
                conv,
@@ -25,5 +26,5 @@ from .common import OpEmitter
 OP_EMITTERS: dict[str, OpEmitter] = {
     **control.EMITTERS, **dot.EMITTERS, **shape.EMITTERS, **index.EMITTERS, **conv.EMITTERS,
     **window.EMITTERS, **sort.EMITTERS, **rng.EMITTERS, **decomp.EMITTERS, **numerics.EMITTERS,
-    **misc.EMITTERS, **collectives.EMITTERS,
+    **misc.EMITTERS, **collectives.EMITTERS, **callbacks.EMITTERS,
 }

@@ -22,17 +22,17 @@ from ....errors import TracerTypeError
 def publish(target: str, revision: int, fn: Callable[..., None],
             avals: list[ShapedArray]) -> str:
     """The attribute name under which the compiled `fn` is importable from this module;
-    compiles it for `avals` (outputs then operands, as arrays) to report typing errors
-    as tracer errors, not numba tracebacks from inside a generated module."""
+    compiles it for `avals` (outputs then operands, as arrays) and raises
+    TracerTypeError when numba cannot (the emitter then calls `fn` as a host callback),
+    never a numba traceback from inside a generated module."""
     name = f"custom_call_{target}_{revision}"
     module = sys.modules[__name__]
-    if not hasattr(module, name):
-        setattr(module, name, numba.njit(cache=False)(fn))
-    dispatcher = getattr(module, name)
     signature = tuple(numba.types.Array(numba.from_dtype(a.dtype), a.ndim, "C") for a in avals)
-    try:
-        dispatcher.compile(signature)
-    except numba.core.errors.NumbaError as err:
+    try:  # (a builtin, a ufunc or a callable object is no function numba can take)
+        if not hasattr(module, name):
+            setattr(module, name, numba.njit(cache=False)(fn))
+        getattr(module, name).compile(signature)
+    except (numba.core.errors.NumbaError, TypeError) as err:
         first = str(err).strip().splitlines()[:6]
         raise TracerTypeError(f"custom_call {target!r}: numba cannot compile the registered "
                               f"function for ({', '.join(map(str, avals))}): "

@@ -11,7 +11,7 @@ from __future__ import annotations
 from ....core import Eqn
 from ....errors import UnsupportedOpError
 from ..emitter import DeviceGraphEmitter
-from . import batch_norm, bits, control, index, misc, rng, window
+from . import batch_norm, bits, callbacks, control, index, misc, rng, window
 from .common import OpEmitter
 from .conv import emit_conv
 from .gemm import emit_dot_general
@@ -20,7 +20,7 @@ from .host import HOST_OPS, run_on_host
 DEVICE_EMITTERS: dict[str, OpEmitter] = {
     **control.EMITTERS, **misc.EMITTERS, "dot_general": emit_dot_general,
     "conv_general_dilated": emit_conv, **index.EMITTERS, **bits.EMITTERS,
-    **rng.EMITTERS, **window.EMITTERS, **batch_norm.EMITTERS,
+    **rng.EMITTERS, **window.EMITTERS, **batch_norm.EMITTERS, **callbacks.EMITTERS,
 }
 
 
