@@ -305,3 +305,39 @@ def test_threads_calling_one_jitted_function_with_a_callback_at_once(backend):
         t.join()
     for k, x in enumerate(inputs):
         np.testing.assert_allclose(results[k], x * x + x)
+
+
+def test_the_ordered_token_is_carried_through_loops_and_branches():
+    def fun(x):
+        tr.io_callback(print, None, x, ordered=True)
+        c = ops.fori_loop(0, 2, lambda i, c: _ordered_note(c) * 2, x)
+        c, _ = ops.scan(lambda c, y: (_ordered_note(c) + y, c), c, np.float32([1, 2]))
+        c = ops.cond(c > 0, lambda v: _ordered_note(v), lambda v: v, c)
+        tr.io_callback(print, None, c, ordered=True)
+        return c
+
+    text = str(tr.make_hlo(fun)(np.float32(1)))
+    for piece in ("token[] get-tuple-element(while", "token[] get-tuple-element(scan",
+                  "token[] get-tuple-element(conditional"):
+        assert piece in text, piece
+    last = [line for line in text.splitlines() if 'callback="print"' in line][-1]
+    assert "custom-call(get-tuple-element" in last  # the final call consumes the cond's token
+
+
+def _ordered_note(v):
+    tr.debug.print("{}", v, ordered=True)
+    return v
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_grad_and_vmap_of_a_loop_with_ordered_prints(backend, capsys):
+    def fun(x):
+        return ops.fori_loop(0, 2, lambda i, c: _ordered_note(ops.sin(c)), x)
+
+    g = _jit(tr.grad(fun), backend)(np.float64(0.5))
+    np.testing.assert_allclose(g, np.cos(np.sin(0.5)) * np.cos(0.5))
+    assert capsys.readouterr().out == f"{np.sin(0.5)}\n{np.sin(np.sin(0.5))}\n"
+    _jit(tr.vmap(fun), backend)(np.float64([0.5, 1.0]))
+    rows = capsys.readouterr().out.split()
+    assert [float(r) for r in rows] == pytest.approx([np.sin(0.5), np.sin(1.0),
+                                                      np.sin(np.sin(0.5)), np.sin(np.sin(1.0))])

@@ -77,6 +77,10 @@ class TokenAval(ShapedArray):
     def __init__(self) -> None:
         super().__init__((0,), np.bool_)
 
+    def update(self, shape: Sequence[int] | None = None, dtype: Any = None,
+               weak_type: bool | None = None) -> "ShapedArray":
+        return self  # (rules that re-derive an aval keep a token a token)
+
     def __str__(self) -> str:
         return "token[]"
 

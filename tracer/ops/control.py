@@ -33,6 +33,7 @@ from ..tree_util import tree_flatten, tree_unflatten
 from . import elementwise as ew
 from .common import aval_mismatch, check_arity, check_avals, check_results, wrapper_error
 from .registry import OPS, define_op
+from .tokens import captured_token, set_ordered_token, thread_body
 
 __all__ = ["while_loop", "cond", "switch", "fori_loop", "scan", "call"]
 
@@ -161,6 +162,11 @@ def while_loop(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any],
     """
     check_arity("while", "cond_fun", cond_fun, 1)
     check_arity("while", "body_fun", body_fun, 1)
+    return _while_loop(cond_fun, body_fun, init_val, threaded=False)
+
+
+def _while_loop(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any],
+                init_val: Any, threaded: bool) -> Any:
     leaves, tree = tree_flatten(init_val)
     for _ in range(2):
         avals = [_aval(x) for x in leaves]
@@ -171,6 +177,12 @@ def while_loop(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any],
         leaves, changed = _promote_weak(leaves, avals, body.out_avals)
         if not changed:
             break
+    outer = None if threaded else captured_token(bconsts)
+    if outer is not None:  # ordered effects: the token is carried
+        token, out = _while_loop(lambda c, f=cond_fun: f(c[1]), thread_body(body_fun),
+                                 (outer, init_val), threaded=True)
+        set_ordered_token(token)
+        return out
     condition, cconsts = trace_flat(lambda *c: _predicate(cond_fun(tree_unflatten(tree, c))),
                                     avals, "while_condition")
     outs = while_p.bind(*cconsts, *bconsts, *leaves,
@@ -290,9 +302,11 @@ def switch(index: Any, branches: Sequence[Callable[..., Any]], *operands: Any) -
 
 
 def _conditional(op: str, index: Any, funs: Sequence[Callable[..., Any]],
-                 names: Sequence[str], operands: tuple[Any, ...]) -> Any:
-    for name, f in zip(names, funs, strict=True):
-        check_arity(op, name, f, len(operands))
+                 names: Sequence[str], operands: tuple[Any, ...],
+                 threaded: bool = False) -> Any:
+    if not threaded:
+        for name, f in zip(names, funs, strict=True):
+            check_arity(op, name, f, len(operands))
     leaves, tree = tree_flatten(operands)
     avals = [_aval(x) for x in leaves]
     traced = [_trace(lambda *xs, f=f: f(*tree_unflatten(tree, xs)), avals, f"branch_{i}",
@@ -305,6 +319,13 @@ def _conditional(op: str, index: Any, funs: Sequence[Callable[..., Any]],
         if err is not None:
             raise wrapper_error(type(err), op, str(err))
     graphs, consts = _join_consts(traced)
+    outer = None if threaded else captured_token(consts)
+    if outer is not None:  # ordered effects: the token goes through
+        branches = [thread_body(lambda *xs, f=f: f(*xs), splat=True) for f in funs]
+        token, out = _conditional(op, index, branches, names, (outer, *operands),
+                                  threaded=True)
+        set_ordered_token(token)
+        return out
     outs = conditional_p.bind(index, *consts, *leaves, branch_computations=graphs)
     return tree_unflatten(first_tree, outs)
 
@@ -376,6 +397,11 @@ def scan(f: Callable[[Any, Any], tuple[Any, Any]], init: Any, xs: Any,
     >>> scan(lambda c, x: (c + x, c * x), 0.0, np.arange(3.0))  # (3., [0., 0., 2.])
     """
     check_arity("scan", "f", f, 2)
+    return _scan(f, init, xs, length, reverse, threaded=False)
+
+
+def _scan(f: Callable[[Any, Any], tuple[Any, Any]], init: Any, xs: Any, length: int | None,
+          reverse: bool, threaded: bool) -> tuple[Any, Any]:
     carry, carry_tree = tree_flatten(init)
     x_leaves, x_tree = tree_flatten(xs)
     x_avals = [_aval(x) for x in x_leaves]
@@ -391,6 +417,12 @@ def scan(f: Callable[[Any, Any], tuple[Any, Any]], init: Any, xs: Any,
         carry, changed = _promote_weak(carry, avals, outs)
         if not changed:
             break
+    outer = None if threaded else captured_token(consts)
+    if outer is not None:  # ordered effects: the token is carried
+        body = thread_body(lambda c, x: f(c, x), pair=True)
+        (token, out), ys = _scan(body, (outer, init), xs, length, reverse, True)
+        set_ordered_token(token)
+        return out, ys
     res = scan_p.bind(*consts, *carry, *x_leaves, body=_consts_first(graph, len(consts)),
                       length=n, reverse=bool(reverse), num_consts=len(consts),
                       num_carry=len(carry))

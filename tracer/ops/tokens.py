@@ -18,7 +18,7 @@ program order.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -50,7 +50,6 @@ def _after_all_shape(*avals: ShapedArray) -> ShapedArray:
 after_all_p = define_op(
     "after_all", shape=_after_all_shape, impl=lambda *tokens: np.zeros(0, np.bool_),
     hlo_name="after-all", family="token", differentiable=False, effectful=True,
-    io_effect=True,
     doc="AfterAll(tokens...): a token that is ready once every operand token is; with no "
         "operands it creates a fresh token (CreateToken). Example: after_all(t1, t2) -> "
         "token[] ordered after both.")
@@ -99,6 +98,33 @@ def set_ordered_token(token: Any) -> None:
     builder = current_builder()
     if builder is not None:
         builder.effect_token = token
+
+
+def captured_token(consts: Sequence[Any]) -> Any:
+    """The token of the trace around it that a traced loop body or branch used (it
+    continued that trace's ordered-effect chain), or None. The loop then carries it,
+    starting from that token: a transformation re-tracing a loop (whose eqns name their
+    tokens) continues from the same one."""
+    return next((c for c in consts if isinstance(getattr(c, "aval", None), TokenAval)), None)
+
+
+def thread_body(fun: Callable[..., Any], pair: bool = False, splat: bool = False
+                ) -> Callable[..., Any]:
+    """`fun` taking the ordered-effect token first and returning the chain's last token
+    first: a while body `(token, carry) -> (token, carry)`, a scan body (`pair`)
+    `((token, carry), x) -> ((token, carry), y)`, a branch (`splat`)
+    `(token, *operands) -> (token, result)`."""
+    def threaded(*args: Any) -> Any:
+        if pair:
+            (token, carry), x = args
+            set_ordered_token(token)
+            carry, y = fun(carry, x)
+            return (ordered_token(), carry), y
+        token, rest = (args[0], args[1:]) if splat else args[0]
+        set_ordered_token(token)
+        out = fun(*rest) if splat else fun(rest)
+        return ordered_token(), out
+    return threaded
 
 
 def _token_or_current(token: Any) -> tuple[Any, bool]:

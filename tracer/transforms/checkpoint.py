@@ -18,8 +18,8 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable, Sequence
 
-from ..core import Eqn, Graph, Var, has_host_effect, is_effectful, subgraphs
-from ..errors import TracerValueError, names_user_line
+from ..core import Eqn, Graph, Var, subgraphs
+from ..errors import names_user_line
 from ..interpret import eval_graph
 from ..ops.ad import UndefinedPrimal, aval_of_value, instantiate
 from ..ops.ad_ops import checkpoint_p
@@ -30,7 +30,8 @@ from .control_rules import fill_tangents, nonzero_mask
 from .jvp import jvp_graph
 from .partial_eval import PE_RULES, partial_eval_graph
 from .transpose import transpose_graph
-from .util import merge, new_eqn, pick, read, select_outputs, tangent_aval, trace_closed
+from .util import (merge, new_eqn, pick, read, select_outputs, tangent_aval, trace_closed,
+                   without_host_effects)
 
 __all__ = ["checkpoint", "lower_ad_ops"]
 
@@ -110,7 +111,7 @@ def _recompute_and_transpose(graph: Graph, lin: tuple[bool, ...]) -> Graph:
     pe = partial_eval_graph(graph, lin, instantiate=True)
     back = transpose_graph(pe.unknown, [False] * pe.num_res + [True] * lin.count(True))
     n = lin.count(False)
-    known = without_host_effects(pe.known)
+    known = without_host_effects(pe.known, "checkpoint")
 
     def fun(*args: Any) -> list[Any]:
         res = eval_graph(known, args[:n])
@@ -119,42 +120,6 @@ def _recompute_and_transpose(graph: Graph, lin: tuple[bool, ...]) -> Graph:
     avals = [v.aval for v, u in zip(graph.inputs, lin, strict=True) if not u]
     return trace_closed(fun, avals + [tangent_aval(a.aval) for a in graph.outputs],
                         f"remat_transpose_{graph.name}")
-
-
-def without_host_effects(graph: Graph) -> Graph:
-    """The recomputation `graph` without its host effects (callbacks, prints, outfeeds),
-    sub-graphs included: they ran once in the forward pass and must not run again
-    (JAX may run them twice; tracer never does). A host call whose results the
-    recomputation needs cannot be left out: that raises."""
-    live = {id(a) for a in graph.outputs if isinstance(a, Var)}
-    kept: list[Eqn] = []
-    for eqn in reversed(graph.eqns):
-        used = any(id(v) in live for v in eqn.outputs)
-        if getattr(eqn.op, "io_effect", False):
-            if used:
-                raise TracerValueError(
-                    f"checkpoint: the gradient needs the results of {eqn.op.name} "
-                    f"{eqn.params.get('callback', '')}, which would have to run again in "
-                    f"the backward pass; call it outside the checkpointed function"
-                    + (f"\n  at {eqn.source}" if eqn.source else ""))
-            continue
-        if used or is_effectful(eqn):
-            params = {k: _strip_param(v) for k, v in eqn.params.items()}
-            kept.append(Eqn(eqn.op, eqn.inputs, params, eqn.outputs, eqn.source))
-            live.update(id(a) for a in eqn.inputs if isinstance(a, Var))
-    return Graph(graph.inputs, tuple(reversed(kept)), graph.outputs, graph.name)
-
-
-def _strip_param(value: Any) -> Any:
-    if isinstance(value, Graph):
-        return without_host_effects(value) if _graph_has_io(value) else value
-    if isinstance(value, tuple) and any(isinstance(v, Graph) for v in value):
-        return tuple(_strip_param(v) for v in value)
-    return value
-
-
-def _graph_has_io(graph: Graph) -> bool:
-    return any(has_host_effect(e) for e in graph.eqns)
 
 
 checkpoint_p.jvp, checkpoint_p.transpose = checkpoint_jvp, checkpoint_transpose

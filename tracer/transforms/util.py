@@ -7,8 +7,11 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .. import dtypes
-from ..core import Atom, Eqn, Graph, Literal, ShapedArray, Var, is_effectful
+from ..core import (Atom, Eqn, Graph, Literal, ShapedArray, TokenAval, Var, has_host_effect,
+                    is_effectful)
+from ..errors import TracerValueError
 from ..interpret import eval_graph, literal_value
+from ..ops.tokens import after_all_p
 from ..tracing import trace_flat
 
 
@@ -125,3 +128,49 @@ def merge(mask: Sequence[bool], when_true: Sequence[Any], when_false: Sequence[A
     """Interleave two lists back in `mask` order (inverse of two `pick`s)."""
     t, f = iter(when_true), iter(when_false)
     return [next(t) if m else next(f) for m in mask]
+
+
+def without_host_effects(graph: Graph, what: str) -> Graph:
+    """A recomputation `graph` (checkpoint's, reverse mode's replay of a while loop)
+    without its host effects (callbacks, prints, outfeeds), sub-graphs included: they
+    ran once in the forward pass and must not run again (JAX may run them twice;
+    tracer never does). An ordered call whose token the graph passes on becomes an
+    `after_all` of its input token. A host call whose results the recomputation needs
+    cannot be left out: that raises."""
+    if not any(has_host_effect(e) for e in graph.eqns):
+        return graph
+    live = {id(a) for a in graph.outputs if isinstance(a, Var)}
+    kept: list[Eqn] = []
+    for eqn in reversed(graph.eqns):
+        used = [v for v in eqn.outputs if id(v) in live]
+        if getattr(eqn.op, "io_effect", False):
+            eqn = _host_call_removed(eqn, used, what)
+            if eqn is None:
+                continue
+        elif not used and not is_effectful(eqn):
+            continue
+        params = {k: _strip_param(v, what) for k, v in eqn.params.items()}
+        kept.append(Eqn(eqn.op, eqn.inputs, params, eqn.outputs, eqn.source))
+        live.update(id(a) for a in eqn.inputs if isinstance(a, Var))
+    return Graph(graph.inputs, tuple(reversed(kept)), graph.outputs, graph.name)
+
+
+def _host_call_removed(eqn: Eqn, used: list[Var], what: str) -> Eqn | None:
+    if any(not isinstance(v.aval, TokenAval) for v in used):
+        raise TracerValueError(
+            f"{what}: the gradient needs the results of {eqn.op.name} "
+            f"{eqn.params.get('callback', '')}, which would have to run again when the "
+            f"backward pass recomputes the forward values; call it outside "
+            f"{what}" + (f"\n  at {eqn.source}" if eqn.source else ""))
+    if not used:
+        return None
+    tokens = tuple(a for a in eqn.inputs if isinstance(a.aval, TokenAval))
+    return Eqn(after_all_p, tokens, {}, (used[0],), eqn.source)
+
+
+def _strip_param(value: Any, what: str) -> Any:
+    if isinstance(value, Graph):
+        return without_host_effects(value, what)
+    if isinstance(value, tuple) and any(isinstance(v, Graph) for v in value):
+        return tuple(_strip_param(v, what) for v in value)
+    return value

@@ -35,7 +35,8 @@ from .control_rules import carry_fixpoint, fill_tangents, nonzero_mask, regroup,
 from .jvp import jvp_graph
 from .partial_eval import PE_RULES, PartialEval, partial_eval_loop
 from .transpose import backward_pass
-from .util import drop_inputs, new_eqn, pick, select_outputs, split, used_inputs
+from .util import (drop_inputs, new_eqn, pick, select_outputs, split, used_inputs,
+                   without_host_effects)
 
 MAX_CHECKPOINTS = 256          # slots of the backward pass's carry buffer (a power of 2)
 CHECKPOINT_BYTES = 64 << 20    # ... and at most this many bytes of them
@@ -155,8 +156,10 @@ class _Loop:
                  condition: Graph):
         self.cc, self.bc, self.pe, self.condition = cc, bc, pe, condition
         n_prim = k_lin.count(False)
-        self.step_graph = _primal_step(pe, n_prim)
-        self.res_graph = select_outputs(pe.known, [False] * n_prim + [True] * pe.num_res)
+        # (the replays run again what the forward loop ran: not its host effects)
+        self.step_graph = without_host_effects(_primal_step(pe, n_prim), "while_loop")
+        self.res_graph = without_host_effects(
+            select_outputs(pe.known, [False] * n_prim + [True] * pe.num_res), "while_loop")
         self.n_lin_bc = len(pe.unknown.inputs) - pe.num_res - k_lin.count(True)
 
     def pred(self, carry: list[Any]) -> Any:
