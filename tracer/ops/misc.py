@@ -11,9 +11,10 @@ CompositeCall, CustomCall, OptimizationBarrier).
   inline it.
 - `custom_call`: a user function registered with `register_custom_call(name, fn)`,
   called as `fn(*outs, *ins)` on arrays: the seed's `void f(void* out, void** in)`
-  with the buffers as arrays. `fn` must be numba-compilable (the cpu backend calls
-  it from compiled code; the interpreter calls it directly), free of side effects
-  and idempotent.
+  with the buffers as arrays. `fn` is any Python function, free of side effects and
+  idempotent: the cpu backend compiles it with numba when it can and calls it from
+  compiled code, and otherwise calls it as a host callback (numba object mode); the
+  interpreter calls it directly.
 - `optimization_barrier`: identity on its operands that passes do not fold or
   look through.
 """
@@ -138,9 +139,16 @@ def register_custom_call(name: str, fn: Callable[..., None]) -> None:
 
     `fn(*outs, *ins)` receives the result buffers (zero-filled arrays of the declared
     shapes) and then the operands as arrays, and writes the results: the seed's
-    `void f(void* out, void** in)`. It must be numba-compilable (`numba.njit(fn)`:
-    the cpu backend calls it from compiled code), free of side effects and
-    idempotent. Registering a name again replaces it for code traced afterwards.
+    `void f(void* out, void** in)`. Any Python callable works: one numba can compile
+    runs natively in the cpu backend's code, any other (SciPy, a C extension) runs as
+    a host callback, with the same calling convention. It must be free of side
+    effects and idempotent. Registering a name again replaces it for code traced
+    afterwards.
+
+    >>> def erf_target(out, x):
+    ...     out[...] = scipy.special.erf(x)
+    >>> tr.register_custom_call("erf", erf_target)
+    >>> ops.custom_call("erf", [x], tr.ShapedArray(x.shape, x.dtype))
     """
     if not isinstance(name, str) or not name.isidentifier():
         raise wrapper_error(ParamError, "register_custom_call",
