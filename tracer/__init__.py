@@ -7,7 +7,7 @@
         return tnp.tanh(x @ w + b)
 """
 
-from . import debug, numpy, ops, random, transforms, tree_util  # numpy installs the Tracer's methods
+from . import debug, numpy, ops, random, transforms, tree_util  # numpy: the Tracer methods
 from .callbacks import io_callback, pure_callback
 from .api import Jitted, clear_caches, device_put, devices, eval_shape, jit, make_hlo
 from .config import config
