@@ -341,3 +341,50 @@ def test_grad_and_vmap_of_a_loop_with_ordered_prints(backend, capsys):
     rows = capsys.readouterr().out.split()
     assert [float(r) for r in rows] == pytest.approx([np.sin(0.5), np.sin(1.0),
                                                       np.sin(np.sin(0.5)), np.sin(np.sin(1.0))])
+
+
+# A random program of ordered calls, loops and branches, and the log Python would write.
+_STATEMENTS = st.recursive(
+    st.tuples(st.just("call"), st.integers(0, 9)),
+    lambda inner: st.one_of(
+        st.tuples(st.just("loop"), st.integers(0, 3), st.lists(inner, max_size=3)),
+        st.tuples(st.just("cond"), st.booleans(), st.lists(inner, max_size=3),
+                  st.lists(inner, max_size=3))),
+    max_leaves=8)
+
+
+def _expected(program, log, depth=0):
+    for stmt in program:
+        if stmt[0] == "call":
+            log.append((stmt[1], depth))
+        elif stmt[0] == "loop":
+            for _ in range(stmt[1]):
+                _expected(stmt[2], log, depth + 1)
+        else:
+            _expected(stmt[2] if stmt[1] else stmt[3], log, depth)
+    return log
+
+
+def _traced(program, log, x, depth=0):
+    for stmt in program:
+        if stmt[0] == "call":
+            tag = (stmt[1], depth)
+            tr.io_callback(lambda v, tag=tag: log.append(tag), None, x, ordered=True)
+        elif stmt[0] == "loop":
+            x = ops.fori_loop(0, stmt[1], lambda i, c, s=stmt: _traced(s[2], log, c, depth + 1),
+                              x)
+        else:
+            x = ops.cond(x > 0 if stmt[1] else x < 0,
+                         lambda c, s=stmt: _traced(s[2], log, c, depth),
+                         lambda c, s=stmt: _traced(s[3], log, c, depth), x)
+    return x
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(_STATEMENTS, max_size=4))
+def test_ordered_calls_run_in_the_order_python_would_run_them(program):
+    """Property: ordered io_callbacks in any nest of loops and branches log exactly what
+    running the program as plain Python logs (the optimizing passes run before)."""
+    log: list = []
+    tr.jit(lambda x: _traced(program, log, x), backend="interpreter")(np.float32(1))
+    assert log == _expected(program, [])
