@@ -68,3 +68,18 @@ def test_infeed_and_a_callback_error_on_cuda():
     g = tr.jit(lambda x: tr.pure_callback(lambda a: a[:2], F32_3, x), backend="cuda")
     with pytest.raises(tr.ShapeError, match=r"\(2,\).*declared f32\[3\]"):
         g(np.ones(3, np.float32))
+
+
+def _erf_target(out, x):
+    """A SciPy custom-call target: numba cannot compile it."""
+    import scipy.special
+    out[...] = scipy.special.erf(x)
+
+
+def test_a_python_custom_call_target_runs_between_kernels():
+    import scipy.special
+    tr.register_custom_call("cuda_host_erf", _erf_target)
+    x = np.linspace(-1, 1, 5)
+    f = tr.jit(lambda x: ops.custom_call("cuda_host_erf", [x * 2], tr.ShapedArray((5,), x.dtype))
+               + 1, backend="cuda")
+    np.testing.assert_allclose(np.asarray(f(x)), scipy.special.erf(2 * x) + 1, rtol=1e-15)
