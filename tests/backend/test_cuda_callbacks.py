@@ -7,12 +7,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-pytest.importorskip("tracer.backend.numba_cuda", reason="numba-cuda is not installed",
+pytest.importorskip("tracer.backend.cuda.backend", reason="numba-cuda is not installed",
                     exc_type=ImportError)
 
 import tracer as tr  # noqa: E402
 from tracer import ops  # noqa: E402
-from tracer.backend.numba_cuda import NumbaCudaBackend  # noqa: E402
+from tracer.backend.cuda.backend import NumbaCudaBackend  # noqa: E402
 
 try:
     NumbaCudaBackend()

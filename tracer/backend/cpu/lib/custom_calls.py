@@ -28,11 +28,12 @@ def publish(target: str, revision: int, fn: Callable[..., None],
     name = f"custom_call_{target}_{revision}"
     module = sys.modules[__name__]
     signature = tuple(numba.types.Array(numba.from_dtype(a.dtype), a.ndim, "C") for a in avals)
-    try:  # (a builtin, a ufunc or a callable object is no function numba can take)
+    try:  # (a builtin, a ufunc, a callable object, bytecode numba does not know...)
         if not hasattr(module, name):
             setattr(module, name, numba.njit(cache=False)(fn))
         getattr(module, name).compile(signature)
-    except (numba.core.errors.NumbaError, TypeError) as err:
+    except (numba.core.errors.NumbaError, numba.core.errors.UnsupportedBytecodeError,
+            TypeError) as err:
         first = str(err).strip().splitlines()[:6]
         raise TracerTypeError(f"custom_call {target!r}: numba cannot compile the registered "
                               f"function for ({', '.join(map(str, avals))}): "
