@@ -13,6 +13,11 @@ them as parameters, JAX style:
   and returns `(carry, y slices)`.
 - `call`: operands `(*args, *consts)`, the order `trace_flat` gives.
 
+A body or branch that continues the trace's ordered-effect chain (an ordered callback,
+infeed or outfeed inside; it captured the outer token) is traced again with the token
+as an extra carry / operand and result (`tokens.thread_body`), so the effects after the
+loop depend on it.
+
 Shape rules re-check every sub-graph against the operands, so `typecheck` catches
 a rewrite that breaks a loop. Avals are compared by shape and dtype: weak types
 (Python scalars) may differ between a loop's first and later iterations.
@@ -321,7 +326,7 @@ def _conditional(op: str, index: Any, funs: Sequence[Callable[..., Any]],
     graphs, consts = _join_consts(traced)
     outer = None if threaded else captured_token(consts)
     if outer is not None:  # ordered effects: the token goes through
-        branches = [thread_body(lambda *xs, f=f: f(*xs), splat=True) for f in funs]
+        branches = [thread_body(f, splat=True) for f in funs]
         token, out = _conditional(op, index, branches, names, (outer, *operands),
                                   threaded=True)
         set_ordered_token(token)
@@ -419,8 +424,8 @@ def _scan(f: Callable[[Any, Any], tuple[Any, Any]], init: Any, xs: Any, length: 
             break
     outer = None if threaded else captured_token(consts)
     if outer is not None:  # ordered effects: the token is carried
-        body = thread_body(lambda c, x: f(c, x), pair=True)
-        (token, out), ys = _scan(body, (outer, init), xs, length, reverse, True)
+        (token, out), ys = _scan(thread_body(f, pair=True), (outer, init), xs, length, reverse,
+                                 True)
         set_ordered_token(token)
         return out, ys
     res = scan_p.bind(*consts, *carry, *x_leaves, body=_consts_first(graph, len(consts)),
