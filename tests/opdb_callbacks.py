@@ -64,7 +64,7 @@ def _print(x):
 
 def _infeed(x):
     tr.io_callback(tr.transfer_to_infeed, None, F3, ordered=True)
-    value, _ = ops.infeed(ROW)
+    value, _ = ops.infeed(ROW, timeout=10.0)
     return ops.mul(value, x)
 
 

@@ -75,6 +75,8 @@ def test_an_empty_infeed_read_with_a_timeout_raises_and_the_function_keeps_worki
 def test_transfer_from_outfeed_with_nothing_queued_raises_after_its_timeout():
     with pytest.raises(tr.TracerError, match="transfer_from_outfeed: nothing arrived"):
         tr.transfer_from_outfeed(F32_3, timeout=0.05)
+    with pytest.raises(tr.TracerValueError, match="device must be one of"):
+        tr.transfer_to_infeed(np.ones(3), device="tpu")
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -48,7 +48,8 @@ def test_callbacks_and_outfeed_run_between_kernels_in_program_order(capsys):
     for backend in ("interpreter", "cuda"):
         log = []
         out = tr.jit(_program(log), backend=backend)(x)
-        fed = tr.transfer_from_outfeed(F32_3, timeout=5.0)
+        fed = tr.transfer_from_outfeed(F32_3, timeout=5.0,
+                                       device="cuda" if backend == "cuda" else "cpu")
         runs[backend] = ([np.asarray(o) for o in out], log, fed, capsys.readouterr().out)
     (ref_out, ref_log, ref_fed, ref_text), (out, log, fed, text) = runs.values()
     for got, want in zip(out, ref_out, strict=True):
@@ -61,9 +62,14 @@ def test_callbacks_and_outfeed_run_between_kernels_in_program_order(capsys):
 
 
 def test_infeed_and_a_callback_error_on_cuda():
-    f = tr.jit(lambda x: ops.infeed(F32_3, timeout=5.0)[0] * x, backend="cuda")
-    tr.transfer_to_infeed(np.float32([1, 2, 3]))
-    np.testing.assert_allclose(np.asarray(f(np.float32(2))), [2, 4, 6])
+    f = tr.jit(lambda x: ops.infeed(F32_3, timeout=0.2)[0] * x, backend="cuda")
+    tr.transfer_to_infeed(np.float32([1, 2, 3]))  # the host's queue: not the GPU's
+    with pytest.raises(tr.TracerValueError, match="nothing arrived"):
+        f(np.float32(2))
+    tr.transfer_to_infeed(np.float32([4, 5, 6]), device="cuda")
+    np.testing.assert_allclose(np.asarray(f(np.float32(2))), [8, 10, 12])
+    host = tr.jit(lambda: ops.infeed(F32_3, timeout=1.0)[0], backend="interpreter")
+    np.testing.assert_array_equal(host(), [1, 2, 3])  # still queued for the host
 
     g = tr.jit(lambda x: tr.pure_callback(lambda a: a[:2], F32_3, x), backend="cuda")
     with pytest.raises(tr.ShapeError, match=r"\(2,\).*declared f32\[3\]"):

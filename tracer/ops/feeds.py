@@ -1,19 +1,23 @@
 """The host side of infeed, outfeed and send/recv: thread-safe FIFO queues.
 
-One infeed and one outfeed queue for this process's device (every backend runs the
-ops on the host, between kernels on cuda), and one queue per send/recv channel. A
-read with a timeout raises `TracerError` when nothing arrives in time; values are
-checked against the declared shape and dtype on the way in and out.
+An infeed and an outfeed queue per device (`"cpu"`: the host, which the cpu and
+interpreter backends run on; `"cuda"`: the GPU, whose programs run these ops on the
+host between kernels, inside `on_device("cuda")`), and one queue per send/recv channel
+of this process. A read with a timeout raises `TracerError` when nothing arrives in
+time; values are checked against the declared shape and dtype on the way in and out.
 
     tr.transfer_to_infeed(np.ones(3, np.float32))       # before or while the program runs
     tr.transfer_from_outfeed(tr.ShapedArray((), np.float32), timeout=5.0)
+    tr.transfer_to_infeed(x, device="cuda")             # for a program jitted for cuda
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import queue
 import threading
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
@@ -22,10 +26,32 @@ from ..errors import DTypeError, ShapeError, TracerTypeError, TracerValueError
 from ..tree_util import tree_flatten, tree_unflatten
 from .common import wrapper_error
 
-_INFEED: "queue.Queue[list[np.ndarray]]" = queue.Queue()
-_OUTFEED: "queue.Queue[tuple[Any, list[np.ndarray]]]" = queue.Queue()
+DEVICES = ("cpu", "cuda")
+_INFEEDS: dict[str, "queue.Queue[list[np.ndarray]]"] = {d: queue.Queue() for d in DEVICES}
+_OUTFEEDS: dict[str, "queue.Queue[tuple[Any, list[np.ndarray]]]"] = {
+    d: queue.Queue() for d in DEVICES}
 _CHANNELS: dict[int, "queue.Queue[np.ndarray]"] = {}
 _LOCK = threading.Lock()
+# the device whose program is running the op in this thread
+_RUNNING_ON: contextvars.ContextVar[str] = contextvars.ContextVar("feed_device", default="cpu")
+
+
+@contextlib.contextmanager
+def on_device(device: str) -> Iterator[None]:
+    """Infeeds and outfeeds run inside use `device`'s queues (the cuda backend's host ops)."""
+    token = _RUNNING_ON.set(device)
+    try:
+        yield
+    finally:
+        _RUNNING_ON.reset(token)
+
+
+def _device(op: str, device: str | None) -> str:
+    if device is None:
+        return _RUNNING_ON.get()
+    if device not in DEVICES:
+        raise TracerValueError(f"{op}: device must be one of {DEVICES}, got {device!r}")
+    return device
 
 
 def flat_avals(op: str, shape: Any) -> tuple[list[ShapedArray], Any]:
@@ -58,21 +84,22 @@ def _checked(what: str, value: np.ndarray, aval: ShapedArray) -> np.ndarray:
     return value
 
 
-def transfer_to_infeed(value: Any) -> None:
+def transfer_to_infeed(value: Any, device: str | None = None) -> None:
     """Queue `value` (an array or a pytree of arrays) for the next `ops.infeed` of the
-    same structure (XLA's TransferToInfeed).
+    same structure that a program on `device` runs (XLA's TransferToInfeed). `device`
+    None: the device whose program is calling (from a callback), else `"cpu"`.
 
     >>> tr.transfer_to_infeed(np.arange(3, dtype=np.float32))
     """
     leaves, _ = tree_flatten(value)
     if not leaves:
         raise TracerTypeError("transfer_to_infeed: value holds no arrays")
-    _INFEED.put([np.array(x) for x in leaves])
+    _INFEEDS[_device("transfer_to_infeed", device)].put([np.array(x) for x in leaves])
 
 
 def read_infeed(avals: Sequence[ShapedArray], timeout: float | None) -> list[np.ndarray]:
     """The next queued infeed value, checked against `avals` (called by the op)."""
-    values = _get(_INFEED, "infeed", timeout)
+    values = _get(_INFEEDS[_RUNNING_ON.get()], "infeed", timeout)
     if len(values) != len(avals):
         raise TracerValueError(f"infeed: the queued value has {len(values)} arrays; the "
                                f"infeed declares {len(avals)} ({', '.join(map(str, avals))})")
@@ -80,18 +107,21 @@ def read_infeed(avals: Sequence[ShapedArray], timeout: float | None) -> list[np.
 
 
 def write_outfeed(tree: Any, values: list[np.ndarray]) -> None:
-    _OUTFEED.put((tree, values))
+    _OUTFEEDS[_RUNNING_ON.get()].put((tree, values))
 
 
-def transfer_from_outfeed(shape: Any, timeout: float | None = None) -> Any:
-    """The next value an `ops.outfeed` queued, as arrays of `shape` (a ShapedArray or a
-    pytree of them; XLA's TransferFromOutfeed). With `timeout` (seconds), raises a
-    TracerError when nothing arrives in time; without, waits.
+def transfer_from_outfeed(shape: Any, timeout: float | None = None,
+                          device: str | None = None) -> Any:
+    """The next value an `ops.outfeed` of a program on `device` queued, as arrays of
+    `shape` (a ShapedArray or a pytree of them; XLA's TransferFromOutfeed). With
+    `timeout` (seconds), raises a TracerError when nothing arrives in time; without,
+    waits. `device` None: the device whose program is calling, else `"cpu"`.
 
     >>> tr.transfer_from_outfeed(tr.ShapedArray((3,), np.float32), timeout=1.0)
     """
     avals, tree = flat_avals("transfer_from_outfeed", shape)
-    sent_tree, values = _get(_OUTFEED, "transfer_from_outfeed", timeout)
+    sent_tree, values = _get(_OUTFEEDS[_device("transfer_from_outfeed", device)],
+                             "transfer_from_outfeed", timeout)
     if len(values) != len(avals):
         raise TracerValueError(f"transfer_from_outfeed: the outfeed value has {len(values)} "
                                f"arrays ({sent_tree}); asked for {len(avals)} "

@@ -12,10 +12,12 @@ The generated host code reads:
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Sequence
 
 from ....core import Eqn, Graph, TokenAval, Var
 from ....interpret import run_graph
+from ....ops.feeds import on_device
 from ....ops.tokens import after_all_p
 from ...numba.codegen import Ref
 from ..emitter import DeviceGraphEmitter, array_type
@@ -48,7 +50,7 @@ def emit_on_host(ge: DeviceGraphEmitter, eqn: Eqn) -> None:
     fresh = [Var(a.aval) for a in values_in]
     values_out = [v for v in eqn.outputs if not _is_token(v.aval)]
     graph = _reference(eqn, fresh, values_out)
-    runner = HostOp(lambda: lambda *xs: run_graph(graph, list(xs)),
+    runner = HostOp(lambda: functools.partial(_run_on_cuda, graph),
                     [v.aval for v in fresh], [v.aval for v in values_out])
     ge.mod.host_ops.append(runner)
     what = eqn.params.get("callback") or eqn.params.get("printer")
@@ -65,6 +67,11 @@ def emit_on_host(ge: DeviceGraphEmitter, eqn: Eqn) -> None:
     tokens = [a for a in eqn.inputs if _is_token(a.aval)]
     for v in eqn.outputs:
         ge.bind(v, by_var.get(id(v)) or _token_ref(ge, v, tokens))
+
+
+def _run_on_cuda(graph: Graph, *arrays: Any) -> list[Any]:
+    with on_device("cuda"):  # (infeed / outfeed use the cuda device's queues)
+        return run_graph(graph, list(arrays))
 
 
 def _token_ref(ge: DeviceGraphEmitter, out: Var, tokens: Sequence[Any]) -> Ref:
