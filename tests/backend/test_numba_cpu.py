@@ -136,7 +136,7 @@ def test_jit_end_to_end():
     out = f(x, y)
     np.testing.assert_allclose(out["s"], np.tanh(x @ y + 1.0), rtol=1e-5)
     np.testing.assert_array_equal(out["m"], x.max(0))
-    assert "def main(" in f.lower(x, y).compile().source
+    assert "def lambda_(" in f.lower(x, y).compile().source  # (named after the function)
 
 
 # ------------------------------------------------------------------ fusion
