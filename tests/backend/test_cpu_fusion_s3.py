@@ -232,7 +232,7 @@ def test_a_transposed_matmul_operand_is_read_by_blas_not_copied(fn):
     rng = np.random.default_rng(1)
     a, b = rng.random((50, 40)), rng.random((50, 36))  # large enough for BLAS
     compiled = tr.jit(fn).lower(a, b).compile()
-    body = compiled.source.split("def main")[1]
+    body = compiled.source.rsplit("@numba.njit(", 1)[1]  # (the host function, last)
     assert "loop nest" not in body and ".T," in body  # np.dot(a.T, b): no copy of a.T
     np.testing.assert_allclose(compiled(a, b), fn(a, b), rtol=1e-12)
 
@@ -261,7 +261,8 @@ def test_folding_transposes_keeps_the_output_order_and_the_values():
 # ------------------------------------------------------------------ pad and concatenate in loops
 
 def _source(fn, *args):
-    return tr.jit(fn).lower(*args).compile().source.split("def main")[1]
+    source = tr.jit(fn).lower(*args).compile().source
+    return source.rsplit("@numba.njit(", 1)[1].split("\n", 1)[1]  # the host function, last
 
 
 @settings(max_examples=20, deadline=None)
