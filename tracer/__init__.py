@@ -7,7 +7,7 @@
         return tnp.tanh(x @ w + b)
 """
 
-from . import debug, numpy, ops, random, transforms, tree_util  # numpy: the Tracer methods
+from . import debug, numpy, ops, profiler, random, transforms, tree_util  # numpy: Tracer methods
 from .callbacks import io_callback, pure_callback
 from .api import Jitted, clear_caches, device_put, devices, eval_shape, jit, make_hlo
 from .config import config
@@ -30,7 +30,7 @@ __all__ = [
     "TracerIndexError", "TracerOverflowError", "TracerTypeError", "TracerValueError",
     "UnsupportedOpError",
     "clear_caches", "config", "device_put", "devices", "eval_shape", "jit", "make_hlo", "numpy",
-    "ops", "random", "register_custom_call", "tree_util",
+    "ops", "profiler", "random", "register_custom_call", "tree_util",
     "checkpoint", "custom_jvp", "custom_vjp", "grad", "hessian", "jacfwd", "jacrev", "jvp",
     "linearize", "stop_gradient", "value_and_grad", "vjp", "vmap", "transforms",
     "debug", "io_callback", "pure_callback", "transfer_from_outfeed", "transfer_to_infeed",

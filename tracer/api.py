@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import functools
 import inspect
+import time
 import weakref
 from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-from . import cache
+from . import cache, profiler
 from .backend import backend_loaded, backend_names, get_backend
 from .config import config
 from .core import ShapedArray, typecheck
@@ -77,11 +78,19 @@ class Jitted:
             except OverflowError:
                 raise cache.overflow_error(self.name, self._leaf_names(dynamic), leaves,
                                            sigs) from None
+            if profiler._session is not None:
+                return self._run_recorded(compiled, inputs)
             outs = compiled.run(inputs) if compiled.aliased else compiled.executable(*inputs)
             return compiled.lowered.out_tree.unflatten(outs)
         except TracerError as e:
             add_user_line(e)
             raise
+
+    def _run_recorded(self, compiled: Compiled, inputs: list) -> Any:
+        """One call as a timeline event (only while tr.profiler records)."""
+        with profiler.span(f"run {self.name}", "execute", backend=compiled.lowered.backend):
+            outs = compiled.run(inputs)
+        return compiled.lowered.out_tree.unflatten(outs)
 
     def _split(self, args: tuple, kwargs: dict) -> tuple[tuple, tuple]:
         """(dynamic (args, kwargs) pytree, hashable static values)."""
@@ -104,12 +113,20 @@ class Jitted:
     def _miss(self, key: tuple, args: tuple, kwargs: dict, dynamic: tuple) -> tuple:
         self._check_call(args, kwargs)
         self._stats.misses += 1
+        reason = None
+        if config.explain_cache_misses or config.log_compiles:
+            reason = cache.explain_miss(self.name, key, list(self._cache),
+                                        self._leaf_names(dynamic))
         if config.explain_cache_misses:
-            names = self._leaf_names(dynamic)
-            cache.log.warning(cache.explain_miss(self.name, key, list(self._cache), names))
+            cache.log.warning(reason)
+        start = time.perf_counter()
         compiled = self._lower_key(key, args, kwargs, dynamic).compile()
+        fresh = bool(getattr(compiled.executable, "fresh_compile", True))
+        if config.log_compiles:
+            cache.log.warning(cache.compile_line(self.name, key, reason, fresh,
+                                                 time.perf_counter() - start))
         # Shape-generic backends reuse machine code across sizes: count real compiles.
-        self._stats.compiles += int(getattr(compiled.executable, "fresh_compile", True))
+        self._stats.compiles += int(fresh)
         self._cache[key] = entry = (compiled, None)
         return entry
 
@@ -120,7 +137,7 @@ class Jitted:
         except TracerError:  # name the argument (only now: names cost a tree walk)
             avals = [cache.aval_from_signature(s, name)
                      for s, name in zip(sigs, self._leaf_names(dynamic), strict=True)]
-        with GraphBuilder() as builder:
+        with profiler.span(f"trace {self.name}", "trace"), GraphBuilder() as builder:
             tracers = [builder.new_input(a) for a in avals]
             out = self._call_with(tree_unflatten(treedef, tracers), args, kwargs)
             out_leaves, out_tree = tree_flatten(out)

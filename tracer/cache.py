@@ -112,6 +112,16 @@ def sig_text(sig: LeafSig) -> str:
     return text + (" (Python scalar)" if weak else "")
 
 
+def compile_line(fun_name: str, key: tuple, reason: str | None, fresh: bool,
+                 seconds: float) -> str:
+    """The `log_compiles` line of one compile."""
+    signature = ", ".join(map(sig_text, key[1]))
+    how = "numba compiled" if fresh else "machine code from the cache"
+    why = f" ({reason.split(': ', 1)[-1]})" if reason else ""
+    return (f"jit({fun_name}): compiled for ({signature}) on {key[3]!r} in {seconds:.3f} s, "
+            f"{how}{why}")
+
+
 def explain_miss(fun_name: str, key: tuple, previous: Sequence[tuple],
                  leaf_names: Sequence[str]) -> str:
     """Why `key` missed: the first call, or what differs from the closest earlier key."""

@@ -62,6 +62,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("explain_cache_misses", False,
             "Log (logger 'tracer.jit', level WARNING) why each jit cache miss happened: "
             "which argument's shape, dtype or static value changed.", _bool),
+    Setting("log_compiles", False,
+            "Log (logger 'tracer.jit', level WARNING) one line per jit compile: the "
+            "function, the signature, why the cache missed, whether numba compiled or "
+            "loaded machine code from the cache, and the seconds it took.", _bool),
     Setting("vmap_fallback", False,
             "Let vmap run an op without a batching rule by looping over the batch and "
             "stacking (slow; every op has a rule, so this only matters for new ops).", _bool),

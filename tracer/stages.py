@@ -6,6 +6,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from . import profiler
 from .backend import Executable, get_backend
 from .core import Graph, ShapedArray, Var, subgraphs
 from .errors import TracerTypeError, TracerValueError, names_user_line
@@ -38,7 +39,9 @@ class Lowered:
 
     def compile(self) -> "Compiled":
         optimized = optimize(self.graph, self.name)
-        executable = get_backend(self.backend).compile(optimized)
+        with profiler.span(f"backend {self.name}", "backend", backend=self.backend) as extra:
+            executable = get_backend(self.backend).compile(optimized)
+            extra["fresh_compile"] = bool(getattr(executable, "fresh_compile", True))
         return Compiled(self, optimized, executable)
 
 

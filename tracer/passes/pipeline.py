@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 
+from .. import profiler
 from ..config import config
 from ..core import Graph, typecheck
 from ..hlo import graph_to_text
@@ -36,12 +37,15 @@ def optimize(graph: Graph, name: str = "main") -> Graph:
     dump = config.dump_dir
     if dump:
         _dump(dump, name, 0, "input", graph)
-    for i, (pass_name, run) in enumerate(PIPELINE, start=1):
-        graph = run(graph)
-        if config.runtime_checks:
-            typecheck(graph)
-        if dump:
-            _dump(dump, name, i, pass_name, graph)
+    with profiler.span(f"passes {name}", "passes", eqns_in=len(graph.eqns)) as extra:
+        for i, (pass_name, run) in enumerate(PIPELINE, start=1):
+            with profiler.span(pass_name, "pass"):
+                graph = run(graph)
+            if config.runtime_checks:
+                typecheck(graph)
+            if dump:
+                _dump(dump, name, i, pass_name, graph)
+        extra["eqns_out"] = len(graph.eqns)
     return graph
 
 

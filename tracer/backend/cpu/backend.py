@@ -21,11 +21,13 @@ numba really compiled (not loaded from this process or from disk).
 from __future__ import annotations
 
 import os
+import time
 from typing import Any, Callable
 
 import numba
 import numpy as np
 
+from ... import profiler
 from ...config import config
 from ...core import Graph, subgraphs
 from ..numba.fusion import INDEX_OPS
@@ -126,13 +128,17 @@ class NumbaCpuBackend:
         self.fuse = fuse  # False: one loop nest per op (to test fusion against)
 
     def compile(self, graph: Graph) -> NumbaExecutable:
-        graph = lower(graph)
-        module = generate(graph, parallel_ok=not _uses_blas(graph), fuse=self.fuse)
+        with profiler.span("codegen", "codegen"):
+            graph = lower(graph)
+            module = generate(graph, parallel_ok=not _uses_blas(graph), fuse=self.fuse)
         if config.dump_dir:
             _dump(config.dump_dir, graph.name, module.source)
         signature = [_param_type(p) for p in module.params]
         signature.append(numba.types.Array(numba.types.int64, 1, "C"))
+        start = time.perf_counter_ns()
         host, fresh = cache.compile_module(module.source, module.host, signature)
+        profiler.record("numba compile" if fresh else "cache load", "compile", start,
+                        time.perf_counter_ns())
         return NumbaExecutable(module, host, fresh, len(graph.inputs))
 
     def clear_memory(self) -> None:
