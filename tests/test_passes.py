@@ -405,10 +405,12 @@ def test_pipeline_dumps_one_file_per_pass(tmp_path):
     graph = _trace(lambda x: ops.add(x, ops.neg(ops.neg(x))), _aval((2,), F32))
     with config.override(dump_dir=str(tmp_path)):
         optimize(graph, "model")
-    names = sorted(os.listdir(tmp_path))
+    names = sorted(n for n in os.listdir(tmp_path) if n.endswith(".hlo.txt"))
     assert names == ["model.00.input.hlo.txt", "model.01.lower_ad_ops.hlo.txt",
                      "model.02.simplify.hlo.txt", "model.03.cse.hlo.txt", "model.04.fold.hlo.txt",
                      "model.05.simplify.hlo.txt", "model.06.dce.hlo.txt"]
+    dots = sorted(n for n in os.listdir(tmp_path) if n.endswith(".dot"))  # a graph beside each
+    assert dots == [n.replace(".hlo.txt", ".dot") for n in names]
     final = (tmp_path / names[-1]).read_text()
     assert "negate" not in final and "add" in final
     assert "negate" in (tmp_path / names[2]).read_text()  # bypassed, dropped later by dce

@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-from . import cache, profiler
+from . import cache, profiler, reprs
 from .backend import backend_loaded, backend_names, get_backend
 from .config import config
 from .core import ShapedArray, typecheck
@@ -209,6 +209,24 @@ class Jitted:
 
     def __repr__(self) -> str:
         return f"<jit {self.name}>"
+
+    def _repr_html_(self) -> str:
+        """The cache table (one row per signature), its counters, and the graph and
+        generated source of the latest compile."""
+        rows = [(", ".join(map(cache.sig_text, sigs)) or "()",
+                 ", ".join(f"{n}={v!r}" for n, _, v in statics), backend)
+                for (_, sigs, statics, backend) in self._cache]
+        info = self.cache_info()
+        parts = [reprs.line(f"{self.name}{self._signature or '(...)'}: {len(rows)} cached "
+                            f"signature(s)")]
+        if rows:
+            parts.append(reprs.table(("arguments", "static arguments", "backend"), rows))
+        parts.append(info._repr_html_())
+        if self._cache:
+            latest = list(self._cache.values())[-1][0]
+            parts.append(reprs.folded("latest compile: graph and generated source",
+                                      latest._repr_html_(), open_=True))
+        return reprs.card(f"jit({self.name})", *parts)
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
         return self if obj is None else functools.partial(self, obj)

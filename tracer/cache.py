@@ -13,7 +13,7 @@ from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 
-from . import dtypes
+from . import dtypes, reprs
 from .core import ShapedArray
 from .errors import DTypeError, EscapedTracerError, TracerOverflowError, TracerTypeError
 from .tracing import Tracer, escaped_message
@@ -90,6 +90,9 @@ class CacheInfo(NamedTuple):
     traces: int
     compiles: int
     size: int
+
+    def _repr_html_(self) -> str:
+        return reprs.table(self._fields, [tuple(self)])
 
 
 @dataclass

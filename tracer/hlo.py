@@ -14,15 +14,14 @@ computation that uses them and referenced as `to_apply=%region_0.4`.
 
 from __future__ import annotations
 
-import html
 import os
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
-from . import dtypes
+from . import dtypes, reprs
 from .core import Eqn, Graph, Literal, ShapedArray
-
+from .hlo_draw import MAX_DRAWN, graph_to_dot, graph_to_svg
 
 # Params whose value the result type already shows, and XLA's names for ours.
 _IMPLIED = frozenset({"shape", "new_sizes", "new_dtype", "weak_type"})
@@ -211,14 +210,26 @@ def _metadata(eqn: Eqn) -> str:
 
 
 class HloModule:
-    """A traced function's graph as an HLO module; `str()` is the HLO text."""
+    """A traced function's graph as an HLO module; `str()` is the HLO text.
 
-    def __init__(self, graph: Graph, name: str):
+    `fusion`: groups of eqns a backend computes together (drawn boxed by `to_svg`)."""
+
+    def __init__(self, graph: Graph, name: str, fusion: Sequence[Sequence[Eqn]] = ()):
         self.graph = graph
         self.name = name
+        self.fusion = tuple(tuple(g) for g in fusion)
 
     def as_text(self, metadata: bool = True) -> str:
         return graph_to_text(self.graph, self.name, metadata)
+
+    def to_dot(self) -> str:
+        """Graphviz DOT text of the graph (fusion groups and sub-computations as clusters)."""
+        return graph_to_dot(self.graph, self.name, self.fusion)
+
+    def to_svg(self, max_instructions: int = MAX_DRAWN) -> str:
+        """The graph drawn as SVG text (no Graphviz needed); a graph of more than
+        `max_instructions` instructions gives a summary note instead."""
+        return graph_to_svg(self.graph, self.name, self.fusion, max_instructions)
 
     def __str__(self) -> str:
         return self.as_text()
@@ -227,4 +238,13 @@ class HloModule:
         return self.as_text()
 
     def _repr_html_(self) -> str:
-        return f"<pre>{html.escape(self.as_text())}</pre>"
+        return hlo_html(self)
+
+
+def hlo_html(module: HloModule, title: str | None = None, before: Sequence[str] = (),
+             after: Sequence[str] = ()) -> str:
+    """A card: `before`, the graph as inline SVG, the HLO text (folded), `after`."""
+    graph = f'<div style="overflow:auto;max-height:640px">{module.to_svg()}</div>'
+    text = reprs.folded(f"HLO text ({len(module.graph.eqns)} instructions)",
+                        reprs.code(module.as_text()))
+    return reprs.card(title or f"HloModule {module.name}", *before, graph, text, *after)

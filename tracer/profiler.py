@@ -34,7 +34,8 @@ class _Session:
         self.path = os.path.join(log_dir, f"{stamp}-{os.getpid()}.trace.json")
         self.lock = threading.Lock()
         self.pid = os.getpid()
-        self.file = open(self.path, "w", encoding="utf-8", buffering=1)  # line-buffered
+        # Open until stop_trace; line-buffered, so each event reaches the file at once.
+        self.file = open(self.path, "w", encoding="utf-8", buffering=1)  # noqa: SIM115
         self.file.write("[\n")
         self.write({"name": "process_name", "ph": "M", "pid": self.pid, "tid": 0,
                     "args": {"name": "tracer"}})

@@ -6,11 +6,14 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from . import profiler
+from . import profiler, reprs
 from .backend import Executable, get_backend
-from .core import Graph, ShapedArray, Var, subgraphs
+from .backend.numba.fusion import LoopNest, OpStep, RowGroup, plan_graph
+from .config import config
+from .core import Eqn, Graph, ShapedArray, Var, subgraphs
+from .dump import dump_source
 from .errors import TracerTypeError, TracerValueError, names_user_line
-from .hlo import HloModule
+from .hlo import HloModule, hlo_html
 from .passes import optimize
 from .tree_util import PyTreeDef, tree_flatten, tree_unflatten
 
@@ -37,11 +40,21 @@ class Lowered:
         """HLO text of the traced graph (before passes)."""
         return self.hlo.as_text()
 
+    def signature(self) -> str:
+        return f"({', '.join(map(str, self.in_avals))})"
+
+    def _repr_html_(self) -> str:
+        return hlo_html(self.hlo, f"Lowered {self.name}{self.signature()} for {self.backend!r}"
+                        " (traced graph, before passes)")
+
     def compile(self) -> "Compiled":
         optimized = optimize(self.graph, self.name)
         with profiler.span(f"backend {self.name}", "backend", backend=self.backend) as extra:
             executable = get_backend(self.backend).compile(optimized)
             extra["fresh_compile"] = bool(getattr(executable, "fresh_compile", True))
+        source = getattr(executable, "source", None)
+        if config.dump_dir and source:
+            dump_source(config.dump_dir, self.name, self.backend, source)
         return Compiled(self, optimized, executable)
 
 
@@ -68,9 +81,28 @@ class Compiled:
     def source(self) -> str:
         return self.executable.source
 
+    @property
+    def hlo(self) -> HloModule:
+        """The optimized graph, with the loop nests the numba backends fuse it into."""
+        groups = () if self.lowered.backend == "interpreter" else fusion_groups(self.graph)
+        return HloModule(self.graph, self.lowered.name, groups)
+
     def as_text(self) -> str:
         """HLO text of the optimized graph the backend compiled."""
         return HloModule(self.graph, self.lowered.name).as_text()
+
+    def _repr_html_(self) -> str:
+        cost = self.cost_analysis()
+        fresh = getattr(self.executable, "fresh_compile", None)
+        how = {True: "numba compiled it", False: "machine code from the cache",
+               None: "no machine code"}[fresh]
+        facts = reprs.line(f"{cost['flops']:.0f} flops, {cost['bytes_accessed']:.0f} bytes "
+                           f"accessed (estimates); {how}")
+        source = getattr(self.executable, "source", None)
+        tail = (reprs.folded(f"generated source ({len(source.splitlines())} lines)",
+                             reprs.code(source)),) if source else ()
+        title = f"Compiled {self.lowered.name}{self.lowered.signature()} for {self.lowered.backend!r}"
+        return hlo_html(self.hlo, title, [facts], tail)
 
     def cost_analysis(self) -> dict[str, float]:
         return cost_analysis(self.graph)
@@ -94,6 +126,21 @@ class Compiled:
         arrays = [x if _on_device(x) else np.asarray(x, dtype=a.dtype)
                   for x, a in zip(arrays, expected, strict=True)]
         return tree_unflatten(self.lowered.out_tree, self.run(arrays))
+
+
+def fusion_groups(graph: Graph) -> list[list[Eqn]]:
+    """Eqns of `graph` the numba backends' fusion plan computes in one loop nest (or one
+    row group of nests); an index map recomputed by several nests counts in the first."""
+    groups: list[list[Eqn]] = []
+    seen: set[int] = set()
+    for step in plan_graph(graph).steps:
+        if isinstance(step, OpStep):
+            continue
+        nests = step.nests if isinstance(step, RowGroup) else [step]
+        group = [e for n in nests if isinstance(n, LoopNest) for e in n.eqns if id(e) not in seen]
+        seen.update(map(id, group))
+        groups.append(group)
+    return groups
 
 
 def _aliased_outputs(graph: Graph) -> tuple[int, ...]:

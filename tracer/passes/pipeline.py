@@ -1,17 +1,15 @@
 """The pass pipeline: a list of pure Graph → Graph functions run in order.
 
 With `config.runtime_checks` every result is typechecked; with
-`config.dump_dir` the graph is written before and after each pass.
+`config.dump_dir` the graph is written (HLO text and DOT) before and after each pass.
 """
 
 from __future__ import annotations
 
-import os
-
 from .. import profiler
 from ..config import config
 from ..core import Graph, typecheck
-from ..hlo import graph_to_text
+from ..dump import dump_graph
 from .cse import cse
 from ..transforms.checkpoint import lower_ad_ops
 from .dce import dce
@@ -36,7 +34,7 @@ PIPELINE: tuple[tuple[str, Pass], ...] = (
 def optimize(graph: Graph, name: str = "main") -> Graph:
     dump = config.dump_dir
     if dump:
-        _dump(dump, name, 0, "input", graph)
+        dump_graph(dump, name, 0, "input", graph)
     with profiler.span(f"passes {name}", "passes", eqns_in=len(graph.eqns)) as extra:
         for i, (pass_name, run) in enumerate(PIPELINE, start=1):
             with profiler.span(pass_name, "pass"):
@@ -44,13 +42,6 @@ def optimize(graph: Graph, name: str = "main") -> Graph:
             if config.runtime_checks:
                 typecheck(graph)
             if dump:
-                _dump(dump, name, i, pass_name, graph)
+                dump_graph(dump, name, i, pass_name, graph)
         extra["eqns_out"] = len(graph.eqns)
     return graph
-
-
-def _dump(directory: str, name: str, index: int, stage: str, graph: Graph) -> None:
-    os.makedirs(directory, exist_ok=True)
-    path = os.path.join(directory, f"{name}.{index:02d}.{stage}.hlo.txt")
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(graph_to_text(graph, name))

@@ -20,7 +20,6 @@ numba really compiled (not loaded from this process or from disk).
 
 from __future__ import annotations
 
-import os
 import time
 from typing import Any, Callable
 
@@ -28,7 +27,6 @@ import numba
 import numpy as np
 
 from ... import profiler
-from ...config import config
 from ...core import Graph, subgraphs
 from ..numba.fusion import INDEX_OPS
 from ..numba.lower import lower
@@ -131,8 +129,6 @@ class NumbaCpuBackend:
         with profiler.span("codegen", "codegen"):
             graph = lower(graph)
             module = generate(graph, parallel_ok=not _uses_blas(graph), fuse=self.fuse)
-        if config.dump_dir:
-            _dump(config.dump_dir, graph.name, module.source)
         signature = [_param_type(p) for p in module.params]
         signature.append(numba.types.Array(numba.types.int64, 1, "C"))
         start = time.perf_counter_ns()
@@ -149,12 +145,6 @@ class NumbaCpuBackend:
 def _param_type(p: Any) -> Any:
     """Inputs and buffers hold a ShapedArray, constants the array itself."""
     return _array_type(p.value.dtype, p.value.ndim)
-
-
-def _dump(directory: str, name: str, source: str) -> None:
-    os.makedirs(directory, exist_ok=True)
-    with open(os.path.join(directory, f"{name}.cpu.py"), "w", encoding="utf-8") as f:
-        f.write(source)
 
 
 def compile_count() -> int:

@@ -20,13 +20,11 @@ Without a GPU, numba's CUDA simulator runs the same kernels as Python
 
 from __future__ import annotations
 
-import os
 from typing import Any, Callable
 
 import numpy as np
 from numba import cuda
 
-from ...config import config
 from ...core import Graph
 from ...errors import TracerValueError
 from ..numba.fusion import INDEX_OPS
@@ -97,20 +95,12 @@ class NumbaCudaBackend:
 
     def compile(self, graph: Graph) -> CudaExecutable:
         module = generate(graph, fuse=self.fuse)
-        if config.dump_dir:
-            _dump(config.dump_dir, graph.name, module.source)
         host, fresh = cache.load(module.source, module.host)
         return CudaExecutable(module, host, graph, fresh)
 
     def clear_memory(self) -> None:
         """Forget imported modules (the disk cache stays)."""
         cache.clear_memory()
-
-
-def _dump(directory: str, name: str, source: str) -> None:
-    os.makedirs(directory, exist_ok=True)
-    with open(os.path.join(directory, f"{name}.cuda.py"), "w", encoding="utf-8") as f:
-        f.write(source)
 
 
 def device_ops() -> frozenset[str]:
