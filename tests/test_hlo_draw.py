@@ -63,9 +63,9 @@ def test_dot_has_one_node_per_instruction_and_the_graph_edges():
     graph = module.graph
     dot = module.to_dot()
     assert dot.startswith('digraph "jit__softmax_mlp"') and dot.rstrip().endswith("}")
-    nodes = re.findall(r"^\s*(n\d+) \[label=", dot, re.M)
+    nodes = re.findall(r"^\s*(n\d+) \[label=", dot, re.MULTILINE)
     assert len(nodes) == len(graph.inputs) + len(graph.eqns) + 1  # + ROOT
-    edges = set(re.findall(r"^\s*(n\d+) -> (n\d+);", dot, re.M))
+    edges = set(re.findall(r"^\s*(n\d+) -> (n\d+);", dot, re.MULTILINE))
     first = len(graph.inputs)
     eqn_edges = {(int(u[1:]) - first, int(v[1:]) - first) for u, v in edges
                  if int(u[1:]) >= first and int(v[1:]) < first + len(graph.eqns)}

@@ -80,7 +80,8 @@ def test_a_crashed_run_leaves_every_finished_event(tmp_path):
             f(np.ones(4))
         os._exit(3)   # dies without stop_trace: no closing bracket
     """)
-    env = dict(os.environ, PYTHONPATH=os.getcwd())
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=root)
     proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
                           text=True, timeout=120, check=False)
     assert proc.returncode == 3, proc.stderr

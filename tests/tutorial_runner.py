@@ -44,8 +44,10 @@ def run_tutorial(name: str, cache_dir: pathlib.Path, monkeypatch: Any) -> None:
 
 
 def _texts(outputs: list[Any]) -> list[str]:
-    """What a reader sees: streams and the plain-text form of results, noise removed."""
-    texts = []
+    """What a reader sees: streams (however the kernel chunked them, one text per run of
+    stream outputs) and the plain-text form of results, noise removed."""
+    texts: list[str] = []
+    streaming = False
     for out in outputs:
         if out.output_type == "stream":
             text = out.text
@@ -55,7 +57,11 @@ def _texts(outputs: list[Any]) -> list[str]:
             text = f"{out.output_type}: {out.get('ename')}: {out.get('evalue')}"
         for pattern, repl in _NOISE:
             text = pattern.sub(repl, text)
-        texts.append(text)
+        if streaming and out.output_type == "stream":
+            texts[-1] += text
+        else:
+            texts.append(text)
+        streaming = out.output_type == "stream"
     return texts
 
 

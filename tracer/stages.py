@@ -101,7 +101,8 @@ class Compiled:
         source = getattr(self.executable, "source", None)
         tail = (reprs.folded(f"generated source ({len(source.splitlines())} lines)",
                              reprs.code(source)),) if source else ()
-        title = f"Compiled {self.lowered.name}{self.lowered.signature()} for {self.lowered.backend!r}"
+        lowered = self.lowered
+        title = f"Compiled {lowered.name}{lowered.signature()} for {lowered.backend!r}"
         return hlo_html(self.hlo, title, [facts], tail)
 
     def cost_analysis(self) -> dict[str, float]:

@@ -44,7 +44,7 @@ class Panel:
 
     title: str
     caller: str             # key of the calling node
-    drawing: "Drawing"
+    drawing: Drawing
 
 
 @dataclass

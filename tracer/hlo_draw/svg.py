@@ -94,7 +94,8 @@ def _node(node: Node, lay: Layout, gx: float, gy: float) -> str:
     x, y = gx + b.x - b.width / 2, gy + b.y
     title, detail = _label(node)
     stroke = "#111" if node.kind == "output" else "#666"
-    return (f'<g class="node" data-key="{node.key}"><title>{escape(node.title)} : {escape(node.detail)}</title>'
+    return (f'<g class="node" data-key="{node.key}">'
+            f'<title>{escape(node.title)} : {escape(node.detail)}</title>'
             f'<rect x="{x:.1f}" y="{y:.1f}" width="{b.width:.1f}" height="{b.height:.1f}" '
             f'rx="5" fill="{KIND_COLORS[node.kind]}" stroke="{stroke}"/>'
             + _text(x + 8, y + 14, title, 11, bold=True) + _text(x + 8, y + 28, detail, 10)
