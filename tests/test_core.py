@@ -78,7 +78,8 @@ def test_hlo_text_one_instruction_a_line_with_source():
     assert "ROOT add.3 = f32[3] add(Arg_0.1, Arg_1.2)" in text
     line = f.__code__.co_firstlineno + 1
     assert f'source_file="test_core.py" source_line={line}' in text
-    assert "<pre>" in tr.make_hlo(f)(np.ones(3), np.ones(3))._repr_html_()
+    html = tr.make_hlo(f)(np.ones(3), np.ones(3))._repr_html_()
+    assert "<pre" in html and "<svg" in html and "add.3 = f64[3]" in html
 
 
 def test_hlo_text_prints_subcomputations_and_constants():
