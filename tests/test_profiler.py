@@ -40,9 +40,11 @@ def test_trace_records_each_stage_as_complete_events(tmp_path):
     assert cats.count("trace") == 1 and cats.count("passes") == 1
     assert cats.count("execute") == 2  # one event per call, the cache hit included
     assert cats.count("backend") == 1 and cats.count("codegen") == 1
-    assert next(e["name"] for e in events if e["cat"] == "compile") in ("numba compile",
-                                                                         "cache load")
-    assert any(e["name"] == "trace predict" for e in events)
+    assert next(e["name"] for e in events if e["cat"] == "compile") in (
+        "numba compile jit_predict", "cache load jit_predict")  # which tier
+    names = [e["name"] for e in events]  # every event says whose it is
+    assert "trace jit_predict" in names and "codegen jit_predict" in names
+    assert all(name.endswith(" jit_predict") for name in names), names
     assert all(e["dur"] >= 0 and {"ts", "pid", "tid"} <= set(e) for e in events)
     passes = next(e for e in events if e["cat"] == "passes")
     for p in (e for e in events if e["cat"] == "pass"):  # passes nest in their pipeline

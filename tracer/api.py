@@ -88,7 +88,9 @@ class Jitted:
 
     def _run_recorded(self, compiled: Compiled, inputs: list) -> Any:
         """One call as a timeline event (only while tr.profiler records)."""
-        with profiler.span(f"run {self.name}", "execute", backend=compiled.lowered.backend):
+        lowered = compiled.lowered
+        with profiler.naming(lowered.name), profiler.span("run", "execute",
+                                                          backend=lowered.backend):
             outs = compiled.run(inputs)
         return compiled.lowered.out_tree.unflatten(outs)
 
@@ -137,7 +139,8 @@ class Jitted:
         except TracerError:  # name the argument (only now: names cost a tree walk)
             avals = [cache.aval_from_signature(s, name)
                      for s, name in zip(sigs, self._leaf_names(dynamic), strict=True)]
-        with profiler.span(f"trace {self.name}", "trace"), GraphBuilder() as builder:
+        with profiler.naming(f"jit_{self.name}"), profiler.span("trace", "trace"), \
+                GraphBuilder() as builder:
             tracers = [builder.new_input(a) for a in avals]
             out = self._call_with(tree_unflatten(treedef, tracers), args, kwargs)
             out_leaves, out_tree = tree_flatten(out)

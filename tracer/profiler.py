@@ -54,6 +54,7 @@ class _Session:
 
 
 _session: _Session | None = None
+_naming = threading.local()   # .function: the compiled function events belong to
 
 
 def start_trace(log_dir: str | os.PathLike) -> None:
@@ -91,11 +92,26 @@ def active() -> bool:
     return _session is not None
 
 
+@contextmanager
+def naming(function: str) -> Iterator[None]:
+    """Events recorded in the block (by this thread) are named after `function`, so the
+    backend's codegen and compile events say whose they are."""
+    outer = getattr(_naming, "function", None)
+    _naming.function = function
+    try:
+        yield
+    finally:
+        _naming.function = outer
+
+
 def record(name: str, cat: str, start_ns: int, end_ns: int, **args: Any) -> None:
     """Add one complete event that ran from `start_ns` to `end_ns` (time.perf_counter_ns)."""
     session = _session
     if session is None:
         return
+    function = getattr(_naming, "function", None)
+    if function:
+        name = f"{name} {function}"
     session.write({"name": name, "cat": cat, "ph": "X", "ts": start_ns / 1e3,
                    "dur": (end_ns - start_ns) / 1e3, "pid": session.pid,
                    "tid": threading.get_ident() & 0x7FFFFFFF, "args": args})

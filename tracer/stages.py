@@ -48,10 +48,11 @@ class Lowered:
                         " (traced graph, before passes)")
 
     def compile(self) -> "Compiled":
-        optimized = optimize(self.graph, self.name)
-        with profiler.span(f"backend {self.name}", "backend", backend=self.backend) as extra:
-            executable = get_backend(self.backend).compile(optimized)
-            extra["fresh_compile"] = bool(getattr(executable, "fresh_compile", True))
+        with profiler.naming(self.name):
+            optimized = optimize(self.graph, self.name)
+            with profiler.span("backend", "backend", backend=self.backend) as extra:
+                executable = get_backend(self.backend).compile(optimized)
+                extra["fresh_compile"] = bool(getattr(executable, "fresh_compile", True))
         source = getattr(executable, "source", None)
         if config.dump_dir and source:
             dump_source(config.dump_dir, self.name, self.backend, source)

@@ -38,10 +38,14 @@ def _body(drawing: Drawing, lines: list[str], pad: str) -> None:
 
 
 def _node(node: Node) -> str:
-    label = f"{node.title}\\n{node.detail}"
+    label = f'"{_escape(node.title)}\\n{_escape(node.detail)}"'  # DOT's \n: a line break
     width = ", penwidth=2" if node.kind == "output" else ""
-    return f'{node.key} [label={_quote(label)}, fillcolor="{KIND_COLORS[node.kind]}"{width}];'
+    return f'{node.key} [label={label}, fillcolor="{KIND_COLORS[node.kind]}"{width}];'
 
 
 def _quote(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\\\\n", "\\n") + '"'
+    return f'"{_escape(text)}"'
+
+
+def _escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"')

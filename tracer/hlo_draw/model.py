@@ -144,7 +144,7 @@ def _shapes(outputs: Sequence[Var]) -> str:
 def _kind(eqn: Eqn) -> str:
     family = getattr(eqn.op, "family", "other")
     name = eqn.op.name
-    if any(True for _ in _subgraphs(eqn)):
+    if _subgraphs(eqn):
         return "control"
     if family in _ELEMENTWISE:
         return "elementwise"

@@ -35,7 +35,7 @@ def optimize(graph: Graph, name: str = "main") -> Graph:
     dump = config.dump_dir
     if dump:
         dump_graph(dump, name, 0, "input", graph)
-    with profiler.span(f"passes {name}", "passes", eqns_in=len(graph.eqns)) as extra:
+    with profiler.span("passes", "passes", eqns_in=len(graph.eqns)) as extra:
         for i, (pass_name, run) in enumerate(PIPELINE, start=1):
             with profiler.span(pass_name, "pass"):
                 graph = run(graph)
