@@ -20,6 +20,8 @@ MAX_CHARS = 36
 MARGIN = 12.0
 PANEL_GAP = 36.0
 TITLE_H = 20.0
+# Fusion bands cycle through these, so neighbouring groups can be told apart.
+BAND_COLORS = ("#fed7aa", "#bbf7d0", "#c7d2fe", "#fbcfe8", "#bae6fd", "#fde68a")
 
 _DEFS = ('<defs><marker id="tracer-arrow" viewBox="0 0 10 10" refX="10" refY="5" '
          'markerWidth="7" markerHeight="7" orient="auto-start-reverse">'
@@ -126,7 +128,8 @@ def _group_box(lay: Layout, group: list[str], k: int, gx: float, gy: float) -> s
         y0 = top - (14 if n == 0 else GAP_Y / 2)
         y1 = top + NODE_H + (6 if n == len(tops) - 1 else GAP_Y / 2)
         rects.append(f'<rect x="{gx + left:.1f}" y="{gy + y0:.1f}" width="{right - left:.1f}" '
-                     f'height="{y1 - y0:.1f}" fill="#ffedd5"/>')
+                     f'height="{y1 - y0:.1f}" fill="{BAND_COLORS[k % len(BAND_COLORS)]}" '
+                     f'fill-opacity="0.55"/>')
         if n == 0:
             label = _text(gx + left + 4, gy + y0 + 10, f"fusion {k}", 9)
     return f'<g class="fusion" data-members="{" ".join(group)}">{"".join(rects)}{label}</g>'
