@@ -20,11 +20,13 @@ Without a GPU, numba's CUDA simulator runs the same kernels as Python
 
 from __future__ import annotations
 
+import time
 from typing import Any, Callable
 
 import numpy as np
 from numba import cuda
 
+from ... import profiler
 from ...core import Graph
 from ...errors import TracerValueError
 from ..numba.fusion import INDEX_OPS
@@ -94,8 +96,12 @@ class NumbaCudaBackend:
         self.fuse = fuse  # False: one kernel per op (to test fusion against)
 
     def compile(self, graph: Graph) -> CudaExecutable:
-        module = generate(graph, fuse=self.fuse)
+        with profiler.span("codegen", "codegen"):
+            module = generate(graph, fuse=self.fuse)
+        start = time.perf_counter_ns()
         host, fresh = cache.load(module.source, module.host)
+        profiler.record("import module" if fresh else "module in memory", "compile", start,
+                        time.perf_counter_ns())
         return CudaExecutable(module, host, graph, fresh)
 
     def clear_memory(self) -> None:
