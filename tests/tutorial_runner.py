@@ -3,7 +3,8 @@
 A tutorial is stored with its outputs (they are what a reader sees on a code host),
 so the oracle is the notebook itself: every code cell must run without error on a
 fresh compile cache, and print and return what the stored copy shows. Numbers are
-compared with a relative tolerance (BLAS and libm may differ in the last bits),
+compared to a relative 1e-6 or one unit of their last printed digit (BLAS and libm
+may differ in the last bits),
 object addresses and kernel temp-file names are ignored, and cells tagged `varies`
 (timings, compile seconds) only have to run.
 """
@@ -67,18 +68,26 @@ def _texts(outputs: list[Any]) -> list[str]:
 
 def _same(old: list[str], new: list[str], rtol: float = 1e-6) -> bool:
     """Equal words around the numbers (spacing may change with a number's width), and
-    numbers equal to `rtol`."""
+    numbers equal to `rtol` or to one unit of their last printed digit (a value that
+    another BLAS rounds the other way)."""
     if len(old) != len(new):
         return False
     for a, b in zip(old, new, strict=True):
         if _words(a) != _words(b):
             return False
-        xs = [float(x) for x in _NUMBER.findall(a)]
-        ys = [float(y) for y in _NUMBER.findall(b)]
-        if any(abs(x - y) > rtol * max(abs(x), abs(y)) + 1e-9
+        xs, ys = _NUMBER.findall(a), _NUMBER.findall(b)
+        if any(abs(float(x) - float(y)) > max(rtol * max(abs(float(x)), abs(float(y))),
+                                              _last_digit(x) * 1.01)
                for x, y in zip(xs, ys, strict=True)):
             return False
     return True
+
+
+def _last_digit(number: str) -> float:
+    """One unit of the last printed decimal (0 for integers and exponent forms)."""
+    if "." not in number or "e" in number.lower():
+        return 0.0
+    return 10.0 ** -len(number.split(".")[1])
 
 
 def _words(text: str) -> list[str]:
