@@ -216,9 +216,8 @@ class Jitted:
     def _repr_html_(self) -> str:
         """The cache table (one row per signature), its counters, and the graph and
         generated source of the latest compile."""
-        rows = [(", ".join(map(cache.sig_text, sigs)) or "()",
-                 ", ".join(f"{n}={v!r}" for n, _, v in statics), backend)
-                for (_, sigs, statics, backend) in self._cache]
+        rows = [(", ".join(map(cache.sig_text, key[1])) or "()",
+                 ", ".join(f"{n}={v!r}" for n, _, v in key[2]), key[3]) for key in self._cache]
         info = self.cache_info()
         parts = [reprs.line(f"{self.name}{self._signature or '(...)'}: {len(rows)} cached "
                             f"signature(s)")]
