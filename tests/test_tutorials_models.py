@@ -1,6 +1,6 @@
 """The later tutorials (training an MLP and a convnet, tracer.random, performance and
-the profiler, the CUDA backend under numba's simulator) run on a fresh compile cache and show their
-stored outputs (see tests/tutorial_runner.py)."""
+the profiler, the CUDA backend under numba's simulator, host callbacks) run on a fresh
+compile cache and show their stored outputs (see tests/tutorial_runner.py)."""
 
 from __future__ import annotations
 
