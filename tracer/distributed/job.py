@@ -1,0 +1,154 @@
+"""The MPI job a process belongs to: communicators, waiting, and failing together.
+
+A process started by `mpiexec` (MPICH's hydra sets `PMI_SIZE`, Open MPI
+`OMPI_COMM_WORLD_SIZE`) joins the job on first use; any other process is one
+replica and never imports mpi4py. Data moves on a duplicate of `COMM_WORLD`;
+failure notices travel on a second duplicate, so they never match data.
+
+Every wait polls (`wait`): the request, then the failure notices, then the clock.
+A replica that raises an uncaught exception tells the others before it aborts
+(`excepthook`), so they raise `ReplicaError` naming it instead of hanging; one that
+is stuck past `config.distributed_timeout` makes the waiting ones raise; a process
+that dies is reaped by `mpiexec`, which ends the job. `MPI_Abort` is the last resort.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+import traceback
+from typing import Any
+
+from ..config import config
+from ..errors import TracerError
+
+_FAIL_TAG = 7001
+_SPINS_BEFORE_YIELD = 64  # busy polls before yielding the core (oversubscribed jobs)
+_GRACE_S = 1.0  # how long a failing rank lets the others print before it aborts
+
+
+class ReplicaError(TracerError, RuntimeError):
+    """Another replica of the job failed, or did not reach a collective in time."""
+
+
+def launched_size() -> int:
+    """The job size `mpiexec` announced in the environment (1 when not launched by it)."""
+    for name in ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MPI_LOCALNRANKS"):
+        value = os.environ.get(name)
+        if value and value.isdigit():
+            return int(value)
+    return 1
+
+
+class Job:
+    """This process's view of the MPI job: rank, size, communicators."""
+
+    def __init__(self) -> None:
+        from mpi4py import MPI  # the mpi extra; imported only inside a job
+        self.MPI = MPI
+        world = MPI.COMM_WORLD
+        self.rank: int = world.Get_rank()
+        self.size: int = world.Get_size()
+        self.data = world.Dup()
+        self.control = world.Dup()
+        self.group_comms: dict[tuple[tuple[int, ...], ...], Any] = {}
+        self.sequence = 0  # collectives entered so far (the signature check compares it)
+        self.failed = False
+        self._install_excepthook()
+
+    # ----------------------------------------------------------------- groups
+    def group_comm(self, groups: tuple[tuple[int, ...], ...] | None) -> Any:
+        """The communicator of this rank's group, ranked in group order; made once per
+        `groups` (a collective call on every rank, which all reach together)."""
+        if groups is None:
+            return self.data
+        comm = self.group_comms.get(groups)
+        if comm is None:
+            color, key = next((i, g.index(self.rank)) for i, g in enumerate(groups)
+                              if self.rank in g)
+            comm = self.group_comms[groups] = self.data.Split(color, key)
+        return comm
+
+    # ----------------------------------------------------------------- waiting
+    def wait(self, requests: list[Any], op: str) -> None:
+        """Complete `requests`, raising if another replica failed or time runs out."""
+        MPI, spins, deadline = self.MPI, 0, None
+        while not MPI.Request.Testall(requests):
+            spins += 1
+            if spins % _SPINS_BEFORE_YIELD:
+                continue
+            self.check_failures(op)
+            now = time.monotonic()
+            if deadline is None:
+                deadline = now + float(config.distributed_timeout)
+            elif now > deadline:
+                for r in requests:
+                    r.Cancel()
+                raise ReplicaError(f"{op}: rank {self.rank} waited "
+                                   f"{config.distributed_timeout:g} s for the other replicas "
+                                   f"(a replica is stuck or took another path); aborting the job")
+            os.sched_yield()
+
+    def check_failures(self, op: str) -> None:
+        MPI = self.MPI
+        status = MPI.Status()
+        if self.control.Iprobe(source=MPI.ANY_SOURCE, tag=_FAIL_TAG, status=status):
+            message = self.control.recv(source=status.Get_source(), tag=_FAIL_TAG)
+            self.failed = True  # it already told everyone: no notices back
+            raise ReplicaError(f"{op}: rank {status.Get_source()} failed: {message}")
+
+    # ----------------------------------------------------------------- failing
+    def notify_failure(self, message: str) -> None:
+        """Tell every other replica that this one failed (non-blocking, small)."""
+        if self.failed:
+            return
+        self.failed = True
+        requests = [self.control.isend(message, dest=r, tag=_FAIL_TAG)
+                    for r in range(self.size) if r != self.rank]
+        deadline = time.monotonic() + _GRACE_S
+        while not self.MPI.Request.Testall(requests) and time.monotonic() < deadline:
+            time.sleep(1e-3)
+
+    def abort(self, code: int = 1) -> None:
+        self.MPI.COMM_WORLD.Abort(code)
+
+    def _install_excepthook(self) -> None:
+        previous = sys.excepthook
+
+        def hook(kind: type, value: BaseException, tb: Any) -> None:
+            previous(kind, value, tb)
+            sys.stderr.flush()
+            if self.size > 1:
+                line = "".join(traceback.format_exception_only(kind, value)).strip()
+                self.notify_failure(line)
+                time.sleep(_GRACE_S)  # let the others report before the job ends
+                self.abort(1)
+        sys.excepthook = hook
+
+
+_job: Job | None = None
+_lock = threading.Lock()
+
+
+def current_job(start: bool = False) -> Job | None:
+    """The job (made on first use when `mpiexec` launched this process with several
+    ranks, or when `start`); None for a lone process or without mpi4py."""
+    global _job
+    if _job is None and (start or launched_size() > 1):
+        with _lock:
+            if _job is None:
+                _job = _start()
+    return _job
+
+
+def _start() -> Job | None:
+    try:
+        import mpi4py  # noqa: F401
+    except ImportError:
+        if launched_size() > 1:
+            print("tracer: mpiexec started this process but mpi4py is not installed "
+                  "(pip install 'tracer-dsl[mpi]'); running as one replica", file=sys.stderr)
+        return None
+    return Job()
