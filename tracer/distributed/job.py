@@ -33,6 +33,10 @@ class ReplicaError(TracerError, RuntimeError):
     """Another replica of the job failed, or did not reach a collective in time."""
 
 
+def _launched() -> bool:
+    return any(name in os.environ for name in ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE"))
+
+
 def launched_size() -> int:
     """The job size `mpiexec` announced in the environment (1 when not launched by it)."""
     for name in ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MPI_LOCALNRANKS"):
@@ -83,9 +87,7 @@ class Job:
             now = time.monotonic()
             if deadline is None:
                 deadline = now + float(config.distributed_timeout)
-            elif now > deadline:
-                for r in requests:
-                    r.Cancel()
+            elif now > deadline:  # (collective requests cannot be cancelled: the abort ends them)
                 raise ReplicaError(f"{op}: rank {self.rank} waited "
                                    f"{config.distributed_timeout:g} s for the other replicas "
                                    f"(a replica is stuck or took another path); aborting the job")
@@ -134,9 +136,9 @@ _lock = threading.Lock()
 
 def current_job(start: bool = False) -> Job | None:
     """The job (made on first use when `mpiexec` launched this process with several
-    ranks, or when `start`); None for a lone process or without mpi4py."""
+    ranks, or on `start` under any `mpiexec`); None for a lone process or without mpi4py."""
     global _job
-    if _job is None and (start or launched_size() > 1):
+    if _job is None and (launched_size() > 1 or (start and _launched())):
         with _lock:
             if _job is None:
                 _job = _start()

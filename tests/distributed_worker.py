@@ -1,0 +1,161 @@
+"""One replica of the MPI tests (`tests/test_distributed_mpi.py` starts it under
+`mpiexec -n N`). Every replica builds every replica's input from its rank, so it
+checks its own results against NumPy folds of all of them, in group order.
+
+Usage: python -m tests.distributed_worker SCENARIO; prints "PASS <name>" per check.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import numpy as np
+
+import tracer as tr
+import tracer.numpy as tnp
+from tracer import ops
+
+N, R = tr.process_count(), tr.process_index()
+
+
+def data(rank: int, shape: tuple[int, ...], dtype: type = np.float32) -> np.ndarray:
+    return np.random.default_rng(rank).standard_normal(shape).astype(dtype)
+
+
+def fold(arrays: list[np.ndarray]) -> np.ndarray:
+    acc = np.array(arrays[0])
+    for a in arrays[1:]:
+        acc = acc + a
+    return acc
+
+
+def gathered_bytes(x: np.ndarray) -> list[bytes]:
+    from mpi4py import MPI
+    return MPI.COMM_WORLD.allgather(np.ascontiguousarray(x).tobytes())
+
+
+def ok(name: str) -> None:
+    print(f"PASS {name} rank {R}", flush=True)
+
+
+def check_all_reduce_bit_equal() -> None:
+    """Small (gather) and large (all-to-all) paths: the same bytes on every replica,
+    equal to folding the replicas' inputs in replica order."""
+    for size in (7, 50_000):
+        out = tr.jit(lambda x: ops.all_reduce(x))(data(R, (size,)))
+        expected = fold([data(r, (size,)) for r in range(N)])
+        assert np.array_equal(out, expected), (size, np.abs(out - expected).max())
+        assert len(set(gathered_bytes(out))) == 1
+    ok("all_reduce_bit_equal")
+
+
+def check_collectives_in_jit() -> None:
+    groups = [[r, (r + N // 2) % N] for r in range(N // 2)] if N > 2 else [[1, 0]]
+    group = next(g for g in groups if R in g)
+    x = data(R, (N * 2, 3))
+
+    @tr.jit
+    def f(x):
+        return (ops.cross_replica_sum(x, replica_groups=groups),
+                ops.all_gather(x, 1, replica_groups=groups),
+                ops.reduce_scatter(x, ops.max, 0),
+                ops.all_to_all(x, 0, 1),
+                ops.collective_permute(x, [(r, (r + 1) % N) for r in range(N - 1)]),
+                ops.replica_id())
+    s, g, rs, a2a, perm, rid = f(x)
+    xs = [data(r, (N * 2, 3)) for r in range(N)]
+    np.testing.assert_array_equal(s, fold([xs[r] for r in group]))
+    np.testing.assert_array_equal(g, np.concatenate([xs[r] for r in group], axis=1))
+    np.testing.assert_array_equal(rs, np.maximum.reduce(xs)[2 * R:2 * R + 2])
+    np.testing.assert_array_equal(a2a, np.concatenate([x_[2 * R:2 * R + 2] for x_ in xs], 1))
+    np.testing.assert_array_equal(perm, xs[R - 1] if R > 0 else np.zeros_like(x))
+    assert rid == R and rid.dtype == np.uint32
+    ok("collectives_in_jit")
+
+
+def check_grad_and_loops() -> None:
+    """Data-parallel gradient: psum of per-replica grads in a fori_loop, under grad."""
+    w0 = np.linspace(-1, 1, 5).astype(np.float32)
+    xs = [data(r, (4, 5)) for r in range(N)]
+
+    def loss(w, x):
+        return tnp.sum(tnp.tanh(x @ w) ** 2)
+
+    @tr.jit
+    def train(w, x):
+        def body(i, w):
+            g = ops.all_reduce(tr.grad(loss)(w, x)) / N
+            return w - 0.1 * g
+        return ops.fori_loop(0, 3, body, w)
+    w = train(w0, xs[R])
+    w_ref = w0
+    for _ in range(3):
+        g = fold([np.asarray(tr.grad(loss)(w_ref, x)) for x in xs]) / np.float32(N)
+        w_ref = w_ref - np.float32(0.1) * g
+    np.testing.assert_allclose(w, w_ref, rtol=1e-5, atol=1e-6)
+    assert len(set(gathered_bytes(w))) == 1
+    taken = tr.jit(lambda x: ops.cond(x[0] > -100.0, lambda v: ops.all_reduce(v),
+                                      lambda v: v, x))(xs[R][0])
+    np.testing.assert_array_equal(taken, fold([x[0] for x in xs]))
+    ok("grad_and_loops")
+
+
+def check_pmap() -> None:
+    x = np.arange(N * 3, dtype=np.float32).reshape(N, 3)
+
+    def f(v):
+        return v * ops.all_reduce(v, axis_name="i") + ops.replica_id("i").astype(np.float32)
+    np.testing.assert_array_equal(tr.pmap(f, axis_name="i")(x),
+                                  tr.vmap(f, axis_name="i")(x))
+    ok("pmap")
+
+
+def check_mismatch_raises_everywhere() -> None:
+    x = np.ones(3 if R == 0 else 4, np.float32)
+    try:
+        ops.all_reduce(x)
+    except tr.TracerError as e:
+        text = str(e)
+        assert "all_reduce" in text and "ranks [0]" in text and "float32[3]" in text, text
+    else:
+        raise AssertionError("a mismatched all_reduce did not raise")
+    np.testing.assert_array_equal(ops.all_reduce(np.ones(2, np.float32)), np.full(2, N))
+    ok("mismatch_raises_everywhere")
+
+
+def fail_raise() -> None:
+    """Rank 1 raises before the collective the others wait in."""
+    if R == 1:
+        raise RuntimeError("replica one gave up")
+    ops.all_reduce(np.ones(3, np.float32))
+
+
+def fail_stuck() -> None:
+    """Rank 1 is late past the watchdog's timeout."""
+    tr.config.distributed_timeout = 1.0
+    if R == 1:
+        time.sleep(30)
+    ops.all_reduce(np.ones(3, np.float32))
+
+
+def fail_die() -> None:
+    """Rank 1 is killed."""
+    import os
+    import signal
+    if R == 1:
+        os.kill(os.getpid(), signal.SIGKILL)
+    ops.all_reduce(np.ones(3, np.float32))
+
+
+CHECKS = [check_all_reduce_bit_equal, check_collectives_in_jit, check_grad_and_loops,
+          check_pmap, check_mismatch_raises_everywhere]
+FAILURES = {"fail_raise": fail_raise, "fail_stuck": fail_stuck, "fail_die": fail_die}
+
+if __name__ == "__main__":
+    scenario = sys.argv[1]
+    if scenario == "checks":
+        for check in CHECKS:
+            check()
+    else:
+        FAILURES[scenario]()
