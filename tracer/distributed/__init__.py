@@ -18,7 +18,7 @@ from . import host_ops
 from .job import Job, ReplicaError, current_job
 from .pmap import pmap
 
-__all__ = ["initialize", "process_count", "process_index", "pmap", "ReplicaError"]
+__all__ = ["ReplicaError", "initialize", "pmap", "process_count", "process_index"]
 
 
 class _MpiTransport:

@@ -13,7 +13,8 @@ returns (the bandwidth of a ring all-reduce, with the order fixed).
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -52,8 +53,9 @@ def _bytes(x: np.ndarray) -> list[Any]:
 
 
 def _fold(rows: np.ndarray, combine: Combine) -> np.ndarray:
-    """rows[0] ∘ rows[1] ∘ … left to right (the fixed order)."""
-    acc = np.array(rows[0])
+    """rows[0] ∘ rows[1] ∘ … left to right (the fixed order), into rows[0]: `rows` is
+    a receive buffer of ours."""
+    acc = rows[0]
     for row in rows[1:]:
         acc = combine(acc, row)
     return acc
@@ -83,10 +85,10 @@ def all_reduce(job: Job, x: np.ndarray, *, to_apply: Graph, replica_groups: Any,
     if flat.nbytes * n <= _SMALL_BYTES:
         return _fold(_allgather(job, comm, flat, "all_reduce"), combine).reshape(x.shape)
     block = -(-flat.size // n)
-    padded = np.zeros(block * n, x.dtype)
-    padded[:flat.size] = flat
-    mine = _fold(_alltoall(job, comm, padded.reshape(n, block), "all_reduce"), combine)
-    return _allgather(job, comm, mine, "all_reduce").reshape(-1)[:flat.size].reshape(x.shape)
+    if block * n != flat.size:
+        flat = np.concatenate([flat, np.zeros(block * n - flat.size, x.dtype)])
+    mine = _fold(_alltoall(job, comm, flat.reshape(n, block), "all_reduce"), combine)
+    return _allgather(job, comm, mine, "all_reduce").reshape(-1)[:x.size].reshape(x.shape)
 
 
 def all_gather(job: Job, x: np.ndarray, *, all_gather_dim: int, replica_groups: Any,

@@ -25,7 +25,8 @@ from ..config import config
 from ..errors import TracerError
 
 _FAIL_TAG = 7001
-_SPINS_BEFORE_YIELD = 64  # busy polls before yielding the core (oversubscribed jobs)
+_SPINS_PER_CHECK = 64  # polls of the request between looks at failures and the clock
+_SPIN_S = 2e-3  # then yield the core at each look (jobs with more ranks than cores)
 _GRACE_S = 1.0  # how long a failing rank lets the others print before it aborts
 
 
@@ -77,21 +78,26 @@ class Job:
 
     # ----------------------------------------------------------------- waiting
     def wait(self, requests: list[Any], op: str) -> None:
-        """Complete `requests`, raising if another replica failed or time runs out."""
-        MPI, spins, deadline = self.MPI, 0, None
+        """Complete `requests`, raising if another replica failed or time runs out.
+
+        Spins first (a collective among running replicas takes microseconds, and a
+        yield on a loaded machine costs a whole time slice), then yields the core to
+        the replicas it waits for (jobs with more ranks than cores)."""
+        MPI, spins = self.MPI, 0
+        start = time.monotonic()
         while not MPI.Request.Testall(requests):
             spins += 1
-            if spins % _SPINS_BEFORE_YIELD:
+            if spins % _SPINS_PER_CHECK:
                 continue
             self.check_failures(op)
-            now = time.monotonic()
-            if deadline is None:
-                deadline = now + float(config.distributed_timeout)
-            elif now > deadline:  # (collective requests cannot be cancelled: the abort ends them)
+            waited = time.monotonic() - start
+            if waited > float(config.distributed_timeout):
+                # (collective requests cannot be cancelled: the abort ends them)
                 raise ReplicaError(f"{op}: rank {self.rank} waited "
                                    f"{config.distributed_timeout:g} s for the other replicas "
                                    f"(a replica is stuck or took another path); aborting the job")
-            os.sched_yield()
+            if waited > _SPIN_S:
+                os.sched_yield()
 
     def check_failures(self, op: str) -> None:
         MPI = self.MPI

@@ -11,7 +11,8 @@ holds every replica and runs exactly that `vmap`.
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Hashable
+from collections.abc import Callable, Hashable
+from typing import Any
 
 from .. import numpy as tnp
 from ..api import jit

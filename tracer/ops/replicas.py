@@ -12,9 +12,10 @@ collective is the seeds' identity for a replica count of 1.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any, Callable, Hashable, Iterator, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
