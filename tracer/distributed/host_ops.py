@@ -20,8 +20,8 @@ import numpy as np
 
 from ..core import Graph
 from ..interpret import run_graph
-from .job import Job
-from .signature import check_signature
+from .job import Job, as_bytes
+from .signature import PAYLOAD_BYTES, check_signature, exchange
 
 _SMALL_BYTES = 1 << 16  # below this (operand × replicas), all-gather and fold everywhere
 
@@ -47,11 +47,6 @@ def _combiner(to_apply: Graph, dtype: np.dtype) -> Combine:
     return lambda a, b: np.asarray(run_graph(to_apply, [a, b])[0], dtype)
 
 
-def _bytes(x: np.ndarray) -> list[Any]:
-    from mpi4py import MPI
-    return [np.ascontiguousarray(x).reshape(-1).view(np.uint8), MPI.BYTE]
-
-
 def _fold(rows: np.ndarray, combine: Combine) -> np.ndarray:
     """rows[0] ∘ rows[1] ∘ … left to right (the fixed order), into rows[0]: `rows` is
     a receive buffer of ours."""
@@ -61,17 +56,11 @@ def _fold(rows: np.ndarray, combine: Combine) -> np.ndarray:
     return acc
 
 
-def _allgather(job: Job, comm: Any, x: np.ndarray, op: str) -> np.ndarray:
-    """(group size, *x.shape): every member's x in group order."""
-    out = np.empty((comm.Get_size(),) + x.shape, x.dtype)
-    job.wait([comm.Iallgather(_bytes(x), _bytes(out))], op)
-    return out
-
-
 def _alltoall(job: Job, comm: Any, blocks: np.ndarray, op: str) -> np.ndarray:
-    """blocks[j] goes to member j; result[k] is what member k sent here."""
-    out = np.empty_like(blocks)
-    job.wait([comm.Ialltoall(_bytes(blocks), _bytes(out))], op)
+    """blocks[j] goes to member j; result[k] is what member k sent here, in the job's
+    scratch buffer (valid until the next collective: fresh pages cost page faults)."""
+    out = job.scratch(blocks.nbytes).view(blocks.dtype).reshape(blocks.shape)
+    job.wait([comm.Ialltoall(as_bytes(blocks), as_bytes(out))], op)
     return out
 
 
@@ -83,17 +72,17 @@ def all_reduce(job: Job, x: np.ndarray, *, to_apply: Graph, replica_groups: Any,
     if n == 1:
         return np.array(x)
     if flat.nbytes * n <= _SMALL_BYTES:
-        return _fold(_allgather(job, comm, flat, "all_reduce"), combine).reshape(x.shape)
+        return _fold(job.allgather(comm, flat, "all_reduce"), combine).reshape(x.shape)
     block = -(-flat.size // n)
     if block * n != flat.size:
         flat = np.concatenate([flat, np.zeros(block * n - flat.size, x.dtype)])
     mine = _fold(_alltoall(job, comm, flat.reshape(n, block), "all_reduce"), combine)
-    return _allgather(job, comm, mine, "all_reduce").reshape(-1)[:x.size].reshape(x.shape)
+    return job.allgather(comm, mine, "all_reduce").reshape(-1)[:x.size].reshape(x.shape)
 
 
 def all_gather(job: Job, x: np.ndarray, *, all_gather_dim: int, replica_groups: Any,
                **_: Any) -> np.ndarray:
-    parts = _allgather(job, job.group_comm(replica_groups), x, "all_gather")
+    parts = job.allgather(job.group_comm(replica_groups), x, "all_gather")
     return np.concatenate(list(parts), axis=all_gather_dim)
 
 
@@ -107,7 +96,7 @@ def reduce_scatter(job: Job, x: np.ndarray, *, to_apply: Graph, scatter_dimensio
     comm = job.group_comm(replica_groups)
     received = _alltoall(job, comm, _blocks(x, scatter_dimension, comm.Get_size()),
                          "reduce_scatter")
-    return _fold(received, _combiner(to_apply, x.dtype))
+    return np.array(_fold(received, _combiner(to_apply, x.dtype)))
 
 
 def all_to_all(job: Job, x: np.ndarray, *, split_dimension: int, concat_dimension: int,
@@ -121,12 +110,12 @@ def collective_permute(job: Job, x: np.ndarray, *, source_target_pairs: Any,
                        **_: Any) -> np.ndarray:
     target = next((t for s, t in source_target_pairs if s == job.rank), None)
     source = next((s for s, t in source_target_pairs if t == job.rank), None)
-    out = np.zeros_like(x)
+    out = np.zeros(x.shape, x.dtype)  # C order: it is the receive buffer
     requests = []
     if source is not None:
-        requests.append(job.data.Irecv(_bytes(out), source=source, tag=1))
+        requests.append(job.data.Irecv(as_bytes(out), source=source, tag=1))
     if target is not None:
-        requests.append(job.data.Isend(_bytes(x), dest=target, tag=1))
+        requests.append(job.data.Isend(as_bytes(x), dest=target, tag=1))
     job.wait(requests, "collective_permute")
     return out
 
@@ -140,5 +129,9 @@ def run(job: Job, op: str, operands: tuple[np.ndarray, ...], params: dict[str, A
     if op == "replica_id":
         return np.uint32(job.rank)
     x = np.asarray(operands[0])
+    if op == "all_reduce" and params["replica_groups"] is None and x.nbytes <= PAYLOAD_BYTES:
+        values = exchange(job, op, x, params, x)  # the check and the data, one round trip
+        combine = _combiner(params["to_apply"], x.dtype)
+        return _fold(np.ascontiguousarray(values).view(x.dtype), combine).reshape(x.shape)
     check_signature(job, op, x, params)
     return _OPS[op](job, x, **params)

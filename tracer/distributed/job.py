@@ -21,13 +21,21 @@ import time
 import traceback
 from typing import Any
 
+import numpy as np
+
 from ..config import config
 from ..errors import TracerError
 
 _FAIL_TAG = 7001
 _SPINS_PER_CHECK = 64  # polls of the request between looks at failures and the clock
-_SPIN_S = 2e-3  # then yield the core at each look (jobs with more ranks than cores)
+_SPIN_S = 2e-3  # then, with more ranks than cores here, yield the core at each look
 _GRACE_S = 1.0  # how long a failing rank lets the others print before it aborts
+
+
+def as_bytes(x: np.ndarray) -> list[Any]:
+    """An MPI buffer of x's bytes: every dtype (bfloat16 included) moves the same way."""
+    from mpi4py import MPI
+    return [np.ascontiguousarray(x).reshape(-1).view(np.uint8), MPI.BYTE]
 
 
 class ReplicaError(TracerError, RuntimeError):
@@ -61,6 +69,9 @@ class Job:
         self.group_comms: dict[tuple[tuple[int, ...], ...], Any] = {}
         self.sequence = 0  # collectives entered so far (the signature check compares it)
         self.failed = False
+        self._scratch = np.empty(0, np.uint8)
+        local = int(os.environ.get("MPI_LOCALNRANKS", "0")) or self.size
+        self.oversubscribed = local > len(os.sched_getaffinity(0))
         self._install_excepthook()
 
     # ----------------------------------------------------------------- groups
@@ -76,13 +87,26 @@ class Job:
             comm = self.group_comms[groups] = self.data.Split(color, key)
         return comm
 
+    def scratch(self, nbytes: int) -> np.ndarray:
+        """A reused receive buffer of at least `nbytes` (uint8)."""
+        if self._scratch.nbytes < nbytes:
+            self._scratch = np.empty(nbytes, np.uint8)
+        return self._scratch[:nbytes]
+
+    def allgather(self, comm: Any, x: np.ndarray, op: str) -> np.ndarray:
+        """(group size, *x.shape): every member's x in group order."""
+        out = np.empty((comm.Get_size(),) + x.shape, x.dtype)
+        self.wait([comm.Iallgather(as_bytes(x), as_bytes(out))], op)
+        return out
+
     # ----------------------------------------------------------------- waiting
     def wait(self, requests: list[Any], op: str) -> None:
         """Complete `requests`, raising if another replica failed or time runs out.
 
-        Spins first (a collective among running replicas takes microseconds, and a
-        yield on a loaded machine costs a whole time slice), then yields the core to
-        the replicas it waits for (jobs with more ranks than cores)."""
+        Spins: MPI moves a non-blocking collective's data only while it is polled,
+        and a yield on a loaded machine costs a whole time slice. With more ranks on
+        this host than cores, it yields at each look after 2 ms, so the replicas it
+        waits for get the core."""
         MPI, spins = self.MPI, 0
         start = time.monotonic()
         while not MPI.Request.Testall(requests):
@@ -96,7 +120,7 @@ class Job:
                 raise ReplicaError(f"{op}: rank {self.rank} waited "
                                    f"{config.distributed_timeout:g} s for the other replicas "
                                    f"(a replica is stuck or took another path); aborting the job")
-            if waited > _SPIN_S:
+            if self.oversubscribed and waited > _SPIN_S:
                 os.sched_yield()
 
     def check_failures(self, op: str) -> None:
