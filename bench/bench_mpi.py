@@ -14,6 +14,7 @@ and the final weights' distance to the one-process run on the same global batche
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shutil
@@ -21,7 +22,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -30,17 +32,22 @@ BATCH, LAYERS, STEPS, LR = 128, (784, 256, 128, 10), 30, np.float32(0.05)
 
 
 # ------------------------------------------------------------------ inside the job
-def _timed(comm: Any, fn: Callable[[], Any], number: int, rounds: int = 5) -> float:
-    """Seconds per call, the slowest rank's, median of `rounds` synchronized loops."""
-    fn()
-    times = []
+def _paired(comm: Any, fns: dict[str, Callable[[], Any]], number: int,
+            rounds: int = 7) -> dict[str, float]:
+    """Seconds per call of each fn (the slowest rank's), the median of `rounds` rounds
+    in which every fn runs one synchronized loop in turn: paired, so load that comes
+    and goes hits them alike."""
+    for fn in fns.values():
+        fn()
+    times: dict[str, list[float]] = {name: [] for name in fns}
     for _ in range(rounds):
-        comm.Barrier()
-        t0 = time.perf_counter()
-        for _ in range(number):
-            fn()
-        times.append(comm.allreduce((time.perf_counter() - t0) / number, op=_max()))
-    return float(np.median(times))
+        for name, fn in fns.items():
+            comm.Barrier()
+            t0 = time.perf_counter()
+            for _ in range(number):
+                fn()
+            times[name].append(comm.allreduce((time.perf_counter() - t0) / number, op=_max()))
+    return {name: float(np.median(t)) for name, t in times.items()}
 
 
 def _max() -> Any:
@@ -54,7 +61,8 @@ def _c_allreduce(comm: Any) -> Callable[[np.ndarray, np.ndarray, int], Any]:
 
     import numba
     from mpi4py import MPI
-    path = next(line.split()[-1] for line in open("/proc/self/maps") if "libmpi" in line)
+    with open("/proc/self/maps") as maps:
+        path = next(line.split()[-1] for line in maps if "libmpi" in line)
     fn = ctypes.CDLL(path).MPI_Allreduce
     handle = ctypes.c_int32 if MPI._sizeof(MPI.Comm) == 4 else ctypes.c_int64
     fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, handle, handle, handle]
@@ -85,30 +93,36 @@ def _host_step_allreduce(comm: Any) -> Callable[[np.ndarray, np.ndarray, int], A
     return run
 
 
+def _unchecked(step: Callable[[np.ndarray], Any], x: np.ndarray) -> Any:
+    import tracer as tr
+    with tr.config.override(distributed_checks=False):
+        return step(x)
+
+
+def _size_row(comm: Any, size: int, step: Callable[[np.ndarray], Any],
+              c_loop: Callable[..., Any], host_loop: Callable[..., Any]) -> dict[str, float]:
+    x = np.full(size, comm.rank + 1, np.float32)
+    y = np.empty_like(x)
+    fns = {"mpi4py Allreduce": lambda: comm.Allreduce(x, y),
+           "tracer all_reduce": lambda: step(x),
+           "tracer, checks off": lambda: _unchecked(step, x),
+           "njit -> C MPI_Allreduce": lambda: c_loop(x, y, 1),
+           "njit -> host step -> mpi4py": lambda: host_loop(x, y, 1)}
+    return _paired(comm, fns, max(3, min(500, (1 << 24) // (size * 16))))
+
+
 def allreduce_rows(comm: Any) -> dict[str, dict[str, float]]:
     import tracer as tr
     from tracer import ops
-    out: dict[str, dict[str, float]] = {}
     c_loop, host_loop = _c_allreduce(comm), _host_step_allreduce(comm)
     step = tr.jit(lambda v: ops.all_reduce(v))
-    for size in SIZES:
-        x = np.full(size, comm.rank + 1, np.float32)
-        y = np.empty_like(x)
-        number = max(3, min(2000, (1 << 24) // (size * 16)))
-        row = {"mpi4py Allreduce": _timed(comm, lambda: comm.Allreduce(x, y), number),
-               "tracer all_reduce": _timed(comm, lambda: step(x), number)}
-        with tr.config.override(distributed_checks=False):
-            row["tracer, checks off"] = _timed(comm, lambda: step(x), number)
-        row["njit -> C MPI_Allreduce"] = _timed(comm, lambda: c_loop(x, y, 1), number)
-        row["njit -> host step -> mpi4py"] = _timed(comm, lambda: host_loop(x, y, 1), number)
-        out[str(size)] = row
-    return out
+    return {str(size): _size_row(comm, size, step, c_loop, host_loop) for size in SIZES}
 
 
 def init_params() -> list[np.ndarray]:
     rng = np.random.default_rng(0)
     params = []
-    for a, b in zip(LAYERS[:-1], LAYERS[1:], strict=True):
+    for a, b in itertools.pairwise(LAYERS):
         params += [(rng.standard_normal((a, b)) * np.sqrt(2 / a)).astype(np.float32),
                    np.zeros(b, np.float32)]
     return params
@@ -196,7 +210,10 @@ def main() -> None:
     counts = (1, 2, 4)
     for n in counts:
         _run_job(n, outdir)
-    times = {n: json.load(open(os.path.join(outdir, f"times_{n}.json"))) for n in counts}
+    times = {}
+    for n in counts:
+        with open(os.path.join(outdir, f"times_{n}.json")) as f:
+            times[n] = json.load(f)
     for n in counts[1:]:
         _print_allreduce(n, times[n]["allreduce"])
     one = np.load(os.path.join(outdir, "weights_1.npz"))

@@ -7,6 +7,7 @@ Usage: python -m tests.distributed_worker SCENARIO; prints "PASS <name>" per che
 
 from __future__ import annotations
 
+import functools
 import sys
 import time
 
@@ -71,6 +72,10 @@ def check_collectives_in_jit() -> None:
     np.testing.assert_array_equal(a2a, np.concatenate([x_[2 * R:2 * R + 2] for x_ in xs], 1))
     np.testing.assert_array_equal(perm, xs[R - 1] if R > 0 else np.zeros_like(x))
     assert rid == R and rid.dtype == np.uint32
+    for size in (3, 40_000):  # a computation that is not associative: the fold's order
+        diff = tr.jit(lambda v: ops.all_reduce(v, lambda a, b: a - b))(data(R, (size,)))
+        np.testing.assert_array_equal(diff, functools.reduce(
+            np.subtract, [data(r, (size,)) for r in range(N)]))
     ok("collectives_in_jit")
 
 
@@ -98,6 +103,8 @@ def check_grad_and_loops() -> None:
     taken = tr.jit(lambda x: ops.cond(x[0] > -100.0, lambda v: ops.all_reduce(v),
                                       lambda v: v, x))(xs[R][0])
     np.testing.assert_array_equal(taken, fold([x[0] for x in xs]))
+    per_row = tr.jit(tr.vmap(lambda v: ops.all_reduce(v)))(xs[R])  # vmap over another axis
+    np.testing.assert_array_equal(per_row, fold(xs))
     ok("grad_and_loops")
 
 
@@ -120,6 +127,13 @@ def check_mismatch_raises_everywhere() -> None:
         assert "all_reduce" in text and "ranks [0]" in text and "float32[3]" in text, text
     else:
         raise AssertionError("a mismatched all_reduce did not raise")
+    y = np.ones(3, np.float32)
+    try:  # another op order: rank 0 gathers where the others reduce
+        tr.jit(lambda v: ops.all_gather(v, 0) if R == 0 else ops.all_reduce(v))(y)
+    except tr.TracerError as e:
+        assert "all_gather" in str(e) and "all_reduce" in str(e) and "ranks [0]" in str(e), e
+    else:
+        raise AssertionError("collectives entered in another order did not raise")
     np.testing.assert_array_equal(ops.all_reduce(np.ones(2, np.float32)), np.full(2, N))
     ok("mismatch_raises_everywhere")
 

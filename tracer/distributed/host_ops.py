@@ -42,7 +42,7 @@ def _combiner(to_apply: Graph, dtype: np.dtype) -> Combine:
     """The reduction computation on whole arrays: a NumPy ufunc for the plain monoids
     (same rounding as the op's reference), else the computation's reference graph."""
     name = _monoid(to_apply)
-    if name in _UFUNCS and dtype.kind in "fiuc":
+    if name in _UFUNCS and dtype.kind in ("fiuc" if name in ("add", "mul") else "fiu"):
         return lambda a, b: _UFUNCS[name](a, b, out=a)
     return lambda a, b: np.asarray(run_graph(to_apply, [a, b])[0], dtype)
 
