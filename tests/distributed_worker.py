@@ -141,6 +141,38 @@ def check_mismatch_raises_everywhere() -> None:
     ok("mismatch_raises_everywhere")
 
 
+def check_properties() -> None:
+    """Eager collectives over random shapes, dtypes and computations (hypothesis,
+    derandomized: every replica draws the same examples) against NumPy folds."""
+    from hypothesis import assume, given, settings
+    from hypothesis import strategies as st
+
+    dtypes = st.sampled_from([np.float32, np.float64, np.int32, np.uint8, np.bool_])
+    shapes = st.lists(st.integers(0, 4), min_size=0, max_size=3).map(tuple)
+    folds = {"add": (ops.add, lambda a, b: a + b), "max": (ops.max, np.maximum),
+             "min": (ops.min, np.minimum)}
+
+    @settings(max_examples=25, derandomize=True, deadline=None, database=None)
+    @given(dtype=dtypes, shape=shapes, name=st.sampled_from(sorted(folds)),
+           wide=st.booleans())
+    def collectives_match_numpy(dtype, shape, name, wide):
+        assume(not (dtype is np.bool_ and name == "add"))  # (add takes no booleans)
+        shape = (N * (700 if wide else 1),) + shape  # wide: the all-to-all path
+        xs = [(data(r, shape, np.float64) * 50).astype(dtype) for r in range(N)]
+        computation, reference = folds[name]
+        got = ops.all_reduce(xs[R], computation)
+        assert got.dtype == np.dtype(dtype)
+        np.testing.assert_array_equal(got, functools.reduce(reference, xs))
+        np.testing.assert_array_equal(ops.all_gather(xs[R], 0), np.concatenate(xs))
+        block = slice(R * shape[0] // N, (R + 1) * shape[0] // N)
+        np.testing.assert_array_equal(ops.reduce_scatter(xs[R], computation, 0),
+                                      functools.reduce(reference, xs)[block])
+        np.testing.assert_array_equal(ops.all_to_all(xs[R], 0, 0),
+                                      np.concatenate([x[block] for x in xs]))
+    collectives_match_numpy()
+    ok("properties")
+
+
 def fail_raise() -> None:
     """Rank 1 raises before the collective the others wait in."""
     if R == 1:
@@ -166,7 +198,7 @@ def fail_die() -> None:
 
 
 CHECKS = [check_all_reduce_bit_equal, check_collectives_in_jit, check_grad_and_loops,
-          check_pmap, check_mismatch_raises_everywhere]
+          check_pmap, check_mismatch_raises_everywhere, check_properties]
 FAILURES = {"fail_raise": fail_raise, "fail_stuck": fail_stuck, "fail_die": fail_die}
 
 if __name__ == "__main__":
