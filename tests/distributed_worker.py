@@ -122,14 +122,15 @@ def check_pmap() -> None:
 
 
 def check_mismatch_raises_everywhere() -> None:
-    x = np.ones(3 if R == 0 else 4, np.float32)
-    try:
-        ops.all_reduce(x)
-    except tr.TracerError as e:
-        text = str(e)
-        assert "all_reduce" in text and "ranks [0]" in text and "float32[3]" in text, text
-    else:
-        raise AssertionError("a mismatched all_reduce did not raise")
+    for others in (4, 100_000):  # both small; small on rank 0 and large on the others
+        x = np.ones(3 if R == 0 else others, np.float32)
+        try:
+            ops.all_reduce(x)
+        except tr.TracerError as e:
+            text = str(e)
+            assert "all_reduce" in text and "ranks [0]" in text and "float32[3]" in text, text
+        else:
+            raise AssertionError("a mismatched all_reduce did not raise")
     y = np.ones(3, np.float32)
     try:  # another op order: rank 0 gathers where the others reduce
         tr.jit(lambda v: ops.all_gather(v, 0) if R == 0 else ops.all_reduce(v))(y)

@@ -28,6 +28,8 @@ from ..errors import TracerError
 
 _FAIL_TAG = 7001
 _SPINS_PER_CHECK = 64  # polls of the request between looks at failures and the clock
+_POLLS_PER_YIELD = 1024  # as MPICH's blocking waits: a busy machine may have taken the
+# core of the replica we wait for
 _SPIN_S = 2e-3  # then, with more ranks than cores here, yield the core at each look
 _GRACE_S = 1.0  # how long a failing rank lets the others print before it aborts
 
@@ -48,7 +50,7 @@ def _launched() -> bool:
 
 def launched_size() -> int:
     """The job size `mpiexec` announced in the environment (1 when not launched by it)."""
-    for name in ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MPI_LOCALNRANKS"):
+    for name in ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE"):
         value = os.environ.get(name)
         if value and value.isdigit():
             return int(value)
@@ -104,9 +106,10 @@ class Job:
         """Complete `requests`, raising if another replica failed or time runs out.
 
         Spins: MPI moves a non-blocking collective's data only while it is polled,
-        and a yield on a loaded machine costs a whole time slice. With more ranks on
-        this host than cores, it yields at each look after 2 ms, so the replicas it
-        waits for get the core."""
+        and a yield on a loaded machine costs a whole time slice. It yields every
+        1024 polls, as MPICH's own blocking calls do, so a replica that lost its core
+        gets it back; with more ranks on this host than cores, at each look after
+        2 ms."""
         MPI, spins = self.MPI, 0
         start = time.monotonic()
         while not MPI.Request.Testall(requests):
@@ -120,7 +123,7 @@ class Job:
                 raise ReplicaError(f"{op}: rank {self.rank} waited "
                                    f"{config.distributed_timeout:g} s for the other replicas "
                                    f"(a replica is stuck or took another path); aborting the job")
-            if self.oversubscribed and waited > _SPIN_S:
+            if spins % _POLLS_PER_YIELD == 0 or (self.oversubscribed and waited > _SPIN_S):
                 os.sched_yield()
 
     def check_failures(self, op: str) -> None:
@@ -161,17 +164,18 @@ class Job:
 
 
 _job: Job | None = None
+_tried = False  # (without mpi4py: warn once, then stay one replica)
 _lock = threading.Lock()
 
 
 def current_job(start: bool = False) -> Job | None:
     """The job (made on first use when `mpiexec` launched this process with several
     ranks, or on `start` under any `mpiexec`); None for a lone process or without mpi4py."""
-    global _job
-    if _job is None and (launched_size() > 1 or (start and _launched())):
+    global _job, _tried
+    if _job is None and not _tried and (launched_size() > 1 or (start and _launched())):
         with _lock:
-            if _job is None:
-                _job = _start()
+            if not _tried:
+                _job, _tried = _start(), True
     return _job
 
 
