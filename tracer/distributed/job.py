@@ -28,9 +28,8 @@ from ..errors import TracerError
 
 _FAIL_TAG = 7001
 _SPINS_PER_CHECK = 64  # polls of the request between looks at failures and the clock
-_POLLS_PER_YIELD = 1024  # as MPICH's blocking waits: a busy machine may have taken the
-# core of the replica we wait for
-_SPIN_S = 2e-3  # then, with more ranks than cores here, yield the core at each look
+_SPIN_S = 5e-5  # then yield at each look, as MPICH's blocking calls do every 1000 polls:
+# on a busy (or oversubscribed) host the replica we wait for may have lost its core
 _GRACE_S = 1.0  # how long a failing rank lets the others print before it aborts
 
 
@@ -72,8 +71,6 @@ class Job:
         self.sequence = 0  # collectives entered so far (the signature check compares it)
         self.failed = False
         self._scratch = np.empty(0, np.uint8)
-        local = int(os.environ.get("MPI_LOCALNRANKS", "0")) or self.size
-        self.oversubscribed = local > len(os.sched_getaffinity(0))
         self._install_excepthook()
 
     # ----------------------------------------------------------------- groups
@@ -106,10 +103,10 @@ class Job:
         """Complete `requests`, raising if another replica failed or time runs out.
 
         Spins: MPI moves a non-blocking collective's data only while it is polled,
-        and a yield on a loaded machine costs a whole time slice. It yields every
-        1024 polls, as MPICH's own blocking calls do, so a replica that lost its core
-        gets it back; with more ranks on this host than cores, at each look after
-        2 ms."""
+        and a yield on a loaded machine costs a time slice. After 50 µs it yields at
+        each look (every 64 polls), as MPICH's own blocking calls yield every 1000
+        polls, so a replica that lost its core (a busy host, more ranks than cores)
+        gets it back."""
         MPI, spins = self.MPI, 0
         start = time.monotonic()
         while not MPI.Request.Testall(requests):
@@ -123,7 +120,7 @@ class Job:
                 raise ReplicaError(f"{op}: rank {self.rank} waited "
                                    f"{config.distributed_timeout:g} s for the other replicas "
                                    f"(a replica is stuck or took another path); aborting the job")
-            if spins % _POLLS_PER_YIELD == 0 or (self.oversubscribed and waited > _SPIN_S):
+            if waited > _SPIN_S:
                 os.sched_yield()
 
     def check_failures(self, op: str) -> None:
