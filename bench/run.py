@@ -8,8 +8,7 @@ import importlib.util
 
 from bench import (bench_callbacks, bench_conv, bench_cpu, bench_cuda, bench_dispatch, bench_fft,
                    bench_indexing, bench_linalg, bench_mpi, bench_numpy, bench_random,
-                   bench_transforms,
-                   bench_window)
+                   bench_transforms, bench_window)
 
 if __name__ == "__main__":
     bench_dispatch.overhead()

@@ -38,8 +38,8 @@ from .registry import define_op
 from .replicas import is_process_axis, replica_count, replica_impl
 from .shape import broadcast_in_dim, transpose
 
-__all__ = ["all_reduce", "cross_replica_sum", "all_gather", "reduce_scatter", "all_to_all", "collective_permute",
-           "replica_id"]
+__all__ = ["all_reduce", "cross_replica_sum", "all_gather", "reduce_scatter", "all_to_all",
+           "collective_permute", "replica_id"]
 
 Groups = tuple[tuple[int, ...], ...] | None
 
