@@ -142,6 +142,26 @@ def check_mismatch_raises_everywhere() -> None:
     ok("mismatch_raises_everywhere")
 
 
+def check_send_recv() -> None:
+    """Send/Recv pair by channel across replicas: a ring where every replica sends
+    before it receives (small and large: no deadlock), and one pair (others: zeros)."""
+    ring = [(r, (r + 1) % N) for r in range(N)]
+
+    @tr.jit
+    def f(x, y):
+        t = ops.send(x, ops.create_token(), 5, source_target_pairs=ring)
+        t = ops.send(y, t, 6, source_target_pairs=[(0, N - 1)])
+        a, t = ops.recv(tr.ShapedArray(x.shape, x.dtype), t, 5, source_target_pairs=ring)
+        b, _ = ops.recv(tr.ShapedArray(y.shape, y.dtype), t, 6,
+                        source_target_pairs=[(0, N - 1)])
+        return a, b
+    for size in (3, 200_000):
+        a, b = f(data(R, (size,)), np.full(2, R + 1, np.int32))
+        np.testing.assert_array_equal(a, data((R - 1) % N, (size,)))
+        np.testing.assert_array_equal(b, np.full(2, 1 if R == N - 1 else 0, np.int32))
+    ok("send_recv")
+
+
 def check_properties() -> None:
     """Eager collectives over random shapes, dtypes and computations (hypothesis,
     derandomized: every replica draws the same examples) against NumPy folds."""
@@ -199,7 +219,7 @@ def fail_die() -> None:
 
 
 CHECKS = [check_all_reduce_bit_equal, check_collectives_in_jit, check_grad_and_loops,
-          check_pmap, check_mismatch_raises_everywhere, check_properties]
+          check_pmap, check_mismatch_raises_everywhere, check_send_recv, check_properties]
 FAILURES = {"fail_raise": fail_raise, "fail_stuck": fail_stuck, "fail_die": fail_die}
 
 if __name__ == "__main__":

@@ -36,7 +36,7 @@ def test_collectives_across_processes(n):
     rc, out, _ = _mpiexec(n, "checks", timeout=240)
     assert rc == 0, out[-4000:]
     for check in ("all_reduce_bit_equal", "collectives_in_jit", "grad_and_loops", "pmap",
-                  "mismatch_raises_everywhere", "properties"):
+                  "mismatch_raises_everywhere", "send_recv", "properties"):
         assert out.count(f"PASS {check} ") == n, (check, out[-4000:])
 
 

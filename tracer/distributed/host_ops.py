@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..core import Graph
+from ..errors import TracerValueError
 from ..interpret import run_graph
 from .job import Job, as_bytes
 from .signature import PAYLOAD_BYTES, check_signature, exchange
@@ -120,6 +121,31 @@ def collective_permute(job: Job, x: np.ndarray, *, source_target_pairs: Any,
     return out
 
 
+def send(job: Job, x: np.ndarray, *, channel_id: int, source_target_pairs: Any) -> None:
+    """Start sending to this replica's target on the channel; the send completes while
+    later MPI calls poll (a send never waits for its receiver: both replicas of a
+    pair may send first, as the seeds' Recv is posted before the Send)."""
+    target = next((t for s, t in source_target_pairs if s == job.rank), None)
+    if target is not None:
+        buffer = np.array(x)  # ours until the send completes
+        job.start_send(job.p2p.Isend(as_bytes(buffer), dest=target, tag=channel_id), buffer)
+
+
+def recv(job: Job, *, channel_id: int, source_target_pairs: Any, aval: Any) -> np.ndarray:
+    """This replica's value on the channel from its source (zeros when none)."""
+    source = next((s for s, t in source_target_pairs if t == job.rank), None)
+    out = np.zeros(aval.shape, aval.dtype)
+    if source is not None:
+        status = job.MPI.Status()
+        job.wait([job.p2p.Irecv(as_bytes(out), source=source, tag=channel_id)], "recv",
+                 status)
+        if status.Get_count(job.MPI.BYTE) != out.nbytes:
+            raise TracerValueError(f"recv: channel {channel_id} expected {aval} "
+                                   f"({out.nbytes} bytes) from rank {source}, which sent "
+                                   f"{status.Get_count(job.MPI.BYTE)} bytes")
+    return out
+
+
 _OPS = {"all_reduce": all_reduce, "all_gather": all_gather, "reduce_scatter": reduce_scatter,
         "all_to_all": all_to_all, "collective_permute": collective_permute}
 
@@ -128,6 +154,10 @@ def run(job: Job, op: str, operands: tuple[np.ndarray, ...], params: dict[str, A
     """Op `op` of this replica with `operands`: its share of the job's result."""
     if op == "replica_id":
         return np.uint32(job.rank)
+    if op == "recv":
+        return recv(job, **params)
+    if op == "send":
+        return send(job, np.asarray(operands[0]), **params)
     x = np.asarray(operands[0])
     if op == "all_reduce" and params["replica_groups"] is None and x.nbytes <= PAYLOAD_BYTES:
         values = exchange(job, op, x, params, x)  # the check and the data, one round trip

@@ -14,6 +14,7 @@ that dies is reaped by `mpiexec`, which ends the job. `MPI_Abort` is the last re
 
 from __future__ import annotations
 
+import atexit
 import os
 import sys
 import threading
@@ -67,11 +68,14 @@ class Job:
         self.size: int = world.Get_size()
         self.data = world.Dup()
         self.control = world.Dup()
+        self.p2p = world.Dup()  # send/recv: tags are channel ids
+        self.sends: list[tuple[Any, np.ndarray]] = []  # (request, buffer) still in flight
         self.group_comms: dict[tuple[tuple[int, ...], ...], Any] = {}
         self.sequence = 0  # collectives entered so far (the signature check compares it)
         self.failed = False
         self._scratch = np.empty(0, np.uint8)
         self._install_excepthook()
+        atexit.register(self._finish_sends)  # (runs before mpi4py's MPI_Finalize)
 
     # ----------------------------------------------------------------- groups
     def group_comm(self, groups: tuple[tuple[int, ...], ...] | None) -> Any:
@@ -99,7 +103,21 @@ class Job:
         return out
 
     # ----------------------------------------------------------------- waiting
-    def wait(self, requests: list[Any], op: str) -> None:
+    def start_send(self, request: Any, buffer: np.ndarray) -> None:
+        self._progress_sends()
+        self.sends.append((request, buffer))
+
+    def _finish_sends(self) -> None:
+        """At exit: sends still in flight complete before MPI is finalized."""
+        if self.sends and not self.failed:
+            self.wait([r for r, _ in self.sends], "send")
+            self.sends = []
+
+    def _progress_sends(self) -> None:
+        """Drop the sends that completed (polling them is what moves their data)."""
+        self.sends = [(r, b) for r, b in self.sends if not r.Test()]
+
+    def wait(self, requests: list[Any], op: str, status: Any = None) -> None:
         """Complete `requests`, raising if another replica failed or time runs out.
 
         Spins: MPI moves a non-blocking collective's data only while it is polled,
@@ -109,10 +127,12 @@ class Job:
         gets it back."""
         MPI, spins = self.MPI, 0
         start = time.monotonic()
-        while not MPI.Request.Testall(requests):
+        while not (MPI.Request.Testall(requests) if status is None
+                   else requests[0].Test(status)):
             spins += 1
             if spins % _SPINS_PER_CHECK:
                 continue
+            self._progress_sends()
             self.check_failures(op)
             waited = time.monotonic() - start
             if waited > float(config.distributed_timeout):

@@ -41,6 +41,12 @@ def set_transport(transport: Transport | None) -> None:
     _transport = transport
 
 
+def replica_transport() -> Transport:
+    """The job's transport (only called when `replica_count() > 1`)."""
+    assert _transport is not None, "several replicas imply a transport"
+    return _transport
+
+
 def replica_count() -> int:
     """How many replicas a collective outside `vmap` acts across (1 without a job)."""
     return 1 if _transport is None else _transport.replica_count()
@@ -71,7 +77,7 @@ def replica_impl(op: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
                 if replica_count() != size:
                     raise TracerValueError(f"{op}: traced for {size} replicas but the job "
                                            f"has {replica_count()}")
-                return _transport.run(op, operands, params)  # type: ignore[union-attr]
+                return replica_transport().run(op, operands, params)
             if size != 1:
                 raise TracerValueError(f"{op}: a collective over axis {name!r} of size "
                                        f"{size} ran outside vmap(..., axis_name={name!r})")
