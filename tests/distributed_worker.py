@@ -162,6 +162,21 @@ def check_send_recv() -> None:
     ok("send_recv")
 
 
+def check_cuda_backend() -> None:
+    """On the cuda backend (numba's simulator in CI) a collective across processes runs
+    on the host between the kernels."""
+    import importlib.util
+    if importlib.util.find_spec("numba_cuda") is None:
+        return ok("cuda_backend")  # (the cuda extra is absent: nothing to check)
+    x = data(R, (5,))
+    f = tr.jit(lambda v: (ops.all_reduce(v * 2.0) + 1.0, ops.replica_id()), backend="cuda")
+    total, rid = (np.asarray(v) for v in f(x))
+    np.testing.assert_allclose(total, fold([data(r, (5,)) * 2 for r in range(N)]) + 1,
+                               rtol=1e-6)
+    assert rid == R
+    ok("cuda_backend")
+
+
 def check_properties() -> None:
     """Eager collectives over random shapes, dtypes and computations (hypothesis,
     derandomized: every replica draws the same examples) against NumPy folds."""
@@ -219,7 +234,8 @@ def fail_die() -> None:
 
 
 CHECKS = [check_all_reduce_bit_equal, check_collectives_in_jit, check_grad_and_loops,
-          check_pmap, check_mismatch_raises_everywhere, check_send_recv, check_properties]
+          check_pmap, check_mismatch_raises_everywhere, check_send_recv, check_cuda_backend,
+          check_properties]
 FAILURES = {"fail_raise": fail_raise, "fail_stuck": fail_stuck, "fail_die": fail_die}
 
 if __name__ == "__main__":

@@ -23,6 +23,8 @@ pytestmark = pytest.mark.skipif(MPIEXEC is None, reason="no mpiexec (pip install
 
 def _mpiexec(n: int, scenario: str, timeout: float) -> tuple[int, str, float]:
     env = {**os.environ, "NUMBA_NUM_THREADS": "1", "OMP_NUM_THREADS": "1",
+           # the cuda backend on numba's simulator, as tests/backend/ runs it
+           "NUMBA_ENABLE_CUDASIM": "0" if os.environ.get("TRACER_CUDA_REAL") == "1" else "1",
            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     start = time.monotonic()
     done = subprocess.run([MPIEXEC, "-n", str(n), sys.executable, "-m",
@@ -36,7 +38,7 @@ def test_collectives_across_processes(n):
     rc, out, _ = _mpiexec(n, "checks", timeout=240)
     assert rc == 0, out[-4000:]
     for check in ("all_reduce_bit_equal", "collectives_in_jit", "grad_and_loops", "pmap",
-                  "mismatch_raises_everywhere", "send_recv", "properties"):
+                  "mismatch_raises_everywhere", "send_recv", "cuda_backend", "properties"):
         assert out.count(f"PASS {check} ") == n, (check, out[-4000:])
 
 
