@@ -8,14 +8,18 @@ Usage: python -m tests.distributed_worker SCENARIO; prints "PASS <name>" per che
 from __future__ import annotations
 
 import functools
+import os
 import sys
 import time
 
-import numpy as np
+if os.environ.get("TRACER_CUDA_REAL") != "1":  # the cuda backend on numba's simulator,
+    os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")  # as tests/backend/ runs it
 
-import tracer as tr
-import tracer.numpy as tnp
-from tracer import ops
+import numpy as np  # noqa: E402
+
+import tracer as tr  # noqa: E402
+import tracer.numpy as tnp  # noqa: E402
+from tracer import ops  # noqa: E402
 
 N, R = tr.process_count(), tr.process_index()
 
@@ -226,7 +230,6 @@ def fail_stuck() -> None:
 
 def fail_die() -> None:
     """Rank 1 is killed."""
-    import os
     import signal
     if R == 1:
         os.kill(os.getpid(), signal.SIGKILL)

@@ -23,8 +23,6 @@ pytestmark = pytest.mark.skipif(MPIEXEC is None, reason="no mpiexec (pip install
 
 def _mpiexec(n: int, scenario: str, timeout: float) -> tuple[int, str, float]:
     env = {**os.environ, "NUMBA_NUM_THREADS": "1", "OMP_NUM_THREADS": "1",
-           # the cuda backend on numba's simulator, as tests/backend/ runs it
-           "NUMBA_ENABLE_CUDASIM": "0" if os.environ.get("TRACER_CUDA_REAL") == "1" else "1",
            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     start = time.monotonic()
     done = subprocess.run([MPIEXEC, "-n", str(n), sys.executable, "-m",
