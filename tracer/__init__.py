@@ -11,6 +11,8 @@ from . import debug, numpy, ops, profiler, random, transforms, tree_util  # nump
 from .callbacks import io_callback, pure_callback
 from .api import Jitted, clear_caches, device_put, devices, eval_shape, jit, make_hlo
 from .config import config
+from . import distributed
+from .distributed import pmap, process_count, process_index
 from .core import ShapedArray
 from .errors import (ConcretizationError, DTypeError, EscapedTracerError, ParamError,
                      ShapeError, TracerError, TracerIndexError, TracerOverflowError,
@@ -29,7 +31,8 @@ __all__ = [
     "Jitted", "Lowered", "ParamError", "ShapeError", "ShapedArray", "TracerError",
     "TracerIndexError", "TracerOverflowError", "TracerTypeError", "TracerValueError",
     "UnsupportedOpError",
-    "clear_caches", "config", "device_put", "devices", "eval_shape", "jit", "make_hlo", "numpy",
+    "clear_caches", "config", "device_put", "devices", "distributed", "eval_shape", "jit",
+    "make_hlo", "numpy", "pmap", "process_count", "process_index",
     "ops", "profiler", "random", "register_custom_call", "tree_util",
     "checkpoint", "custom_jvp", "custom_vjp", "grad", "hessian", "jacfwd", "jacrev", "jvp",
     "linearize", "stop_gradient", "value_and_grad", "vjp", "vmap", "transforms",

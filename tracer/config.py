@@ -75,6 +75,13 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("runtime_checks", False,
             "Typecheck the graph after every pass and check every reference result "
             "against its shape rule (slower; on in tests).", _bool),
+    Setting("distributed_checks", True,
+            "Before each collective across processes, compare a small signature (op, "
+            "shapes, dtypes, params, position in the program) among the replicas, so a "
+            "mismatch raises on every rank instead of hanging or corrupting data.", _bool),
+    Setting("distributed_timeout", 300.0,
+            "Seconds a replica waits in one collective for the others before it raises "
+            "and aborts the job (a rank that is stuck or gone).", float),
 )
 
 

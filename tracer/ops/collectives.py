@@ -1,9 +1,11 @@
 """Collectives (XLA's AllReduce, AllGather, ReduceScatter, AllToAll, CollectivePermute,
-ReplicaId) and the axis environment of `vmap`.
+CrossReplicaSum, ReplicaId) and the axis environment of `vmap`.
 
-tracer runs one replica, so outside `vmap` every collective sees a replica count
-of 1 and is the identity the seeds give for one replica (`replica_id` is 0, a
-`collective_permute` without the pair (0, 0) gives zeros). Inside
+Outside `vmap` a collective acts across the replicas of the job: the processes of
+an MPI run (`tracer.distributed`, plugged in through `replicas.py`). Alone, a
+process is one replica and every collective is the identity the seeds give for
+one replica (`replica_id` is 0, a `collective_permute` without the pair (0, 0)
+gives zeros). Inside
 `vmap(..., axis_name=n)` the mapped axis plays the replicas: `all_reduce(x,
 axis_name=n)` reduces across the batch and every element gets the result. The
 batching rules (`control_batch_rules.py`) do that; here the wrappers look up the
@@ -33,10 +35,11 @@ from ..tracing import trace_flat
 from .common import check_arity, operand_aval, static_int, wrapper_error
 from .elementwise import add
 from .registry import define_op
+from .replicas import is_process_axis, replica_count, replica_impl
 from .shape import broadcast_in_dim, transpose
 
-__all__ = ["all_reduce", "all_gather", "reduce_scatter", "all_to_all", "collective_permute",
-           "replica_id"]
+__all__ = ["all_reduce", "cross_replica_sum", "all_gather", "reduce_scatter", "all_to_all",
+           "collective_permute", "replica_id"]
 
 Groups = tuple[tuple[int, ...], ...] | None
 
@@ -183,14 +186,9 @@ def _axis(op: str, axis_name: Any) -> tuple[Hashable, int]:
     except TypeError:
         raise wrapper_error(TracerTypeError, op, f"axis_name must be hashable, got "
                             f"{axis_name!r}") from None
+    if axis_name is None or is_process_axis(axis_name):
+        return None, replica_count()
     return axis_name, bound_axis_size(op, axis_name)
-
-
-def _single_replica(name: str, axis_name: Hashable, axis_size: int) -> None:
-    """Impls run one replica; a named axis of size > 1 only exists inside vmap."""
-    if axis_size != 1:
-        raise TracerValueError(f"{name}: a collective over axis {axis_name!r} of size "
-                               f"{axis_size} ran outside vmap(..., axis_name={axis_name!r})")
 
 
 def _dim(x: ShapedArray, d: int, what: str) -> None:
@@ -212,9 +210,9 @@ def _all_reduce_shape(x: ShapedArray, *, to_apply: Graph, replica_groups: Groups
     return x.strip_weak()
 
 
+@replica_impl("all_reduce")
 def _all_reduce_impl(x: np.ndarray, *, to_apply: Graph, replica_groups: Groups,
                      axis_name: Hashable, axis_size: int) -> np.ndarray:
-    _single_replica("all_reduce", axis_name, axis_size)
     return np.array(x)  # reducing over one replica
 
 
@@ -242,6 +240,15 @@ all_reduce_p = define_op(
     family="collective", effectful=True, doc=inspect.cleandoc(all_reduce.__doc__ or ""))
 
 
+def cross_replica_sum(x: Any, replica_groups: Any = None, axis_name: Hashable = None) -> Any:
+    """Sum `x` across the replicas of each group: `all_reduce` with `add`.
+
+    Seed rule (CrossReplicaSum): AllReduce with a summation computation; with two
+    replicas holding (1.0, 2.5) and (3.0, 5.1), both get (4.0, 7.6).
+    """
+    return all_reduce(x, add, replica_groups, axis_name)
+
+
 # ---------------------------------------------------------------------- all_gather
 def _all_gather_shape(x: ShapedArray, *, all_gather_dim: int, shard_count: int,
                       replica_groups: Groups, axis_name: Hashable,
@@ -252,10 +259,10 @@ def _all_gather_shape(x: ShapedArray, *, all_gather_dim: int, shard_count: int,
     return ShapedArray(shape, x.dtype)
 
 
+@replica_impl("all_gather")
 def _all_gather_impl(x: np.ndarray, *, all_gather_dim: int, shard_count: int,
                      replica_groups: Groups, axis_name: Hashable,
                      axis_size: int) -> np.ndarray:
-    _single_replica("all_gather", axis_name, axis_size)
     return np.array(x)
 
 
@@ -294,10 +301,10 @@ def _reduce_scatter_shape(x: ShapedArray, *, to_apply: Graph, scatter_dimension:
     return ShapedArray(shape, x.dtype)
 
 
+@replica_impl("reduce_scatter")
 def _reduce_scatter_impl(x: np.ndarray, *, to_apply: Graph, scatter_dimension: int,
                          shard_count: int, replica_groups: Groups, axis_name: Hashable,
                          axis_size: int) -> np.ndarray:
-    _single_replica("reduce_scatter", axis_name, axis_size)
     return np.array(x)
 
 
@@ -341,10 +348,10 @@ def _all_to_all_shape(x: ShapedArray, *, split_dimension: int, concat_dimension:
     return ShapedArray(shape, x.dtype)
 
 
+@replica_impl("all_to_all")
 def _all_to_all_impl(x: np.ndarray, *, split_dimension: int, concat_dimension: int,
                      split_count: int, replica_groups: Groups, axis_name: Hashable,
                      axis_size: int) -> np.ndarray:
-    _single_replica("all_to_all", axis_name, axis_size)
     return np.array(x)
 
 
@@ -383,9 +390,9 @@ def _collective_permute_shape(x: ShapedArray, *, source_target_pairs: Pairs,
     return x.strip_weak()
 
 
+@replica_impl("collective_permute")
 def _collective_permute_impl(x: np.ndarray, *, source_target_pairs: Pairs,
                              axis_name: Hashable, axis_size: int) -> np.ndarray:
-    _single_replica("collective_permute", axis_name, axis_size)
     return np.array(x) if (0, 0) in source_target_pairs else np.zeros_like(x)
 
 
@@ -434,8 +441,8 @@ def _replica_id_shape(*, axis_name: Hashable, axis_size: int) -> ShapedArray:
     return ShapedArray((), dtypes.uint32)
 
 
+@replica_impl("replica_id")
 def _replica_id_impl(*, axis_name: Hashable, axis_size: int) -> np.ndarray:
-    _single_replica("replica_id", axis_name, axis_size)
     return np.zeros((), np.uint32)
 
 

@@ -9,7 +9,8 @@ fold them) and have a host effect (checkpoint never recomputes them).
 - `infeed` reads the next value that `tr.transfer_to_infeed` queued; `outfeed` queues
   its operand for `tr.transfer_from_outfeed` (`tracer.ops.feeds` holds the queues).
 - `send` / `recv` with the same `channel_id` pair up inside this process (a queue per
-  channel); across replicas they pair through the replicas' communicator.
+  channel); with `source_target_pairs` in a job of several processes, replica `s`
+  sends to replica `t` through the job's communicator (`tracer.distributed`).
 
 When a wrapper is given no token it takes the current trace's ordered-effect token
 (`ordered_token`), so infeeds, outfeeds and ordered callbacks of one function run in
@@ -29,6 +30,7 @@ from ..tree_util import tree_flatten, tree_unflatten
 from . import feeds
 from .common import wrapper_error
 from .registry import define_op
+from .replicas import replica_count, replica_transport
 
 __all__ = ["create_token", "after_all", "infeed", "outfeed", "send", "recv"]
 
@@ -211,14 +213,35 @@ def _channel(op: str, channel_id: Any) -> int:
     return int(channel_id)
 
 
-def _send_shape(operand: ShapedArray, token: ShapedArray, *, channel_id: int
-                ) -> ShapedArray:
+def _pairs(op: str, pairs: Any) -> tuple[tuple[int, int], ...] | None:
+    """Canonical (source, target) replicas of a send/recv across processes."""
+    if pairs is None:
+        return None
+    try:
+        canon = tuple((int(s), int(t)) for s, t in pairs)
+    except (TypeError, ValueError):
+        raise wrapper_error(ParamError, op, f"source_target_pairs must be (source, target) "
+                            f"replica pairs, got {pairs!r}") from None
+    count = replica_count()
+    if any(not 0 <= r < count for p in canon for r in p):
+        raise wrapper_error(ParamError, op, f"source_target_pairs {list(canon)} name replicas "
+                            f"outside 0..{count - 1}")
+    return canon
+
+
+def _send_shape(operand: ShapedArray, token: ShapedArray, *, channel_id: int,
+                source_target_pairs: Any = None) -> ShapedArray:
     check_token("send", token)
     return TOKEN
 
 
-def _send_impl(operand: np.ndarray, token: np.ndarray, *, channel_id: int) -> np.ndarray:
-    feeds.channel(channel_id).put(np.array(operand))
+def _send_impl(operand: np.ndarray, token: np.ndarray, *, channel_id: int,
+               source_target_pairs: Any = None) -> np.ndarray:
+    if source_target_pairs is not None and replica_count() > 1:
+        replica_transport().run("send", (operand,), {"channel_id": channel_id,
+                                                     "source_target_pairs": source_target_pairs})
+    else:
+        feeds.channel(channel_id).put(np.array(operand))
     return np.zeros(0, np.bool_)
 
 
@@ -230,23 +253,35 @@ send_p = define_op(
         "channel_id=1) -> (x, token).")
 
 
-def send(operand: Any, token: Any, channel_id: int) -> Any:
-    """Send `operand` to the `recv` with the same `channel_id` -> token.
+def send(operand: Any, token: Any, channel_id: int, *,
+         source_target_pairs: Sequence[tuple[int, int]] | None = None) -> Any:
+    """Send `operand` to the `recv` with the same `channel_id` -> token. Across the
+    processes of a job, replica `s` sends to `t` for each `(s, t)` in
+    `source_target_pairs` (the recv names the same pairs); the send does not wait
+    for the receiver.
 
     >>> t = ops.send(x, ops.create_token(), channel_id=7)
+    >>> t = ops.send(x, t, channel_id=8, source_target_pairs=[(0, 1)])  # replica 0 -> 1
     """
-    return send_p.bind(operand, token, channel_id=_channel("send", channel_id))
+    return send_p.bind(operand, token, channel_id=_channel("send", channel_id),
+                       source_target_pairs=_pairs("send", source_target_pairs))
 
 
 def _recv_shape(token: ShapedArray, *, aval: ShapedArray, channel_id: int,
-                timeout: float | None) -> tuple[ShapedArray, ShapedArray]:
+                timeout: float | None, source_target_pairs: Any = None
+                ) -> tuple[ShapedArray, ShapedArray]:
     check_token("recv", token)
     return aval, TOKEN
 
 
 def _recv_impl(token: np.ndarray, *, aval: ShapedArray, channel_id: int,
-               timeout: float | None) -> list[np.ndarray]:
-    value = feeds.receive(channel_id, aval, timeout)
+               timeout: float | None, source_target_pairs: Any = None) -> list[np.ndarray]:
+    if source_target_pairs is not None and replica_count() > 1:
+        value = replica_transport().run("recv", (), {
+            "channel_id": channel_id, "source_target_pairs": source_target_pairs,
+            "aval": aval})
+    else:
+        value = feeds.receive(channel_id, aval, timeout)
     return [value, np.zeros(0, np.bool_)]
 
 
@@ -258,15 +293,18 @@ recv_p = define_op(
         "recv(f32[3], t, channel_id=1) -> (x, token).")
 
 
-def recv(shape: Any, token: Any, channel_id: int, *, timeout: float | None = None
-         ) -> tuple[Any, Any]:
+def recv(shape: Any, token: Any, channel_id: int, *, timeout: float | None = None,
+         source_target_pairs: Sequence[tuple[int, int]] | None = None) -> tuple[Any, Any]:
     """Receive the value of `shape` sent on `channel_id` -> `(value, token)`; with
-    `timeout` (seconds) a receive with nothing sent raises instead of waiting.
+    `timeout` (seconds) a receive with nothing sent raises instead of waiting. Across
+    the processes of a job, replica `t` receives from `s` for each `(s, t)` in
+    `source_target_pairs`; a replica no pair targets gets zeros (as CollectivePermute).
 
     >>> value, t = ops.recv(tr.ShapedArray((3,), np.float32), t, channel_id=7)
     """
     (aval,), _ = feeds.flat_avals("recv", shape)
     value, token = recv_p.bind(token, aval=aval, channel_id=_channel("recv", channel_id),
-                               timeout=None if timeout is None else float(timeout))
+                               timeout=None if timeout is None else float(timeout),
+                               source_target_pairs=_pairs("recv", source_target_pairs))
     return value, token
 

@@ -1,4 +1,5 @@
-"""cpu emitters of the collectives when the compiled graph is one replica."""
+"""cpu emitters of the collectives: across the processes of a job, a host step; for one
+replica, the seeds' identities."""
 
 from __future__ import annotations
 
@@ -6,13 +7,18 @@ from ....core import Eqn
 from ....errors import TracerValueError
 from ...numba.codegen import GraphEmitter, Ref, store_value
 from ...numba.scalar import literal
+from .fallback import emit_fallback
 
 
 def _collective(ge: GraphEmitter, eqn: Eqn) -> None:
-    """A compiled graph runs one replica (inside vmap, collectives were batched away):
+    """Across the processes of a job: a host step (object mode) that calls MPI through
+    the op's reference. One replica (inside vmap, collectives were batched away):
     all_reduce, all_gather, reduce_scatter, all_to_all are the identity, replica_id is
     0, collective_permute copies if (0, 0) is a pair and gives zeros otherwise."""
     p, out = eqn.params, eqn.outputs[0]
+    if p.get("axis_size", 1) != 1 and p.get("axis_name") is None:
+        emit_fallback(ge, eqn)
+        return
     if p.get("axis_size", 1) != 1:
         raise TracerValueError(f"{eqn.op.name}: a collective over axis {p['axis_name']!r} of "
                                f"size {p['axis_size']} ran outside vmap(..., axis_name="

@@ -23,6 +23,9 @@ HOST_FALLBACKS = {
     "map": "a computation that is not element-wise scalar code",
     "reduce_window": "a computation that is not element-wise scalar code",
     "select_and_scatter": "a select or scatter computation that is not element-wise",
+    **{name: "across the processes of an MPI job (host buffers)" for name in (
+        "all_reduce", "all_gather", "reduce_scatter", "all_to_all", "collective_permute",
+        "replica_id")},
 }
 
 

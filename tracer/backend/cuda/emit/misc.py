@@ -9,6 +9,7 @@ from ...numba.codegen import Ref
 from ...numba.scalar import literal
 from ..emitter import DeviceGraphEmitter
 from .common import OpEmitter, bind_all, operand_refs
+from .host import run_on_host
 
 
 def _identity(ge: DeviceGraphEmitter, eqn: Eqn) -> None:
@@ -29,10 +30,14 @@ def _get_dimension_size(ge: DeviceGraphEmitter, eqn: Eqn) -> None:
 
 
 def _collective(ge: DeviceGraphEmitter, eqn: Eqn) -> None:
-    """A compiled graph runs one replica (as on the CPU backend): all_reduce, all_gather,
-    reduce_scatter, all_to_all are the identity, replica_id is 0, collective_permute
-    copies if (0, 0) is a pair and gives zeros otherwise."""
+    """Across the processes of a job: on the host (MPI on host buffers). One replica (as
+    on the CPU backend): all_reduce, all_gather, reduce_scatter, all_to_all are the
+    identity, replica_id is 0, collective_permute copies if (0, 0) is a pair and gives
+    zeros otherwise."""
     p, out = eqn.params, eqn.outputs[0]
+    if p.get("axis_size", 1) != 1 and p.get("axis_name") is None:
+        run_on_host(ge, eqn)
+        return
     if p.get("axis_size", 1) != 1:
         raise TracerValueError(f"{eqn.op.name}: a collective over axis {p['axis_name']!r} of "
                                f"size {p['axis_size']} ran outside vmap(..., axis_name="

@@ -1,0 +1,250 @@
+"""One replica of the MPI tests (`tests/test_distributed_mpi.py` starts it under
+`mpiexec -n N`). Every replica builds every replica's input from its rank, so it
+checks its own results against NumPy folds of all of them, in group order.
+
+Usage: python -m tests.distributed_worker SCENARIO; prints "PASS <name>" per check.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+import time
+
+if os.environ.get("TRACER_CUDA_REAL") != "1":  # the cuda backend on numba's simulator,
+    os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")  # as tests/backend/ runs it
+
+import numpy as np  # noqa: E402
+
+import tracer as tr  # noqa: E402
+import tracer.numpy as tnp  # noqa: E402
+from tracer import ops  # noqa: E402
+
+N, R = tr.process_count(), tr.process_index()
+
+
+def data(rank: int, shape: tuple[int, ...], dtype: type = np.float32) -> np.ndarray:
+    return np.random.default_rng(rank).standard_normal(shape).astype(dtype)
+
+
+def fold(arrays: list[np.ndarray]) -> np.ndarray:
+    acc = np.array(arrays[0])
+    for a in arrays[1:]:
+        acc = acc + a
+    return acc
+
+
+def gathered_bytes(x: np.ndarray) -> list[bytes]:
+    from mpi4py import MPI
+    return MPI.COMM_WORLD.allgather(np.ascontiguousarray(x).tobytes())
+
+
+def ok(name: str) -> None:
+    print(f"PASS {name} rank {R}", flush=True)
+
+
+def check_all_reduce_bit_equal() -> None:
+    """Small (gather) and large (all-to-all) paths: the same bytes on every replica,
+    equal to folding the replicas' inputs in replica order."""
+    for size in (7, 50_000):
+        out = tr.jit(lambda x: ops.all_reduce(x))(data(R, (size,)))
+        expected = fold([data(r, (size,)) for r in range(N)])
+        assert np.array_equal(out, expected), (size, np.abs(out - expected).max())
+        assert len(set(gathered_bytes(out))) == 1
+    ok("all_reduce_bit_equal")
+
+
+def check_collectives_in_jit() -> None:
+    groups = [[r, (r + N // 2) % N] for r in range(N // 2)] if N > 2 else [[1, 0]]
+    group = next(g for g in groups if R in g)
+    x = data(R, (N * 2, 3))
+
+    @tr.jit
+    def f(x):
+        return (ops.cross_replica_sum(x, replica_groups=groups),
+                ops.all_gather(x, 1, replica_groups=groups),
+                ops.reduce_scatter(x, ops.max, 0),
+                ops.all_to_all(x, 0, 1),
+                ops.collective_permute(x, [(r, (r + 1) % N) for r in range(N - 1)]),
+                ops.replica_id())
+    s, g, rs, a2a, perm, rid = f(x)
+    for mine, reference in zip(f(x), tr.jit(f.fun, backend="interpreter")(x),
+                               strict=True):
+        np.testing.assert_array_equal(mine, reference)  # the cpu backend's host steps
+    xs = [data(r, (N * 2, 3)) for r in range(N)]
+    np.testing.assert_array_equal(s, fold([xs[r] for r in group]))
+    np.testing.assert_array_equal(g, np.concatenate([xs[r] for r in group], axis=1))
+    np.testing.assert_array_equal(rs, np.maximum.reduce(xs)[2 * R:2 * R + 2])
+    np.testing.assert_array_equal(a2a, np.concatenate([x_[2 * R:2 * R + 2] for x_ in xs], 1))
+    np.testing.assert_array_equal(perm, xs[R - 1] if R > 0 else np.zeros_like(x))
+    assert rid == R and rid.dtype == np.uint32
+    for size in (3, 40_000):  # a computation that is not associative: the fold's order
+        diff = tr.jit(lambda v: ops.all_reduce(v, lambda a, b: a - b))(data(R, (size,)))
+        np.testing.assert_array_equal(diff, functools.reduce(
+            np.subtract, [data(r, (size,)) for r in range(N)]))
+    ok("collectives_in_jit")
+
+
+def check_grad_and_loops() -> None:
+    """Data-parallel gradient: psum of per-replica grads in a fori_loop, under grad."""
+    w0 = np.linspace(-1, 1, 5).astype(np.float32)
+    xs = [data(r, (4, 5)) for r in range(N)]
+
+    def loss(w, x):
+        return tnp.sum(tnp.tanh(x @ w) ** 2)
+
+    @tr.jit
+    def train(w, x):
+        def body(i, w):
+            g = ops.all_reduce(tr.grad(loss)(w, x)) / N
+            return w - 0.1 * g
+        return ops.fori_loop(0, 3, body, w)
+    w = train(w0, xs[R])
+    w_ref = w0
+    for _ in range(3):
+        g = fold([np.asarray(tr.grad(loss)(w_ref, x)) for x in xs]) / np.float32(N)
+        w_ref = w_ref - np.float32(0.1) * g
+    np.testing.assert_allclose(w, w_ref, rtol=1e-5, atol=1e-6)
+    assert len(set(gathered_bytes(w))) == 1
+    taken = tr.jit(lambda x: ops.cond(x[0] > -100.0, lambda v: ops.all_reduce(v),
+                                      lambda v: v, x))(xs[R][0])
+    np.testing.assert_array_equal(taken, fold([x[0] for x in xs]))
+    per_row = tr.jit(tr.vmap(lambda v: ops.all_reduce(v)))(xs[R])  # vmap over another axis
+    np.testing.assert_array_equal(per_row, fold(xs))
+    ok("grad_and_loops")
+
+
+def check_pmap() -> None:
+    x = np.arange(N * 3, dtype=np.float32).reshape(N, 3)
+
+    def f(v):
+        return v * ops.all_reduce(v, axis_name="i") + ops.replica_id("i").astype(np.float32)
+    np.testing.assert_array_equal(tr.pmap(f, axis_name="i")(x),
+                                  tr.vmap(f, axis_name="i")(x))
+    ok("pmap")
+
+
+def check_mismatch_raises_everywhere() -> None:
+    for others in (4, 100_000):  # both small; small on rank 0 and large on the others
+        x = np.ones(3 if R == 0 else others, np.float32)
+        try:
+            ops.all_reduce(x)
+        except tr.TracerError as e:
+            text = str(e)
+            assert "all_reduce" in text and "ranks [0]" in text and "float32[3]" in text, text
+        else:
+            raise AssertionError("a mismatched all_reduce did not raise")
+    y = np.ones(3, np.float32)
+    try:  # another op order: rank 0 gathers where the others reduce
+        tr.jit(lambda v: ops.all_gather(v, 0) if R == 0 else ops.all_reduce(v))(y)
+    except tr.TracerError as e:
+        assert "all_gather" in str(e) and "all_reduce" in str(e) and "ranks [0]" in str(e), e
+    else:
+        raise AssertionError("collectives entered in another order did not raise")
+    np.testing.assert_array_equal(ops.all_reduce(np.ones(2, np.float32)), np.full(2, N))
+    ok("mismatch_raises_everywhere")
+
+
+def check_send_recv() -> None:
+    """Send/Recv pair by channel across replicas: a ring where every replica sends
+    before it receives (small and large: no deadlock), and one pair (others: zeros)."""
+    ring = [(r, (r + 1) % N) for r in range(N)]
+
+    @tr.jit
+    def f(x, y):
+        t = ops.send(x, ops.create_token(), 5, source_target_pairs=ring)
+        t = ops.send(y, t, 6, source_target_pairs=[(0, N - 1)])
+        a, t = ops.recv(tr.ShapedArray(x.shape, x.dtype), t, 5, source_target_pairs=ring)
+        b, _ = ops.recv(tr.ShapedArray(y.shape, y.dtype), t, 6,
+                        source_target_pairs=[(0, N - 1)])
+        return a, b
+    for size in (3, 200_000):
+        a, b = f(data(R, (size,)), np.full(2, R + 1, np.int32))
+        np.testing.assert_array_equal(a, data((R - 1) % N, (size,)))
+        np.testing.assert_array_equal(b, np.full(2, 1 if R == N - 1 else 0, np.int32))
+    ok("send_recv")
+
+
+def check_cuda_backend() -> None:
+    """On the cuda backend (numba's simulator in CI) a collective across processes runs
+    on the host between the kernels."""
+    import importlib.util
+    if importlib.util.find_spec("numba_cuda") is None:
+        return ok("cuda_backend")  # (the cuda extra is absent: nothing to check)
+    x = data(R, (5,))
+    f = tr.jit(lambda v: (ops.all_reduce(v * 2.0) + 1.0, ops.replica_id()), backend="cuda")
+    total, rid = (np.asarray(v) for v in f(x))
+    np.testing.assert_allclose(total, fold([data(r, (5,)) * 2 for r in range(N)]) + 1,
+                               rtol=1e-6)
+    assert rid == R
+    ok("cuda_backend")
+
+
+def check_properties() -> None:
+    """Eager collectives over random shapes, dtypes and computations (hypothesis,
+    derandomized: every replica draws the same examples) against NumPy folds."""
+    from hypothesis import assume, given, settings
+    from hypothesis import strategies as st
+
+    dtypes = st.sampled_from([np.float32, np.float64, np.int32, np.uint8, np.bool_])
+    shapes = st.lists(st.integers(0, 4), min_size=0, max_size=3).map(tuple)
+    folds = {"add": (ops.add, lambda a, b: a + b), "max": (ops.max, np.maximum),
+             "min": (ops.min, np.minimum)}
+
+    @settings(max_examples=25, derandomize=True, deadline=None, database=None)
+    @given(dtype=dtypes, shape=shapes, name=st.sampled_from(sorted(folds)),
+           wide=st.booleans())
+    def collectives_match_numpy(dtype, shape, name, wide):
+        assume(not (dtype is np.bool_ and name == "add"))  # (add takes no booleans)
+        shape = (N * (700 if wide else 1),) + shape  # wide: the all-to-all path
+        xs = [(data(r, shape, np.float64) * 50).astype(dtype) for r in range(N)]
+        computation, reference = folds[name]
+        got = ops.all_reduce(xs[R], computation)
+        assert got.dtype == np.dtype(dtype)
+        np.testing.assert_array_equal(got, functools.reduce(reference, xs))
+        np.testing.assert_array_equal(ops.all_gather(xs[R], 0), np.concatenate(xs))
+        block = slice(R * shape[0] // N, (R + 1) * shape[0] // N)
+        np.testing.assert_array_equal(ops.reduce_scatter(xs[R], computation, 0),
+                                      functools.reduce(reference, xs)[block])
+        np.testing.assert_array_equal(ops.all_to_all(xs[R], 0, 0),
+                                      np.concatenate([x[block] for x in xs]))
+    collectives_match_numpy()
+    ok("properties")
+
+
+def fail_raise() -> None:
+    """Rank 1 raises before the collective the others wait in."""
+    if R == 1:
+        raise RuntimeError("replica one gave up")
+    ops.all_reduce(np.ones(3, np.float32))
+
+
+def fail_stuck() -> None:
+    """Rank 1 is late past the watchdog's timeout."""
+    tr.config.distributed_timeout = 1.0
+    if R == 1:
+        time.sleep(60)
+    ops.all_reduce(np.ones(3, np.float32))
+
+
+def fail_die() -> None:
+    """Rank 1 is killed."""
+    import signal
+    if R == 1:
+        os.kill(os.getpid(), signal.SIGKILL)
+    ops.all_reduce(np.ones(3, np.float32))
+
+
+CHECKS = [check_all_reduce_bit_equal, check_collectives_in_jit, check_grad_and_loops,
+          check_pmap, check_mismatch_raises_everywhere, check_send_recv, check_cuda_backend,
+          check_properties]
+FAILURES = {"fail_raise": fail_raise, "fail_stuck": fail_stuck, "fail_die": fail_die}
+
+if __name__ == "__main__":
+    scenario = sys.argv[1]
+    if scenario == "checks":
+        for check in CHECKS:
+            check()
+    else:
+        FAILURES[scenario]()

@@ -1,0 +1,59 @@
+"""Replicas as the processes of an MPI job (mpi4py), as in `mpiexec -n 4 python run.py`.
+
+`initialize()` joins the job (implicit on first use); `process_count()` and
+`process_index()` say how many replicas there are and which one this is. Outside
+`vmap(axis_name=)` the collectives of `tracer.ops` act across these replicas, in
+`jit`, `grad` and control flow; `pmap` splits an axis over them. A process not
+started by `mpiexec` (or without mpi4py) is one replica.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..ops import replicas
+from . import host_ops
+from .job import Job, ReplicaError, current_job
+from .pmap import pmap
+
+__all__ = ["ReplicaError", "initialize", "pmap", "process_count", "process_index"]
+
+
+class _MpiTransport:
+    """What `tracer.ops` calls for a collective across processes."""
+
+    def replica_count(self) -> int:
+        job = current_job()
+        return 1 if job is None else job.size
+
+    def run(self, op: str, operands: tuple[np.ndarray, ...], params: dict[str, Any]) -> Any:
+        job = current_job()
+        assert job is not None, "replica_count() > 1 only inside a job"
+        return host_ops.run(job, op, operands, params)
+
+
+def initialize() -> None:
+    """Join the MPI job this process was started in (a no-op for a lone process without
+    mpi4py). Optional: the first collective or `process_count()` joins it too."""
+    current_job(start=True)
+
+
+def _job() -> Job | None:
+    return current_job()
+
+
+def process_count() -> int:
+    """The number of replicas (processes) of the job; 1 outside `mpiexec`."""
+    job = _job()
+    return 1 if job is None else job.size
+
+
+def process_index() -> int:
+    """This process's replica id in [0, process_count())."""
+    job = _job()
+    return 0 if job is None else job.rank
+
+
+replicas.set_transport(_MpiTransport())

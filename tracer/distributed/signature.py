@@ -1,0 +1,93 @@
+"""The check before each collective: do all replicas enter the same one?
+
+Every replica all-gathers a 256-byte slot that starts with two int64s: how many
+collectives it entered before this one, and a hash of (op, shape, dtype, params).
+An all-reduce of at most 240 bytes rides in the rest of the slot, so it costs one
+round trip, check included. All get the same table, so when it
+disagrees every replica knows at once; they then all-gather readable descriptions
+and raise the same `TracerValueError` naming the op and the ranks. Without this a
+mismatch deadlocks or moves wrong bytes. `config.distributed_checks` turns it off.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import numpy as np
+
+from ..config import config
+from ..core import Graph
+from ..errors import TracerValueError
+from .job import Job
+
+SLOT_BYTES = 256
+PAYLOAD_BYTES = SLOT_BYTES - 16
+_digests: dict[tuple, tuple[Any, int]] = {}  # (op, id(params), shape, dtype) -> (params,
+# digest): compiled code passes the eqn's own params dict, so each eqn hashes once
+
+
+def describe(op: str, x: np.ndarray, params: dict[str, Any]) -> str:
+    parts = []
+    for key in sorted(params):
+        value = params[key]
+        if isinstance(value, Graph):
+            value = " ".join(f"{e.op.name}" for e in value.eqns)
+        parts.append(f"{key}={value}")
+    return f"{op}({x.dtype}{list(x.shape)}; {', '.join(parts)})"
+
+
+def _digest(op: str, x: np.ndarray, params: dict[str, Any]) -> int:
+    key = (op, id(params), x.shape, x.dtype)
+    hit = _digests.get(key)
+    if hit is not None and hit[0] is params:
+        return hit[1]
+    digest = hashlib.blake2b(describe(op, x, params).encode(), digest_size=8).digest()
+    value = int.from_bytes(digest, "little", signed=True)
+    if len(_digests) > 4096:
+        _digests.clear()
+    _digests[key] = (params, value)
+    return value
+
+
+def _signature(job: Job, op: str, x: np.ndarray, params: dict[str, Any]) -> np.ndarray:
+    """This replica's [sequence number, hash of the op's description] (counts the op)."""
+    job.sequence += 1
+    return np.array([job.sequence, _digest(op, x, params)], np.int64)
+
+
+def _raise_mismatch(job: Job, op: str, x: np.ndarray, params: dict[str, Any]) -> None:
+    texts = job.data.allgather(f"#{job.sequence} {describe(op, x, params)}")
+    by_text: dict[str, list[int]] = {}
+    for rank, t in enumerate(texts):
+        by_text.setdefault(t, []).append(rank)
+    detail = "; ".join(f"ranks {ranks}: {t}" for t, ranks in by_text.items())
+    raise TracerValueError(f"{op}: the replicas entered different collectives "
+                           f"(collective #n, op, operand, params): {detail}")
+
+
+def exchange(job: Job, op: str, x: np.ndarray, params: dict[str, Any],
+             payload: np.ndarray | None = None) -> np.ndarray:
+    """All-gather every replica's signature in a fixed slot of SLOT_BYTES, with up to
+    PAYLOAD_BYTES of `payload` riding along; raise on every replica on a mismatch.
+    The (replicas, payload bytes) table of payloads. Slots never change size, so even
+    replicas that disagree complete this exchange."""
+    slot = np.zeros(SLOT_BYTES, np.uint8)
+    mine = _signature(job, op, x, params)
+    slot[:16] = mine.view(np.uint8)
+    size = 0 if payload is None else payload.nbytes
+    if size:
+        slot[16:16 + size] = np.ascontiguousarray(payload).reshape(-1).view(np.uint8)
+    table = job.allgather(job.data, slot, op)
+    if not (np.ascontiguousarray(table[:, :16]).view(np.int64) == mine).all():
+        _raise_mismatch(job, op, x, params)
+    return table[:, 16:16 + size]
+
+
+def check_signature(job: Job, op: str, x: np.ndarray, params: dict[str, Any]) -> None:
+    """Raise on every replica when the replicas are not entering the same collective
+    (`config.distributed_checks`)."""
+    if config.distributed_checks:
+        exchange(job, op, x, params)
+    else:
+        job.sequence += 1
