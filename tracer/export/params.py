@@ -9,7 +9,8 @@ module puts each back, so the rebuilt eqn prints the same text and runs the same
 from __future__ import annotations
 
 import inspect
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
