@@ -1,0 +1,207 @@
+"""The cpu backend's generated code compiled to an object file with a C entry point.
+
+The generated module (`cpu_codegen.generate`, the code `tr.jit` runs, without
+threads) is compiled by numba behind one extra function: it views the caller's
+buffers with `numba.carray` and calls the host function, with the program's sizes
+and constants as frozen globals. Its LLVM module is taken from numba, every
+function but that entry is made internal, and LLVM's optimizer inlines them and
+drops the Python wrappers; llvmlite then emits a position-independent object.
+The entry keeps numba's calling convention:
+`int NAME_kernel(void *ret, void **excinfo, T0 *buf0, T1 *buf1, ...)` (0 = success).
+
+`dot_general`, which `tr.jit` sends to BLAS through SciPy (a Python-only route),
+is written here as loops (`GEMM_LOOPS`, vectorized along the output row). Anything
+else that would reach Python or numba's runtime at run time (threads, sort and
+FFT libraries, an op run by its reference) shows up as an undefined symbol of
+the object, and `compile_object` refuses the program, naming the symbols.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import tempfile
+from dataclasses import dataclass
+
+import llvmlite.binding as llvm
+import numba
+import numpy as np
+
+from ..backend import cpu_codegen, cpu_lower
+from ..backend.cpu_codegen import Module, Param
+from ..core import Graph
+from ..errors import UnsupportedOpError
+
+# Symbols of numba's runtime, the CPython API and numba's helper library: none exists in
+# a process without Python.
+_PYTHON_SYMBOL = re.compile(r"^(NRT_|numba_|_?Py|_numba|__numba)")
+
+GEMM_LOOPS = '''
+from numba.extending import overload as _overload
+
+
+def gemm_loops(a, b, out):
+    """np.dot(a, b, out) as loops: out row i accumulates a[i, p] * b[p, :]."""
+
+
+@_overload(gemm_loops)
+def _gemm_loops(a, b, out):
+    if a.ndim == 2 and b.ndim == 2:
+        def mm(a, b, out):
+            for i in range(a.shape[0]):
+                for j in range(b.shape[1]):
+                    out[i, j] = 0
+                for p in range(a.shape[1]):
+                    av = a[i, p]
+                    for j in range(b.shape[1]):
+                        out[i, j] += av * b[p, j]
+        return mm
+    if a.ndim == 2 and b.ndim == 1:
+        def mv(a, b, out):
+            for i in range(a.shape[0]):
+                acc = out.dtype.type(0)
+                for p in range(a.shape[1]):
+                    acc += a[i, p] * b[p]
+                out[i] = acc
+        return mv
+    if a.ndim == 1 and b.ndim == 2:
+        def vm(a, b, out):
+            for j in range(b.shape[1]):
+                out[j] = 0
+            for p in range(a.shape[0]):
+                for j in range(b.shape[1]):
+                    out[j] += a[p] * b[p, j]
+        return vm
+    def vv(a, b, out):
+        acc = out.dtype.type(0)
+        for p in range(a.shape[0]):
+            acc += a[p] * b[p]
+        out[()] = acc
+    return vv
+'''
+
+
+@dataclass
+class CKernel:
+    """The object file and what the C wrapper needs to call its entry."""
+
+    module: Module
+    object_code: bytes
+    symbol: str
+    pointer_params: list[Param]   # the entry's arguments, in order (inputs and buffers)
+
+
+def compile_object(graph: Graph, name: str) -> CKernel:
+    lowered = cpu_lower.lower(graph)
+    module = cpu_codegen.generate(lowered, "kernel", parallel_ok=False)
+    pointers = [p for p in module.params if p.kind != "const"]
+    source = _build_source(module, pointers)
+    with tempfile.TemporaryDirectory(prefix=f"tracer-aot-{name}-") as tmp:
+        path = os.path.join(tmp, f"_tracer_aot_{name}.py")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(source)
+        spec = importlib.util.spec_from_file_location(f"_tracer_aot_{name}", path)
+        py_module = importlib.util.module_from_spec(spec)
+        for p in module.params:  # constants become frozen globals of the entry
+            if p.kind == "const":
+                setattr(py_module, p.name, _stored(np.ascontiguousarray(p.value)))
+        spec.loader.exec_module(py_module)
+        signature = numba.types.void(*(_pointer(p) for p in pointers))
+        entry = py_module.c_entry
+        entry.compile(signature)
+        cres = entry.overloads[signature.args]
+    symbol = f"{name}_kernel"
+    ir_module = _internalized(cres.library.get_llvm_str(), cres.fndesc.llvm_func_name, symbol)
+    _rename_runtime(ir_module, name)
+    _check_no_python(ir_module, graph, name)
+    return CKernel(module, _target_machine().emit_object(ir_module), symbol, pointers)
+
+
+# numba helpers the generated code still calls, which NAME.c defines under NAME_ names
+# (`c_sources.RUNTIME`): reshape's stride computation, and the destructor call of a
+# reference count that reaches zero (never, here: every array views a buffer NAME.c owns).
+RUNTIME_SYMBOLS = ("numba_attempt_nocopy_reshape", "NRT_MemInfo_call_dtor")
+
+
+def _rename_runtime(module: llvm.ModuleRef, name: str) -> None:
+    for fn in module.functions:
+        if fn.is_declaration and fn.name in RUNTIME_SYMBOLS:
+            fn.name = f"{name}_{fn.name}"
+
+
+def _build_source(module: Module, pointers: list[Param]) -> str:
+    """The generated module for a C build: no disk cache, loops for np.dot, one entry."""
+    source = module.source.replace("cache=True, ", "").replace("np.dot(", "gemm_loops(")
+    views = []
+    for p in module.params:
+        if p.kind == "const":
+            views.append(p.name)
+        else:
+            views.append(f"carray({p.name}, {tuple(p.value.shape)!r})")
+    lines = [source, GEMM_LOOPS, "from numba import carray",
+             f"_DIMS = np.array({list(module.dims)!r}, np.int64)", "",
+             '@numba.njit(error_model="numpy")',
+             f"def c_entry({', '.join(p.name for p in pointers)}):",
+             f"    kernel({', '.join(views + ['_DIMS'])})", ""]
+    return "\n".join(lines)
+
+
+def _stored(value: np.ndarray) -> np.ndarray:
+    return value.view(np.uint16) if value.dtype == np.float16 else value
+
+
+def _pointer(p: Param) -> numba.types.Type:
+    dtype = np.dtype(np.uint16) if p.value.dtype == np.float16 else p.value.dtype
+    return numba.types.CPointer(numba.from_dtype(dtype))
+
+
+def _internalized(ir: str, entry: str, symbol: str) -> llvm.ModuleRef:
+    """The module with only the entry visible (as `symbol`), optimized: the rest is
+    inlined into it or dropped (numba's Python wrappers, its runtime's helpers)."""
+    module = llvm.parse_assembly(ir)
+    module.get_function(entry).name = symbol
+    for fn in module.functions:
+        if not fn.is_declaration and fn.name != symbol:
+            fn.linkage = "internal"
+    for var in module.global_variables:
+        if not var.is_declaration:
+            var.linkage = "internal"
+    tm = _target_machine()
+    builder = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=3))
+    builder.getModulePassManager().run(module, builder)
+    cleanup = llvm.create_new_module_pass_manager()
+    cleanup.add_global_dead_code_eliminate_pass()
+    cleanup.add_strip_dead_prototype_pass()  # declarations nothing calls any more
+    cleanup.run(module, builder)
+    module.verify()
+    return module
+
+
+def _target_machine() -> llvm.TargetMachine:
+    """This machine's CPU (as numba compiles for it), position-independent for a .so."""
+    target = llvm.Target.from_default_triple()
+    return target.create_target_machine(cpu=llvm.get_host_cpu_name(),
+                                        features=llvm.get_host_cpu_features().flatten(),
+                                        reloc="pic", codemodel="default", opt=3)
+
+
+def _check_no_python(module: llvm.ModuleRef, graph: Graph, name: str) -> None:
+    used = sorted({f.name for f in module.functions if f.is_declaration}
+                  | {v.name for v in module.global_variables if v.is_declaration})
+    python = [s for s in used if _PYTHON_SYMBOL.match(s)]
+    if python:
+        ops = sorted({e.op.name for e in graph.eqns} - C_OPS)
+        raise UnsupportedOpError(
+            f"aot {name}: the C library cannot hold this program: its code calls "
+            f"{', '.join(python)} (Python or numba's runtime). Ops outside the C path's "
+            f"tested set: {', '.join(ops) or 'none'}; the C path runs {', '.join(sorted(C_OPS))}")
+
+
+# Ops the C path is tested on (tests/test_aot_c.py); others may work, and a program that
+# would need Python at run time is refused by the symbol check above.
+C_OPS = frozenset({
+    "abs", "add", "sub", "mul", "div", "max", "min", "neg", "exp", "log", "tanh", "logistic",
+    "sqrt", "rsqrt", "erf", "sin", "cos", "pow", "compare", "select", "convert_element_type",
+    "broadcast_in_dim", "reshape", "transpose", "slice", "pad", "concatenate", "iota",
+    "reduce", "dot_general", "while", "conditional", "scan", "call"})
