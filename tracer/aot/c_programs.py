@@ -75,7 +75,7 @@ def benchmark_program(name: str, ins: list[ShapedArray]) -> str:
              "  for (long i = 0; i < iters; i++) {", "    double t0 = seconds();",
              f"    if ({name}_run(m)) return 1;", "    double dt = seconds() - t0;",
              "    total += dt;", "    if (dt < best) best = dt;", "  }",
-             f'  printf("{name}_run: %ld runs, mean %.3f us, best %.3f us\\n", iters, '
-             "1e6 * total / iters, 1e6 * best);",
+             (f'  printf("{name}_run: %ld runs, mean %.3f us, best %.3f us\\n", iters, '
+             "1e6 * total / iters, 1e6 * best);"),
              f"  {name}_free(m);", "  return 0;", "}", ""]
     return "\n".join(lines)

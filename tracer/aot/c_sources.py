@@ -12,7 +12,6 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import ShapedArray
-from ..dtypes import hlo_name
 from ..errors import UnsupportedOpError
 
 C_TYPES = {"bool": "bool", "int8": "int8_t", "int16": "int16_t", "int32": "int32_t",
@@ -61,11 +60,35 @@ HIDDEN int NAME_numba_attempt_nocopy_reshape(int64_t nd, const int64_t *dims,
   return 1;
 }
 
-/* Called by numba's reference counting when a count reaches zero. Every array in this
-   library views a buffer it owns, with no reference count, so this is never reached. */
+/* numba's reference-counted memory (the MemInfo record of numba/core/runtime/nrt.cpp,
+   whose count and data fields compiled code reads in place): arrays the kernel creates
+   inside loop bodies. A count that reaches zero calls the destructor, which frees both. */
+typedef struct {
+  size_t refct;
+  void (*dtor)(void *data, size_t size, void *info);
+  void *dtor_info;
+  void *data;
+  size_t size;
+  void *external_allocator;
+} NAME_meminfo;
+
+HIDDEN void *NAME_NRT_MemInfo_alloc_aligned(size_t size, unsigned align) {
+  NAME_meminfo *mi = malloc(sizeof *mi);
+  void *data = NULL;
+  if (!mi || posix_memalign(&data, align < sizeof(void *) ? sizeof(void *) : align,
+                            size ? size : 1) != 0) {
+    free(mi);
+    return NULL;
+  }
+  *mi = (NAME_meminfo){1, NULL, NULL, data, size, NULL};
+  return mi;
+}
+
 HIDDEN void NAME_NRT_MemInfo_call_dtor(void *meminfo) {
-  (void)meminfo;
-  abort();
+  NAME_meminfo *mi = meminfo;
+  if (mi->dtor) mi->dtor(mi->data, mi->size, mi->dtor_info);
+  free(mi->data);
+  free(mi);
 }
 """
 
@@ -97,8 +120,8 @@ def header(name: str, fun: str, ins: list[ShapedArray], outs: list[ShapedArray])
              f"#ifndef {guard}", f"#define {guard}", "", "#include <stdbool.h>",
              "#include <stdint.h>", "", "#ifdef __cplusplus", 'extern "C" {', "#endif", "",
              f"typedef struct {name} {name};", "",
-             f"enum {{ {name.upper()}_NUM_ARGS = {len(ins)}, "
-             f"{name.upper()}_NUM_RESULTS = {len(outs)} }};"]
+             (f"enum {{ {name.upper()}_NUM_ARGS = {len(ins)}, "
+             f"{name.upper()}_NUM_RESULTS = {len(outs)} }};")]
     for kind, avals in (("arg", ins), ("result", outs)):
         for k, a in enumerate(avals):
             lines.append(f"#define {name.upper()}_{kind.upper()}{k}_SIZE {a.size}  /* {a} */")
@@ -190,8 +213,8 @@ def _accessors(name: str, ins: list[ShapedArray], outs: list[ShapedArray], buffe
     for k, a in enumerate(ins):
         t = c_type(a, name)
         lines += [f"{t} *{name}_arg{k}_data({name} *self) {{ return ({t} *)self->args[{k}]; }}",
-                  f"void {name}_set_arg{k}_data({name} *self, {t} *data) "
-                  f"{{ self->args[{k}] = data; }}"]
+                  (f"void {name}_set_arg{k}_data({name} *self, {t} *data) "
+                  f"{{ self->args[{k}] = data; }}")]
     for k, a in enumerate(outs):
         t = c_type(a, name)
         if k in results:
