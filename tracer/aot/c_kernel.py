@@ -1,6 +1,6 @@
 """The cpu backend's generated code compiled to an object file with a C entry point.
 
-The generated module (`cpu_codegen.generate`, the code `tr.jit` runs, without
+The generated module (`backend.cpu.generate`, the code `tr.jit` runs, without
 threads) is compiled by numba behind one extra function: it views the caller's
 buffers with `numba.carray` and calls the host function, with the program's sizes
 and constants as frozen globals. Its LLVM module is taken from numba, every
@@ -31,8 +31,9 @@ import llvmlite.binding as llvm
 import numba
 import numpy as np
 
-from ..backend import cpu_codegen, cpu_lower
-from ..backend.cpu_codegen import Module, Param
+from ..backend.cpu.generate import Module, generate
+from ..backend.numba.codegen import Param
+from ..backend.numba.lower import lower
 from ..core import Graph
 from ..errors import UnsupportedOpError
 
@@ -95,8 +96,8 @@ class CKernel:
 
 
 def compile_object(graph: Graph, name: str) -> CKernel:
-    lowered = cpu_lower.lower(graph)
-    module = cpu_codegen.generate(lowered, "kernel", parallel_ok=False)
+    lowered = lower(graph)
+    module = generate(lowered, "kernel", parallel_ok=False)
     pointers = [p for p in module.params if p.kind != "const"]
     source = _build_source(module, pointers)
     with tempfile.TemporaryDirectory(prefix=f"tracer-aot-{name}-") as tmp:

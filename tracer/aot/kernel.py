@@ -16,15 +16,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..backend import cpu_codegen, cpu_lower
-from ..backend.cpu_codegen import Module
+from .. import backend
+from ..backend.cpu.generate import Module, generate
+from ..backend.numba.lower import lower
 from ..core import Graph, subgraphs
 from ..dtypes import hlo_name
 from ..errors import UnsupportedOpError
 
-_BACKEND_DIR = os.path.dirname(cpu_codegen.__file__)
-_IMPORT = re.compile(r"^from tracer\.backend\.(\w+) import", re.MULTILINE)
-_RELATIVE = re.compile(r"^\s*from \.(\w*) import (\w+)", re.MULTILINE)
+_BACKEND_DIR = os.path.dirname(backend.__file__)
+_IMPORT = re.compile(r"^from tracer\.backend\.([\w.]+) import", re.MULTILINE)
+_RELATIVE = re.compile(r"^\s*from (\.+)([\w.]*) import (\w+)", re.MULTILINE)
 HOST = "kernel"  # the host function's name in the generated module
 
 
@@ -40,9 +41,9 @@ class Kernel:
 def generate_module(graph: Graph, name: str, package: str) -> Kernel:
     """The cpu backend's module for `graph`, importing its helpers from `package`."""
     _check_standalone(graph, name)
-    lowered = cpu_lower.lower(graph)
-    module = cpu_codegen.generate(lowered, HOST, parallel_ok=not _uses_blas(lowered))
-    if "cpu_fallback" in module.source:
+    lowered = lower(graph)
+    module = generate(lowered, HOST, parallel_ok=not _uses_blas(lowered))
+    if "import fallback" in module.source:
         raise UnsupportedOpError(f"aot {name}: an op of this program runs through tracer's "
                                  f"NumPy reference on the cpu backend, so it needs tracer at "
                                  f"run time")
@@ -72,7 +73,7 @@ def _uses_blas(graph: Graph) -> bool:
 
 
 def _closure(names: list[str]) -> tuple[str, ...]:
-    """`names` and every backend module they import relatively, each once."""
+    """`names` (dotted, under tracer.backend) and every module they import relatively."""
     seen: list[str] = []
     todo = list(names)
     while todo:
@@ -80,22 +81,34 @@ def _closure(names: list[str]) -> tuple[str, ...]:
         if lib in seen:
             continue
         seen.append(lib)
-        with open(os.path.join(_BACKEND_DIR, f"{lib}.py"), encoding="utf-8") as f:
+        with open(_path(lib), encoding="utf-8") as f:
             text = f.read()
-        for module, first in _RELATIVE.findall(text):
-            todo.append(module or first)  # `from .x import y` or `from . import x`
+        package = lib.split(".")[:-1]
+        for dots, module, first in _RELATIVE.findall(text):
+            base = package[:len(package) - (len(dots) - 1)]
+            todo.append(".".join(base + (module.split(".") if module else [first])))
     return tuple(sorted(seen))
 
 
+def _path(lib: str) -> str:
+    return os.path.join(_BACKEND_DIR, *lib.split(".")) + ".py"
+
+
 def vendor_libraries(libraries: tuple[str, ...], package_dir: str) -> None:
-    """Copy the helper libraries into `package_dir` (a package of their own)."""
-    os.makedirs(package_dir, exist_ok=True)
-    with open(os.path.join(package_dir, "__init__.py"), "w", encoding="utf-8") as f:
-        f.write('"""Helper libraries of tracer\'s cpu backend, copied by tracer.aot."""\n')
+    """Copy the helper libraries into `package_dir`, which stands in for tracer.backend
+    (same sub-packages, so their relative imports hold; each `__init__.py` is empty)."""
     for lib in libraries:
-        with open(os.path.join(_BACKEND_DIR, f"{lib}.py"), encoding="utf-8") as f:
+        parts = lib.split(".")
+        for depth in range(len(parts)):
+            folder = os.path.join(package_dir, *parts[:depth])
+            os.makedirs(folder, exist_ok=True)
+            init = os.path.join(folder, "__init__.py")
+            if not os.path.exists(init):
+                with open(init, "w", encoding="utf-8") as f:
+                    f.write('"""Helper libraries of tracer\'s cpu backend, copied by tracer.aot."""\n')
+        with open(_path(lib), encoding="utf-8") as f:
             text = f.read()
-        with open(os.path.join(package_dir, f"{lib}.py"), "w", encoding="utf-8") as f:
+        with open(os.path.join(package_dir, *parts) + ".py", "w", encoding="utf-8") as f:
             f.write(text)
 
 

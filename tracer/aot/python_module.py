@@ -15,7 +15,7 @@ import os
 
 import numpy as np
 
-from ..backend.cpu_codegen import Module
+from ..backend.cpu.generate import Module
 from ..export import Exported
 from ..export.trees import encode_tree
 from .kernel import HOST, Kernel, dims_array
