@@ -3,26 +3,30 @@ the time to load an exported program in a new process.
 
     python -m bench.bench_export
 
-The C side is timed by the generated NAME_benchmark program (mean over calls, no Python
-in that process); `tr.jit` by `bench.common.timeit` in this process. Both are measured
-in this one run, alternating, several rounds; the ratios are what to compare. Load
+Both sides are timed in this process, alternating, several rounds, as medians of single
+calls (the machine is shared: only paired ratios of medians mean anything): `tr.jit` as users call it, the C library through one
+ctypes call of NAME_run (about a microsecond of the milliseconds measured). The
+generated NAME_benchmark program's own figure (no Python in its process) is printed too. Load
 times are whole fresh processes (`python -c ...`), median of several.
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 import tracer as tr
 import tracer.numpy as tnp
-from bench.common import report, timeit
+from bench.common import report
 from tracer import aot, export
 from tracer.aot.c_library import build_program
 from tracer.aot.c_sources import fill_value
@@ -45,9 +49,32 @@ WORKLOADS = {
 }
 
 
-def _c_seconds(exe: str, calls: int) -> float:
-    out = subprocess.run([exe, str(calls)], capture_output=True, text=True, check=True).stdout
-    return float(out.split("mean ")[1].split(" us")[0]) * 1e-6
+def _c_library(out_dir: str, name: str, avals: list) -> tuple[Any, Any]:
+    """libNAME.so loaded with ctypes: a `run()` that calls NAME_run (one foreign call, about
+    a microsecond, so the timing is the C code's), after filling the arguments."""
+    lib = ctypes.CDLL(os.path.join(out_dir, f"lib{name}.so"))
+    getattr(lib, f"{name}_new").restype = ctypes.c_void_p
+    getattr(lib, f"{name}_run").argtypes = [ctypes.c_void_p]
+    handle = getattr(lib, f"{name}_new")()
+    for k, a in enumerate(avals):
+        data = getattr(lib, f"{name}_arg{k}_data")
+        data.restype, data.argtypes = ctypes.POINTER(ctypes.c_float), [ctypes.c_void_p]
+        view = np.ctypeslib.as_array(data(handle), a.shape)
+        view[...] = fill_value(k, np.arange(a.size), a.dtype).reshape(a.shape)
+    run = getattr(lib, f"{name}_run")
+    return (lambda: run(handle)), lib
+
+
+def _median_call(fn: Callable[[], Any], calls: int = 60) -> float:
+    """The median seconds of single calls: on a shared machine a call that was descheduled
+    takes a whole time slice longer, which spoils means but not medians."""
+    fn()
+    times = []
+    for _ in range(calls):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
 
 
 def run_vs_jit(tmp: str) -> None:
@@ -57,19 +84,18 @@ def run_vs_jit(tmp: str) -> None:
         out_dir = os.path.join(tmp, name)
         aot.compile(fn, *avals, name=name, out_dir=out_dir)
         exe = build_program(name, f"{name}_benchmark", out_dir)
+        c_run, _lib = _c_library(out_dir, name, avals)
         args = [fill_value(k, np.arange(a.size), a.dtype).reshape(a.shape)
                 for k, a in enumerate(avals)]
         jitted = tr.jit(fn)
         c_times, jit_times = [], []
         for _ in range(ROUNDS):  # alternate, so both see the same machine load
-            c_times.append(_c_seconds(exe, 200))
-            jit_times.append(timeit(lambda f=jitted, a=args: f(*a), repeat=3))
+            c_times.append(_median_call(c_run))
+            jit_times.append(_median_call(lambda f=jitted, a=args: f(*a)))
         report(title, [("tr.jit (cpu)", min(jit_times)), (f"C {name}_run", min(c_times))],
                "tr.jit (cpu)")
-
-
-_LOAD = ("import numpy as np, time; t0 = time.perf_counter(); {setup}; "
-         "x = np.ones({shape}, np.float32); {call}; print(time.perf_counter() - t0)")
+        print("  " + subprocess.run([exe, "100"], capture_output=True, text=True,
+                                    check=True).stdout.strip() + "  (NAME_benchmark, alone)")
 
 
 def _fresh_process(code: str, cwd: str, env: dict) -> float:
@@ -88,22 +114,20 @@ def load_times(tmp: str) -> None:
         f.write(data)
     aot.compile(gelu, tr.ShapedArray(shape, np.float32), name="gelu_py",
                 out_dir=tmp, c_library=False)
-    env = dict(os.environ)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [tmp, os.getcwd(), os.environ.get("PYTHONPATH", "")])}
+    x = f"np.ones({shape}, np.float32)"
     codes = {
-        "trace + jit in a new process": "import tracer as tr; from bench.bench_export import "
-        f"gelu; tr.jit(gelu)(np.ones({shape}, np.float32))",
-        "export.deserialize + call": f"from tracer import export; e = export.deserialize("
-        f"open({path!r}, 'rb').read()); e.call(np.ones({shape}, np.float32))",
-        "import NAME.py + run": f"import gelu_py; gelu_py.run(np.ones({shape}, np.float32))",
+        "trace + jit in a new process": "import numpy as np, tracer as tr; from "
+        f"bench.bench_export import gelu; tr.jit(gelu)({x})",
+        "export.deserialize + call": "import numpy as np; from tracer import export; "
+        f"export.deserialize(open({path!r}, 'rb').read()).call({x})",
+        "import NAME.py + run": f"import numpy as np, gelu_py; gelu_py.run({x})",
     }
     for code in codes.values():  # warm the disk caches first
-        _fresh_process(code, tmp, {**env, "PYTHONPATH": os.pathsep.join([tmp, os.getcwd(),
-                                                                         env.get("PYTHONPATH", "")])})
-    rows = []
-    for label, code in codes.items():
-        runs = [_fresh_process(code, tmp, {**env, "PYTHONPATH": os.pathsep.join(
-            [tmp, os.getcwd(), env.get("PYTHONPATH", "")])}) for _ in range(ROUNDS)]
-        rows.append((label, statistics.median(runs)))
+        _fresh_process(code, tmp, env)
+    rows = [(label, statistics.median(_fresh_process(code, tmp, env) for _ in range(ROUNDS)))
+            for label, code in codes.items()]
     report("load and first call in a new process (gelu, warm disk caches)", rows,
            "trace + jit in a new process")
 

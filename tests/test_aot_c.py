@@ -135,4 +135,4 @@ def test_benchmark_program_runs(tmp_path):
     exe = build_program("tanh2", "tanh2_benchmark", str(tmp_path))
     out = subprocess.run([exe, "50"], capture_output=True, text=True, env={}, timeout=60,
                          check=True).stdout
-    assert out.startswith("tanh2_run: 50 runs, mean ")
+    assert out.startswith("tanh2_run: 50 runs, median ")

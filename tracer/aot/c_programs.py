@@ -62,20 +62,28 @@ def test_program(name: str, ins: list[ShapedArray], outs: list[ShapedArray]) -> 
 
 
 def benchmark_program(name: str, ins: list[ShapedArray]) -> str:
+    """Times each call; prints the median (robust to the process being descheduled on a
+    busy machine), the best and the mean, in microseconds."""
     lines = ["#include <stdio.h>", "#include <stdlib.h>", "#include <time.h>", "",
              f'#include "{name}.h"', "", *_fill_functions(name, ins),
              "static double seconds(void) {", "  struct timespec t;",
              "  clock_gettime(CLOCK_MONOTONIC, &t);", "  return t.tv_sec + 1e-9 * t.tv_nsec;", "}",
-             "", "/* usage: NAME_benchmark [iterations] */",
+             "", "static int by_value(const void *a, const void *b) {",
+             "  double x = *(const double *)a, y = *(const double *)b;",
+             "  return (x > y) - (x < y);", "}", "",
+             "/* usage: NAME_benchmark [iterations] */",
              "int main(int argc, char **argv) {",
              "  long iters = argc > 1 ? atol(argv[1]) : 1000;",
-             f"  {name} *m = {name}_new();", "  if (!m) return 1;", *_fill_calls(name, ins),
+             "  if (iters < 1) iters = 1;",
+             "  double *times = malloc(iters * sizeof *times), total = 0;",
+             f"  {name} *m = {name}_new();", "  if (!m || !times) return 1;",
+             *_fill_calls(name, ins),
              f"  for (int i = 0; i < 3; i++) if ({name}_run(m)) return 1;",
-             "  double best = 1e30, total = 0;",
              "  for (long i = 0; i < iters; i++) {", "    double t0 = seconds();",
-             f"    if ({name}_run(m)) return 1;", "    double dt = seconds() - t0;",
-             "    total += dt;", "    if (dt < best) best = dt;", "  }",
-             (f'  printf("{name}_run: %ld runs, mean %.3f us, best %.3f us\\n", iters, '
-             "1e6 * total / iters, 1e6 * best);"),
-             f"  {name}_free(m);", "  return 0;", "}", ""]
+             f"    if ({name}_run(m)) return 1;", "    times[i] = seconds() - t0;",
+             "    total += times[i];", "  }",
+             "  qsort(times, iters, sizeof *times, by_value);",
+             (f'  printf("{name}_run: %ld runs, median %.3f us, best %.3f us, mean %.3f us\\n", '
+             "iters, 1e6 * times[iters / 2], 1e6 * times[0], 1e6 * total / iters);"),
+             f"  {name}_free(m);", "  free(times);", "  return 0;", "}", ""]
     return "\n".join(lines)
