@@ -10,9 +10,9 @@ The entry keeps numba's calling convention:
 `int NAME_kernel(void *ret, void **excinfo, T0 *buf0, T1 *buf1, ...)` (0 = success).
 
 `dot_general`, which `tr.jit` sends to BLAS through SciPy (a Python-only route),
-is written here as loops (`GEMM_LOOPS`, vectorized along the output row). Anything
-else that would reach Python or numba's runtime at run time (threads, sort and
-FFT libraries, an op run by its reference) shows up as an undefined symbol of
+calls NumPy's bundled OpenBLAS here, or loops (`c_gemm`). Anything else that would
+reach Python or numba's runtime at run time (numba's random state, the FFT and
+LAPACK libraries, an op run by its reference) shows up as an undefined symbol of
 the object, and `compile_object` refuses the program, naming the symbols.
 """
 
@@ -36,54 +36,10 @@ from ..backend.numba.codegen import Param
 from ..backend.numba.lower import lower
 from ..core import Graph
 from ..errors import UnsupportedOpError
+from .c_gemm import bundled_openblas, gemm_source
 
 # Symbols of numba's runtime, the CPython API and numba's helper library (never libc's).
 _PYTHON_SYMBOL = re.compile(r"^(NRT_|numba_|_?Py|_numba|__numba)")
-
-GEMM_LOOPS = '''
-from numba.extending import overload as _overload
-
-
-def gemm_loops(a, b, out):
-    """np.dot(a, b, out) as loops: out row i accumulates a[i, p] * b[p, :]."""
-
-
-@_overload(gemm_loops)
-def _gemm_loops(a, b, out):
-    if a.ndim == 2 and b.ndim == 2:
-        def mm(a, b, out):
-            for i in range(a.shape[0]):
-                for j in range(b.shape[1]):
-                    out[i, j] = 0
-                for p in range(a.shape[1]):
-                    av = a[i, p]
-                    for j in range(b.shape[1]):
-                        out[i, j] += av * b[p, j]
-        return mm
-    if a.ndim == 2 and b.ndim == 1:
-        def mv(a, b, out):
-            for i in range(a.shape[0]):
-                acc = out.dtype.type(0)
-                for p in range(a.shape[1]):
-                    acc += a[i, p] * b[p]
-                out[i] = acc
-        return mv
-    if a.ndim == 1 and b.ndim == 2:
-        def vm(a, b, out):
-            for j in range(b.shape[1]):
-                out[j] = 0
-            for p in range(a.shape[0]):
-                for j in range(b.shape[1]):
-                    out[j] += a[p] * b[p, j]
-        return vm
-    def vv(a, b, out):
-        acc = out.dtype.type(0)
-        for p in range(a.shape[0]):
-            acc += a[p] * b[p]
-        out[()] = acc
-    return vv
-'''
-
 
 @dataclass
 class CKernel:
@@ -93,13 +49,17 @@ class CKernel:
     object_code: bytes
     symbol: str
     pointer_params: list[Param]   # the entry's arguments, in order (inputs and buffers)
+    link_libraries: list[str]     # shared libraries the object calls (NumPy's OpenBLAS)
 
 
 def compile_object(graph: Graph, name: str) -> CKernel:
     lowered = lower(graph)
     module = generate(lowered, "kernel", parallel_ok=False)
     pointers = [p for p in module.params if p.kind != "const"]
-    source = _build_source(module, pointers)
+    blas = bundled_openblas()
+    if blas:  # numba's JIT resolves the cblas symbols while compiling the entry
+        llvm.load_library_permanently(blas)
+    source = _build_source(module, pointers, blas is not None)
     with tempfile.TemporaryDirectory(prefix=f"tracer-aot-{name}-") as tmp:
         path = os.path.join(tmp, f"_tracer_aot_{name}.py")
         with open(path, "w", encoding="utf-8") as f:
@@ -117,8 +77,10 @@ def compile_object(graph: Graph, name: str) -> CKernel:
     symbol = f"{name}_kernel"
     ir_module = _internalized(cres.library.get_llvm_str(), cres.fndesc.llvm_func_name, symbol)
     _rename_runtime(ir_module, name)
-    _check_no_python(ir_module, graph, name)
-    return CKernel(module, _target_machine().emit_object(ir_module), symbol, pointers)
+    used = _undefined_symbols(ir_module)
+    links = [blas] if blas and any(s.startswith("scipy_cblas") for s in used) else []
+    _check_no_python(used, graph, name, links)
+    return CKernel(module, _target_machine().emit_object(ir_module), symbol, pointers, links)
 
 
 # numba helpers the generated code still calls, which NAME.c defines under NAME_ names
@@ -134,16 +96,16 @@ def _rename_runtime(module: llvm.ModuleRef, name: str) -> None:
             fn.name = f"{name}_{fn.name}"
 
 
-def _build_source(module: Module, pointers: list[Param]) -> str:
-    """The generated module for a C build: no disk cache, loops for np.dot, one entry."""
-    source = module.source.replace("cache=True, ", "").replace("np.dot(", "gemm_loops(")
+def _build_source(module: Module, pointers: list[Param], blas: bool) -> str:
+    """The generated module for a C build: no disk cache, `c_gemm` for np.dot, one entry."""
+    source = module.source.replace("cache=True, ", "").replace("np.dot(", "gemm(")
     views = []
     for p in module.params:
         if p.kind == "const":
             views.append(p.name)
         else:
             views.append(f"carray({p.name}, {tuple(p.value.shape)!r})")
-    lines = [source, GEMM_LOOPS, "from numba import carray",
+    lines = [source, gemm_source(blas), "from numba import carray",
              f"_DIMS = np.array({list(module.dims)!r}, np.int64)", "",
              '@numba.njit(error_model="numpy")',
              f"def c_entry({', '.join(p.name for p in pointers)}):",
@@ -190,14 +152,18 @@ def _target_machine() -> llvm.TargetMachine:
                                         reloc="pic", codemodel="default", opt=3)
 
 
-def _check_no_python(module: llvm.ModuleRef, graph: Graph, name: str) -> None:
-    """Every symbol the object needs must come from libc or libm: anything else lives in
-    Python, numba's runtime or a Python extension (BLAS, FFT, LAPACK, conv entries)."""
-    used = sorted({f.name for f in module.functions if f.is_declaration}
+def _undefined_symbols(module: llvm.ModuleRef) -> list[str]:
+    return sorted({f.name for f in module.functions if f.is_declaration}
                   | {v.name for v in module.global_variables if v.is_declaration})
+
+
+def _check_no_python(used: list[str], graph: Graph, name: str, links: list[str]) -> None:
+    """Every symbol the object needs must come from libc, libm or `links`: anything else
+    lives in Python, numba's runtime or a Python extension (FFT, LAPACK, conv entries)."""
     provided = {f"{name}_{s}" for s in RUNTIME_SYMBOLS}  # by NAME.c
+    libraries = _c_libraries() + tuple(ctypes.CDLL(path) for path in links)
     missing = [s for s in used if not s.startswith("llvm.") and s not in provided
-               and not _in_c_libraries(s)]
+               and (_PYTHON_SYMBOL.match(s) or not any(hasattr(lib, s) for lib in libraries))]
     if missing:
         ops = sorted({e.op.name for e in graph.eqns} - C_OPS)
         raise UnsupportedOpError(
@@ -208,13 +174,9 @@ def _check_no_python(module: llvm.ModuleRef, graph: Graph, name: str) -> None:
 
 @functools.cache
 def _c_libraries() -> tuple[ctypes.CDLL, ...]:
+    """libc and libm (libpython is in this process too, but never in a C program: the
+    Python-symbol pattern above keeps its names out)."""
     return tuple(ctypes.CDLL(ctypes.util.find_library(lib)) for lib in ("c", "m"))
-
-
-def _in_c_libraries(symbol: str) -> bool:
-    if _PYTHON_SYMBOL.match(symbol):  # (libpython is in this process, not in a C program)
-        return False
-    return any(hasattr(lib, symbol) for lib in _c_libraries())
 
 
 # Ops the C path runs, each checked against tr.jit on an op-table case

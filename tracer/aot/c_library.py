@@ -40,8 +40,12 @@ def write_c_library(exp: Exported, name: str, out_dir: str) -> dict[str, str]:
     with open(paths["object"], "wb") as f:
         f.write(kernel.object_code)
     paths["library"] = os.path.join(out_dir, f"lib{name}.so")
+    links = []
+    for path in kernel.link_libraries:  # by path, found again at run time through the rpath
+        links += [f"-L{os.path.dirname(path)}", f"-l:{os.path.basename(path)}",
+                  f"-Wl,-rpath,{os.path.dirname(path)}"]
     cc(["-O2", "-shared", "-fPIC", "-o", paths["library"], paths["source"], paths["object"],
-        "-lm"], out_dir)
+        *links, "-lm"], out_dir)
     return paths
 
 
