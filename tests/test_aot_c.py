@@ -103,8 +103,10 @@ def _float_program(w1, b1, w2, x, flag):
     looped = ops.fori_loop(0, 4, lambda i, v: v * 0.5 + tnp.sin(v), z)
     branch = ops.cond(flag, lambda: tnp.abs(z), lambda: -z)
     edges = tnp.concatenate([tnp.pad(x[:, :2], ((0, 0), (1, 0))), x.T[:1].T], axis=1)
+    products = {"gram": x.T @ x, "mv": w2.T @ b1, "vm": b1 @ w2,
+                "batched": tnp.einsum("bij,bjk->bik", w1.reshape(2, 2, 6), tnp.stack([w2, 2 * w2]))}
     return {"soft": soft, "looped": looped, "branch": branch, "edges": edges,
-            "same_x": x, "const": np.arange(3.0)}
+            "same_x": x, "const": np.arange(3.0), **products}
 
 
 def test_float_program_matches_jit(tmp_path):
