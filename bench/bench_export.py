@@ -43,9 +43,20 @@ def gelu(x):
     return 0.5 * x * (1 + tnp.tanh(0.7978845608 * (x + 0.044715 * x * x * x)))
 
 
+def mlp_numpy(w1, b1, w2, b2, x):
+    return np.tanh(x @ w1 + b1) @ w2 + b2
+
+
+def gelu_numpy(x):
+    return 0.5 * x * (1 + np.tanh(np.float32(0.7978845608) * (x + np.float32(0.044715) * x * x * x)))
+
+
+# NumPy runs beside them: its `@` calls the same OpenBLAS as the C library (NumPy's wheel's),
+# while tr.jit's np.dot goes through numba to SciPy's OpenBLAS build.
 WORKLOADS = {
-    "mlp forward 256x784 -> 512 -> 10": (mlp, [(784, 512), (512,), (512, 10), (10,), (256, 784)]),
-    "gelu of 2^20 floats": (gelu, [(1 << 20,)]),
+    "mlp forward 256x784 -> 512 -> 10": (mlp, mlp_numpy,
+                                         [(784, 512), (512,), (512, 10), (10,), (256, 784)]),
+    "gelu of 2^20 floats": (gelu, gelu_numpy, [(1 << 20,)]),
 }
 
 
@@ -78,7 +89,7 @@ def _median_call(fn: Callable[[], Any], calls: int = 60) -> float:
 
 
 def run_vs_jit(tmp: str) -> None:
-    for title, (fn, shapes) in WORKLOADS.items():
+    for title, (fn, reference, shapes) in WORKLOADS.items():
         avals = [tr.ShapedArray(s, np.float32) for s in shapes]
         name = fn.__name__
         out_dir = os.path.join(tmp, name)
@@ -88,12 +99,13 @@ def run_vs_jit(tmp: str) -> None:
         args = [fill_value(k, np.arange(a.size), a.dtype).reshape(a.shape)
                 for k, a in enumerate(avals)]
         jitted = tr.jit(fn)
-        c_times, jit_times = [], []
-        for _ in range(ROUNDS):  # alternate, so both see the same machine load
+        c_times, jit_times, np_times = [], [], []
+        for _ in range(ROUNDS):  # alternate, so all see the same machine load
             c_times.append(_median_call(c_run))
             jit_times.append(_median_call(lambda f=jitted, a=args: f(*a)))
-        report(title, [("tr.jit (cpu)", min(jit_times)), (f"C {name}_run", min(c_times))],
-               "tr.jit (cpu)")
+            np_times.append(_median_call(lambda f=reference, a=args: f(*a)))
+        report(title, [("tr.jit (cpu)", min(jit_times)), (f"C {name}_run", min(c_times)),
+                       ("NumPy", min(np_times))], "tr.jit (cpu)")
         print("  " + subprocess.run([exe, "100"], capture_output=True, text=True,
                                     check=True).stdout.strip() + "  (NAME_benchmark, alone)")
 
