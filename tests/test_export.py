@@ -47,6 +47,14 @@ def test_deserialized_calls_equal_with_control_flow():
     np.testing.assert_array_equal(exp.call(x), tr.jit(_loop)(x))
 
 
+def test_static_arguments_are_baked_in():
+    @tr.jit(static_argnums=1)
+    def power(x, n):
+        return x ** n
+    exp = export.deserialize(export.export(power)(X, 3).serialize())
+    np.testing.assert_allclose(exp.call(X), X ** 3, rtol=1e-6)
+
+
 def test_wrong_arguments_name_both_signatures():
     exp = export.export(mlp)(PARAMS, X, 2.0)
     with pytest.raises(TypeError, match=r"exported for .*f32\[5,3\].* but called with .*f32\[2,3\]"):

@@ -40,8 +40,10 @@ class Exported:
     """A program for one signature: `in_avals` → `out_avals`, callable and serializable."""
 
     def __init__(self, name: str, graph: Graph, in_tree: PyTreeDef, out_tree: PyTreeDef,
-                 in_avals: tuple[ShapedArray, ...]):
+                 in_avals: tuple[ShapedArray, ...], static_argnums: tuple[int, ...] = ()):
         self.fun_name = name
+        # positions of static arguments: their values are baked in, `call` omits them
+        self.static_argnums = static_argnums
         self.graph = graph
         self.in_tree = in_tree
         self.out_tree = out_tree
@@ -54,8 +56,12 @@ class Exported:
         return graph_to_text(self.graph, self.fun_name, full_literals=True)
 
     def call(self, *args: Any, **kwargs: Any) -> Any:
-        """Run on the default backend with arguments of the exported structure and avals."""
-        leaves, tree = tree_flatten((args, kwargs))
+        """Run on the default backend with arguments of the exported structure and avals
+        (static arguments left out: the values they had when exporting are baked in)."""
+        padded = list(args)
+        for i in self.static_argnums:
+            padded.insert(i, None)
+        leaves, tree = tree_flatten((tuple(padded), kwargs))
         arrays = [np.asarray(x) for x in leaves]
         got = tuple(ShapedArray(a.shape, a.dtype) for a in arrays)
         want = tuple(a.strip_weak() for a in self.in_avals)
@@ -79,6 +85,7 @@ class Exported:
                   "in_tree": encode_tree(self.in_tree), "out_tree": encode_tree(self.out_tree),
                   "in_avals": [str(a) for a in self.in_avals],
                   "in_weak": [a.weak_type for a in self.in_avals],
+                  "static_argnums": list(self.static_argnums),
                   "sha256": hashlib.sha256(text).hexdigest()}
         return MAGIC + json.dumps(header).encode() + b"\n" + text
 
@@ -96,8 +103,9 @@ def export(fun: Callable[..., Any]) -> Callable[..., Exported]:
         lowered = jitted.lower(*args, **kwargs)
         graph = optimize(lowered.graph, lowered.name)
         check_serializable(graph, lowered.name)
+        statics = tuple(sorted(i for i in jitted.static_argnums if i < len(args)))
         return Exported(lowered.name, graph, lowered.in_tree, lowered.out_tree,
-                        lowered.in_avals)
+                        lowered.in_avals, statics)
     return exporter
 
 
@@ -133,12 +141,13 @@ def deserialize(data: bytes) -> Exported:
         in_avals = tuple(parse_aval(s, Cursor(s, "the header")).update(weak_type=w)
                          for s, w in zip(header["in_avals"], header["in_weak"], strict=True))
         in_tree, out_tree = decode_tree(header["in_tree"]), decode_tree(header["out_tree"])
+        statics = tuple(int(i) for i in header.get("static_argnums", ()))
     except (KeyError, TypeError, ValueError) as e:
         raise TracerValueError(f"export.deserialize: corrupt header ({e})") from None
     if tuple(a.strip_weak() for a in in_avals) != graph.in_avals:
         raise TracerValueError(f"export.deserialize: the header's arguments "
                                f"{header['in_avals']} do not match the HLO text's")
-    return Exported(name, graph, in_tree, out_tree, in_avals)
+    return Exported(name, graph, in_tree, out_tree, in_avals, statics)
 
 
 def _header(head: bytes) -> dict[str, Any]:
