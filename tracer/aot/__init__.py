@@ -9,6 +9,6 @@ tfcompile's `tf_library`, `matmul.h`, `libmatmul.so`, `matmul_test.c` and
 `matmul_benchmark.c`, which a C compiler builds and runs with no Python.
 """
 
-from .compile import compile, parse_aval_spec
+from .build import compile, parse_aval_spec
 
 __all__ = ["compile", "parse_aval_spec"]

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..backend.cpu.generate import Module
+from ..backend.numba.codegen import Param
 from ..core import ShapedArray
 from ..errors import UnsupportedOpError
 
@@ -150,7 +152,7 @@ def _c_literal(value: np.ndarray) -> str:
     return ", ".join(repr(x) for x in flat.tolist())
 
 
-def library(name: str, symbol: str, module: object, pointers: list, ins: list[ShapedArray],
+def library(name: str, symbol: str, module: Module, pointers: list[Param], ins: list[ShapedArray],
             outs: list[ShapedArray]) -> str:
     """NAME.c: the struct, allocation, NAME_run, and the accessors."""
     buffers = [p for p in pointers if p.kind == "buffer"]
@@ -191,7 +193,7 @@ def library(name: str, symbol: str, module: object, pointers: list, ins: list[Sh
     return "\n".join(lines) + "\n"
 
 
-def _result_sources(module: object, buffers: list, outs: list[ShapedArray],
+def _result_sources(module: Module, buffers: list[Param], outs: list[ShapedArray],
                     lines: list[str]) -> tuple[dict[int, str], list[tuple[int, int]]]:
     """Results that are not a kernel buffer: a copied argument or a literal (declared here)."""
     results: dict[int, str] = {}
@@ -207,8 +209,8 @@ def _result_sources(module: object, buffers: list, outs: list[ShapedArray],
     return results, copies
 
 
-def _accessors(name: str, ins: list[ShapedArray], outs: list[ShapedArray], buffers: list,
-               module: object, results: dict[int, str]) -> list[str]:
+def _accessors(name: str, ins: list[ShapedArray], outs: list[ShapedArray], buffers: list[Param],
+               module: Module, results: dict[int, str]) -> list[str]:
     lines = []
     for k, a in enumerate(ins):
         t = c_type(a, name)
