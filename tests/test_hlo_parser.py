@@ -7,8 +7,11 @@ reference interpreter, to bit-identical values.
 
 from __future__ import annotations
 
+import hypothesis.extra.numpy as hnp
+import hypothesis.strategies as st
 import numpy as np
 import pytest
+from hypothesis import given, settings
 
 import tracer as tr
 from tests.op_db import all_cases
@@ -92,3 +95,28 @@ def test_corrupt_text_names_the_line(edit, message):
         parse_hlo(text.replace(*edit, 1))
     assert isinstance(info.value, tr.TracerError) and isinstance(info.value, ValueError)
     assert "line" in str(info.value)
+
+
+_DTYPES = [np.float32, np.float64, np.complex64, np.complex128, np.int8, np.int64, np.uint8,
+           np.uint64, np.bool_, np.float16]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_constants_of_every_dtype_read_back_bit_exact(data):
+    """Constants (NaN, infinities, -0.0, integer extremes, complex) survive print and parse:
+    the same values, and the same sign bits (NaN payloads and signs are not kept)."""
+    dtype = data.draw(st.sampled_from(_DTYPES))
+    shape = data.draw(hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=4))
+    value = data.draw(hnp.arrays(dtype, shape))
+    negate = ops.bitwise_not if dtype == np.bool_ else ops.neg
+    graph = tr.make_hlo(lambda: negate(value))().graph
+    parsed, _ = parse_hlo(graph_to_text(graph, "m", full_literals=True))
+    (literal,) = [a for e in parsed.eqns for a in e.inputs]
+    assert literal.value.dtype == value.dtype and literal.value.shape == value.shape
+    got = literal.value
+    np.testing.assert_array_equal(got, value)
+    if value.dtype.kind in "fc":
+        for part in (np.real, np.imag):
+            keep = ~np.isnan(part(value))
+            np.testing.assert_array_equal(np.signbit(part(got))[keep], np.signbit(part(value))[keep])
