@@ -141,3 +141,20 @@ def test_benchmark_program_runs(tmp_path):
     out = subprocess.run([exe, "50"], capture_output=True, text=True, env={}, timeout=60,
                          check=True).stdout
     assert out.startswith("tanh2_run: 50 runs, median ")
+
+
+def _products(a, b, v):
+    return a @ b, a.T @ a, a @ v, v @ b, v @ v
+
+
+def test_products_without_blas_run_as_loops(tmp_path, monkeypatch):
+    """Where NumPy ships no OpenBLAS, every product shape runs as loops, and the library
+    links against nothing but libc and libm."""
+    import tracer.aot.c_kernel as c_kernel
+    monkeypatch.setattr(c_kernel, "bundled_openblas", lambda: None)
+    avals = [tr.ShapedArray((5, 4), np.float32), tr.ShapedArray((4, 3), np.float32),
+             tr.ShapedArray((4,), np.float32)]
+    _check_against_jit(_products, avals, "loops", str(tmp_path))
+    linked = subprocess.run(["ldd", str(tmp_path / "libloops.so")], capture_output=True,
+                            text=True, check=True).stdout
+    assert "openblas" not in linked
