@@ -150,7 +150,7 @@ def _products(a, b, v):
 def test_products_without_blas_run_as_loops(tmp_path, monkeypatch):
     """Where NumPy ships no OpenBLAS, every product shape runs as loops, and the library
     links against nothing but libc and libm."""
-    import tracer.aot.c_kernel as c_kernel
+    from tracer.aot import c_kernel
     monkeypatch.setattr(c_kernel, "bundled_openblas", lambda: None)
     avals = [tr.ShapedArray((5, 4), np.float32), tr.ShapedArray((4, 3), np.float32),
              tr.ShapedArray((4,), np.float32)]
