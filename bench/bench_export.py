@@ -4,7 +4,8 @@ the time to load an exported program in a new process.
     python -m bench.bench_export
 
 Both sides are timed in this process, alternating, several rounds, as medians of single
-calls (the machine is shared: only paired ratios of medians mean anything): `tr.jit` as users call it, the C library through one
+calls (the machine is shared: only paired ratios of medians mean anything): `tr.jit` as
+users call it, the C library through one
 ctypes call of NAME_run (about a microsecond of the milliseconds measured). The
 generated NAME_benchmark program's own figure (no Python in its process) is printed too. Load
 times are whole fresh processes (`python -c ...`), median of several.
@@ -48,7 +49,8 @@ def mlp_numpy(w1, b1, w2, b2, x):
 
 
 def gelu_numpy(x):
-    return 0.5 * x * (1 + np.tanh(np.float32(0.7978845608) * (x + np.float32(0.044715) * x * x * x)))
+    c, k = np.float32(0.7978845608), np.float32(0.044715)
+    return 0.5 * x * (1 + np.tanh(c * (x + k * x * x * x)))
 
 
 # NumPy runs beside them: its `@` calls the same OpenBLAS as the C library (NumPy's wheel's),

@@ -84,7 +84,8 @@ def test_module_runs_without_tracer_and_matches_jit(built):
     for k in ("out", "h"):
         np.testing.assert_array_equal(got[k], want[k])
     (dtype_err, dtype_msg), (shape_err, shape_msg) = report["errors"]
-    assert dtype_err == "TypeError" and "argument 0 must be float32 [3, 8], got float64" in dtype_msg
+    assert dtype_err == "TypeError"
+    assert "argument 0 must be float32 [3, 8], got float64" in dtype_msg
     assert shape_err == "ValueError" and "must have shape [5, 3], got [2, 3]" in shape_msg
     # cache=True: numba wrote the machine code beside the module for the next process
     assert list(out.rglob("*.nbi")) and list(out.rglob("*.nbc"))
@@ -94,7 +95,8 @@ def test_cli_writes_the_module(tmp_path):
     (tmp_path / "seedmod.py").write_text("def matmul(x, y):\n    return x @ y\n")
     done = subprocess.run([sys.executable, "-m", "tracer.aot", "seedmod:matmul", "--arg",
                            "f32[2,3]", "--arg", "f32[3,2]", "--name", "mm", "--out-dir", "o",
-                           "--no-c"], cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)
+                           "--no-c"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=300, check=False)
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "o" / "mm.py").exists()
 

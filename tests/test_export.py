@@ -57,7 +57,8 @@ def test_static_arguments_are_baked_in():
 
 def test_wrong_arguments_name_both_signatures():
     exp = export.export(mlp)(PARAMS, X, 2.0)
-    with pytest.raises(TypeError, match=r"exported for .*f32\[5,3\].* but called with .*f32\[2,3\]"):
+    message = r"exported for .*f32\[5,3\].* but called with .*f32\[2,3\]"
+    with pytest.raises(TypeError, match=message):
         exp.call(PARAMS, X[:2], 2.0)
 
 

@@ -119,4 +119,5 @@ def test_constants_of_every_dtype_read_back_bit_exact(data):
     if value.dtype.kind in "fc":
         for part in (np.real, np.imag):
             keep = ~np.isnan(part(value))
-            np.testing.assert_array_equal(np.signbit(part(got))[keep], np.signbit(part(value))[keep])
+            np.testing.assert_array_equal(np.signbit(part(got))[keep],
+                                          np.signbit(part(value))[keep])

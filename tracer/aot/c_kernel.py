@@ -54,7 +54,7 @@ class CKernel:
 
 def compile_object(graph: Graph, name: str) -> CKernel:
     lowered = lower(graph)
-    module = generate(lowered, "kernel", parallel_ok=False)
+    module = generate(lowered, parallel_ok=False)
     pointers = [p for p in module.params if p.kind != "const"]
     blas = bundled_openblas()
     if blas:  # numba's JIT resolves the cblas symbols while compiling the entry
@@ -105,11 +105,12 @@ def _build_source(module: Module, pointers: list[Param], blas: bool) -> str:
             views.append(p.name)
         else:
             views.append(f"carray({p.name}, {tuple(p.value.shape)!r})")
-    lines = [source, gemm_source(blas), "from numba import carray",
+    lines = [source, "import numba", "import numpy as np", "from numba import carray",
+             gemm_source(blas),
              f"_DIMS = np.array({list(module.dims)!r}, np.int64)", "",
              '@numba.njit(error_model="numpy")',
              f"def c_entry({', '.join(p.name for p in pointers)}):",
-             f"    kernel({', '.join(views + ['_DIMS'])})", ""]
+             f"    {module.host}({', '.join(views + ['_DIMS'])})", ""]
     return "\n".join(lines)
 
 

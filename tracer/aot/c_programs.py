@@ -49,7 +49,8 @@ def test_program(name: str, ins: list[ShapedArray], outs: list[ShapedArray]) -> 
              "int main(void) {", f"  {name} *m = {name}_new();",
              f'  if (!m) {{ fprintf(stderr, "{name}_new failed\\n"); return 1; }}',
              *_fill_calls(name, ins), f"  int status = {name}_run(m);",
-             f'  if (status != 0) {{ fprintf(stderr, "{name}_run failed: %d\\n", status); return 1; }}']
+             "  if (status != 0) {",
+             f'    fprintf(stderr, "{name}_run failed: %d\\n", status);', "    return 1;", "  }"]
     for k, a in enumerate(outs):
         kind = a.dtype.kind
         fmt = _PRINT[kind][a.dtype.itemsize >= (16 if kind == "c" else 8)]

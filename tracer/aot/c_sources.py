@@ -128,7 +128,8 @@ def header(name: str, fun: str, ins: list[ShapedArray], outs: list[ShapedArray])
         for k, a in enumerate(avals):
             lines.append(f"#define {name.upper()}_{kind.upper()}{k}_SIZE {a.size}  /* {a} */")
     lines += ["", f"{name} *{name}_new(void);  /* NULL when out of memory */",
-              f"void {name}_free({name} *self);", f"int {name}_run({name} *self);  /* 0: success */"]
+              f"void {name}_free({name} *self);",
+              f"int {name}_run({name} *self);  /* 0: success */"]
     for k, a in enumerate(ins):
         t = c_type(a, name)
         lines.append(f"{t} *{name}_arg{k}_data({name} *self);")
@@ -164,19 +165,22 @@ def library(name: str, symbol: str, module: Module, pointers: list[Param], ins: 
              f"extern int {symbol}(void *ret, void **excinfo"
              + "".join(f", void *p{i}" for i in range(len(pointers))) + ");", ""]
     results, copies = _result_sources(module, buffers, outs, lines)
-    lines += [f"struct {name} {{", f"  void *args[{max(len(ins), 1)}];   /* what the kernel reads */",
-              f"  void *own_args[{max(len(ins), 1)}];", f"  void *buffers[{max(len(buffers), 1)}];",
-              f"  void *results[{max(len(outs), 1)}];  /* results that copy an argument or a constant */",
+    n_args, n_buffers, n_results = max(len(ins), 1), max(len(buffers), 1), max(len(outs), 1)
+    lines += [f"struct {name} {{", f"  void *args[{n_args}];   /* what the kernel reads */",
+              f"  void *own_args[{n_args}];", f"  void *buffers[{n_buffers}];",
+              f"  void *results[{n_results}];  /* results copying an argument or a constant */",
               "};", "", "static void *alloc32(size_t bytes) {",
               "  return aligned_alloc(32, bytes ? (bytes + 31) / 32 * 32 : 32);", "}", "",
               f"void {name}_free({name} *self) {{", "  if (!self) return;",
-              "  for (size_t k = 0; k < sizeof self->own_args / sizeof *self->own_args; k++) free(self->own_args[k]);",
-              "  for (size_t k = 0; k < sizeof self->buffers / sizeof *self->buffers; k++) free(self->buffers[k]);",
-              "  for (size_t k = 0; k < sizeof self->results / sizeof *self->results; k++) free(self->results[k]);",
+              f"  for (int k = 0; k < {n_args}; k++) free(self->own_args[k]);",
+              f"  for (int k = 0; k < {n_buffers}; k++) free(self->buffers[k]);",
+              f"  for (int k = 0; k < {n_results}; k++) free(self->results[k]);",
               "  free(self);", "}", "", f"{name} *{name}_new(void) {{",
-              f"  {name} *self = calloc(1, sizeof *self);", "  if (!self) return NULL;", "  int ok = 1;"]
+              f"  {name} *self = calloc(1, sizeof *self);", "  if (!self) return NULL;",
+              "  int ok = 1;"]
     for k, a in enumerate(ins):
-        lines += [f"  ok &= (self->args[{k}] = self->own_args[{k}] = alloc32({_bytes(a)})) != NULL;"]
+        lines.append(f"  ok &= (self->args[{k}] = self->own_args[{k}] = "
+                     f"alloc32({_bytes(a)})) != NULL;")
     for j, p in enumerate(buffers):
         lines.append(f"  ok &= (self->buffers[{j}] = alloc32({_bytes(p.value)})) != NULL;")
     for k, source in results.items():
@@ -187,7 +191,8 @@ def library(name: str, symbol: str, module: Module, pointers: list[Param], ins: 
               f"int {name}_run({name} *self) {{", "  void *ret = NULL, *excinfo = NULL;",
               f"  int status = {symbol}(&ret, &excinfo{''.join(', ' + a for a in kernel_args)});",
               "  if (status != 0) return status;"]
-    lines += [f"  memcpy(self->results[{k}], self->args[{i}], {_bytes(outs[k])});" for k, i in copies]
+    lines += [f"  memcpy(self->results[{k}], self->args[{i}], {_bytes(outs[k])});"
+              for k, i in copies]
     lines += ["  return 0;", "}", ""]
     lines += _accessors(name, ins, outs, buffers, module, results)
     return "\n".join(lines) + "\n"

@@ -10,6 +10,7 @@ a registered custom call, bfloat16 which needs ml_dtypes) are refused here.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from dataclasses import dataclass
@@ -26,7 +27,6 @@ from ..errors import UnsupportedOpError
 _BACKEND_DIR = os.path.dirname(backend.__file__)
 _IMPORT = re.compile(r"^from tracer\.backend\.([\w.]+) import", re.MULTILINE)
 _RELATIVE = re.compile(r"^\s*from (\.+)([\w.]*) import (\w+)", re.MULTILINE)
-HOST = "kernel"  # the host function's name in the generated module
 
 
 @dataclass
@@ -41,8 +41,9 @@ class Kernel:
 def generate_module(graph: Graph, name: str, package: str) -> Kernel:
     """The cpu backend's module for `graph`, importing its helpers from `package`."""
     _check_standalone(graph, name)
-    lowered = lower(graph)
-    module = generate(lowered, HOST, parallel_ok=not _uses_blas(lowered))
+    # (named "kernel", so the user's function name stays free for NAME.py's `run` alias)
+    lowered = dataclasses.replace(lower(graph), name="kernel")
+    module = generate(lowered, parallel_ok=not _uses_blas(lowered))
     if "import fallback" in module.source:
         raise UnsupportedOpError(f"aot {name}: an op of this program runs through tracer's "
                                  f"NumPy reference on the cpu backend, so it needs tracer at "
@@ -105,7 +106,7 @@ def vendor_libraries(libraries: tuple[str, ...], package_dir: str) -> None:
             init = os.path.join(folder, "__init__.py")
             if not os.path.exists(init):
                 with open(init, "w", encoding="utf-8") as f:
-                    f.write('"""Helper libraries of tracer\'s cpu backend, copied by tracer.aot."""\n')
+                    f.write('"""Helpers of tracer\'s cpu backend, copied by tracer.aot."""\n')
         with open(_path(lib), encoding="utf-8") as f:
             text = f.read()
         with open(os.path.join(package_dir, *parts) + ".py", "w", encoding="utf-8") as f:

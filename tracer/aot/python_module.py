@@ -18,7 +18,7 @@ import numpy as np
 from ..backend.cpu.generate import Module
 from ..export import Exported
 from ..export.trees import encode_tree
-from .kernel import HOST, Kernel, dims_array
+from .kernel import Kernel, dims_array
 
 # What NAME.py runs at import and call time (it cannot import tracer).
 _RUNTIME = '''
@@ -93,6 +93,8 @@ def python_module_text(exp: Exported, kernel: Kernel, name: str) -> str:
             f"Needs NumPy and numba only (the helper libraries it imports are in {name}_lib/\n"
             f"beside this file); numba caches the machine code on disk (cache=True).\n" + '"""\n')
     body = _strip_docstring(kernel.source)
+    if "import numpy as np" not in body:  # (the runtime below needs it)
+        body = "import numpy as np\n" + body
     args_tree = encode_tree(exp.in_tree)["tuple"][0]["tuple"]
     lines = [head, body, "", f"NAME = {name!r}",
              f"IN_AVALS = {tuple((a.dtype.name, a.shape) for a in exp.in_avals)!r}",
@@ -149,7 +151,7 @@ def _call_function(module: Module) -> str:
             dtype = p.value.dtype.name
             body.append(f"    {p.name} = np.empty({tuple(p.value.shape)!r}, {dtype!r})")
             names.append(f"{p.name}.view(np.uint16)" if dtype == "float16" else p.name)
-    body.append(f"    {HOST}({', '.join(names + ['_DIMS'])})")
+    body.append(f"    {module.host}({', '.join(names + ['_DIMS'])})")
     outs = []
     for kind, payload in module.outputs:
         if kind == "param":

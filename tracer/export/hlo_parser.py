@@ -138,7 +138,7 @@ class _Computation:
         inputs = tuple(self._lookup(c, n) for n in operands)
         try:
             out_avals = op.abstract_eval(*(a.aval for a in inputs), **params)
-        except (TypeError, ValueError, KeyError, IndexError) as e:  # (TracerErrors too): corrupt text
+        except (TypeError, ValueError, KeyError, IndexError) as e:  # TracerErrors too
             raise c.error(f"{op.name} rejects its operands and attributes ({e})") from None
         printed = shape if isinstance(shape, tuple) else (shape,)
         if tuple(map(str, out_avals)) != tuple(map(str, printed)):
