@@ -4,9 +4,9 @@ Each module also runs alone: `python -m bench.bench_conv`, `python -m bench.benc
 (only where a GPU is present), ...
 """
 
-from bench import (bench_callbacks, bench_conv, bench_cpu, bench_cuda, bench_dispatch, bench_fft,
-                   bench_indexing, bench_linalg, bench_numpy, bench_random, bench_transforms,
-                   bench_window)
+from bench import (bench_callbacks, bench_conv, bench_cpu, bench_cuda, bench_dispatch,
+                   bench_export, bench_fft, bench_indexing, bench_linalg, bench_numpy,
+                   bench_random, bench_transforms, bench_window)
 
 if __name__ == "__main__":
     bench_dispatch.overhead()
@@ -21,4 +21,5 @@ if __name__ == "__main__":
     bench_random.main()
     bench_callbacks.main()
     bench_numpy.main([])
+    bench_export.main()
     bench_cuda.main([])
