@@ -117,3 +117,20 @@ def test_unsupported_pytree_node_is_refused():
     Pair = namedtuple("Pair", "a b")
     with pytest.raises(TypeError, match="cannot serialize a pytree node of type Pair"):
         export.export(lambda p: p.a + p.b)(Pair(X, X)).serialize()
+
+
+def test_custom_call_targets_must_be_registered_where_loaded():
+    import tests.opdb_misc  # noqa: F401  (registers seed_myfunc)
+    x, y = np.array([1.0, 2.0], np.float32), np.ones((2, 3), np.float32)
+
+    def fn(a, b):
+        return ops.custom_call("seed_myfunc", [a, b], tr.ShapedArray((3, 3), np.float32))
+    data = export.export(fn)(x, y).serialize()
+    assert export.deserialize(data).call(x, y)[0, 0] == 3.0
+    targets = tr.ops.misc.CUSTOM_CALL_TARGETS
+    saved = targets.pop("seed_myfunc")
+    try:
+        with pytest.raises(tr.TracerValueError, match="'seed_myfunc' .* is not registered"):
+            export.deserialize(data)
+    finally:
+        targets["seed_myfunc"] = saved

@@ -26,6 +26,7 @@ from ..config import config
 from ..core import Graph, ShapedArray, Var, subgraphs
 from ..errors import TracerTypeError, TracerValueError
 from ..hlo import graph_to_text
+from ..ops.misc import CUSTOM_CALL_TARGETS
 from ..passes import optimize
 from ..tree_util import PyTreeDef, tree_flatten
 from .hlo_parser import parse_hlo
@@ -144,10 +145,24 @@ def deserialize(data: bytes) -> Exported:
         statics = tuple(int(i) for i in header.get("static_argnums", ()))
     except (KeyError, TypeError, ValueError) as e:
         raise TracerValueError(f"export.deserialize: corrupt header ({e})") from None
+    _check_custom_call_targets(graph)
     if tuple(a.strip_weak() for a in in_avals) != graph.in_avals:
         raise TracerValueError(f"export.deserialize: the header's arguments "
                                f"{header['in_avals']} do not match the HLO text's")
     return Exported(name, graph, in_tree, out_tree, in_avals, statics)
+
+
+def _check_custom_call_targets(graph: Graph) -> None:
+    """A custom call runs a function registered in this process, as XLA's do."""
+    for eqn in graph.eqns:
+        target, revision = eqn.params.get("target"), eqn.params.get("revision", 0)
+        if eqn.op.name == "custom_call" and len(CUSTOM_CALL_TARGETS.get(target, ())) <= revision:
+            raise TracerValueError(
+                f"export.deserialize: custom_call target {target!r} (revision {revision}) is "
+                f"not registered in this process; call tr.register_custom_call({target!r}, fn) "
+                f"before loading")
+        for sub in subgraphs(eqn.params):
+            _check_custom_call_targets(sub)
 
 
 def _header(head: bytes) -> dict[str, Any]:
