@@ -25,9 +25,9 @@ from tracer.interpret import run_graph
 from tracer.transforms.checkpoint import lower_ad_ops
 
 CASES = all_cases()
-# Ops whose params are Python functions (a custom_vjp rule in forward mode): HLO text
-# cannot carry them, and export says so.
-UNSERIALIZABLE = {"custom_lin"}
+# Ops whose params are Python functions (a custom_vjp rule in forward mode, host callbacks,
+# debug printers): HLO text names them but cannot carry them; export and the parser say so.
+UNSERIALIZABLE = {"custom_lin", "pure_callback", "io_callback", "debug_callback", "debug_print"}
 
 
 def _ops_in(graph, found):
@@ -45,9 +45,13 @@ def _graph(case):
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_parse_print_round_trip(case):
     graph = _graph(case)
-    if _ops_in(graph, set()) & UNSERIALIZABLE:
+    held = _ops_in(graph, set()) & UNSERIALIZABLE
+    if held:
         with pytest.raises(tr.TracerValueError, match="Python function"):
             check_serializable(graph, case.name)
+        if held != {"custom_lin"}:
+            with pytest.raises(HloSyntaxError, match="holds a Python function"):
+                parse_hlo(graph_to_text(graph, case.name, full_literals=True))
         return
     text = graph_to_text(graph, case.name, full_literals=True)
     parsed, name = parse_hlo(text)
@@ -68,6 +72,20 @@ def test_round_trip_covers_the_structures_export_needs():
         _ops_in(_graph(case), found)
     assert {"while", "conditional", "scan", "call", "composite", "custom_call", "reduce",
             "sort", "scatter", "gather", "select_and_scatter", "conv_general_dilated"} <= found
+
+
+def test_outfeed_pytree_and_tokens_read_back():
+    def feed(x):
+        token = ops.outfeed({"a": x, "b": [x, None, (x,)]}, ops.create_token())
+        return ops.after_all(token, ops.create_token())
+    graph = tr.make_hlo(feed)(np.zeros(2, np.float32)).graph
+    text = graph_to_text(graph, "feed", full_literals=True)
+    assert "token[]" in text and "PyTreeDef(" in text
+    parsed, _ = parse_hlo(text)
+    assert graph_to_text(parsed, "feed", full_literals=True) == text
+    (outfeed,) = [e for e in parsed.eqns if e.op.name == "outfeed"]
+    (original,) = [e for e in graph.eqns if e.op.name == "outfeed"]
+    assert outfeed.params["tree"] == original.params["tree"]
 
 
 def _module(fn, *args):

@@ -110,17 +110,28 @@ def export(fun: Callable[..., Any]) -> Callable[..., Exported]:
     return exporter
 
 
+# Param values HLO text carries (and the parser rebuilds); anything else is a Python object.
+_TEXT_VALUES = (bool, int, float, str, type(None), np.dtype, ShapedArray, Graph, PyTreeDef)
+
+
 def check_serializable(graph: Graph, name: str) -> None:
-    """Refuse params that HLO text cannot carry: Python functions (custom_vjp rules)."""
+    """Refuse params that HLO text cannot carry: Python functions (host callbacks, debug
+    printers, custom_vjp rules) and other Python objects."""
     for eqn in graph.eqns:
         for key, value in eqn.params.items():
-            for v in value if isinstance(value, tuple) else (value,):
-                if callable(v) and not isinstance(v, (Graph, type, np.dtype)):
-                    raise TracerValueError(
-                        f"export {name}: {eqn.op.name} holds a Python function in its "
-                        f"parameter {key!r}, which HLO text cannot carry ({eqn.source})")
+            if not _is_text_value(value):
+                raise TracerValueError(
+                    f"export {name}: {eqn.op.name} holds a Python function or object in its "
+                    f"parameter {key!r}, which HLO text cannot carry ({eqn.source})")
         for sub in subgraphs(eqn.params):
             check_serializable(sub, name)
+
+
+def _is_text_value(value: Any) -> bool:
+    if isinstance(value, tuple):  # (named tuples too: ConvDimensionNumbers)
+        return all(map(_is_text_value, value))
+    return isinstance(value, _TEXT_VALUES) or (isinstance(value, type)
+                                               and issubclass(value, np.generic))
 
 
 def deserialize(data: bytes) -> Exported:

@@ -19,7 +19,14 @@ from ..ops.registry import Op
 from . import params as P
 from .hlo_values import Cursor, HloSyntaxError
 
-OPS_BY_HLO_NAME: dict[str, Op] = {op.hlo_name: op for op in OPS.values() if op.name != "composite"}
+# Several ops can share XLA's spelling (custom_call and the host callbacks are all
+# `custom-call`): the printed attributes tell them apart.
+OPS_BY_HLO_NAME: dict[str, list[Op]] = {}
+for _op in OPS.values():
+    if _op.name != "composite":
+        OPS_BY_HLO_NAME.setdefault(_op.hlo_name, []).append(_op)
+# Params holding a Python function (a host callback, a debug printer): the text names it only.
+_PYTHON_PARAMS = ("callback", "printer")
 _RAW_ATTRS = ("window", "frontend_attributes", "metadata")
 
 
@@ -156,10 +163,8 @@ class _Computation:
         if attrs.pop("is_composite", False):
             return OPS["composite"], P.composite_params(attrs, attrs.get("frontend_attributes",
                                                                          ""), c, self._region)
-        if opcode not in OPS_BY_HLO_NAME:
-            raise c.error(f"unknown instruction {opcode!r}")
-        op = OPS_BY_HLO_NAME[opcode]
         plain = {k: v for k, v in attrs.items() if k not in _RAW_ATTRS}
+        op = _choose_op(c, opcode, plain)
         if "window" in attrs:
             plain.update(P.parse_window(attrs["window"], c))
         out_avals = shape if isinstance(shape, tuple) else (shape,)
@@ -169,6 +174,22 @@ class _Computation:
         if name not in self.regions:
             raise HloSyntaxError(f"HLO parser: %{name} is not a computation printed earlier")
         return self.regions[name]
+
+
+def _choose_op(c: Cursor, opcode: str, attrs: dict[str, Any]) -> Op:
+    """The op spelled `opcode` that takes every printed attribute."""
+    if opcode not in OPS_BY_HLO_NAME:
+        raise c.error(f"unknown instruction {opcode!r}")
+    for key in _PYTHON_PARAMS:
+        if key in attrs:
+            raise c.error(f"the {opcode} holds a Python function ({key}={attrs[key]!r}); "
+                          f"HLO text names it but cannot carry it")
+    for op in OPS_BY_HLO_NAME[opcode]:
+        known = P.param_defaults(op)
+        if all(k in known or (k == "dimensions" and "broadcast_dimensions" in known)
+               for k in attrs):
+            return op
+    return OPS_BY_HLO_NAME[opcode][0]  # (build_params then names the unknown attribute)
 
 
 def _attributes(c: Cursor) -> dict[str, Any]:

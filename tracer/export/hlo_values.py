@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ..core import ShapedArray
+from ..core import TOKEN, ShapedArray
 from ..dtypes import HLO_NAMES
 from ..errors import TracerValueError
 
@@ -32,6 +32,13 @@ class HloSyntaxError(TracerValueError):
 @dataclass(frozen=True)
 class Word:
     """A bare identifier in attribute position (a direction, an algorithm, a target)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class TreeText:
+    """`PyTreeDef((*, [*]))`: a pytree structure as `PyTreeDef.__repr__` prints it."""
 
     text: str
 
@@ -126,7 +133,20 @@ class Cursor:
             return Ref(self.token())
         if self.peek('"'):
             return self.quoted()
+        if self.peek("PyTreeDef("):
+            return TreeText(self._balanced("PyTreeDef("))
         return scalar_or_word(self.token(), self)
+
+    def _balanced(self, opening: str) -> str:
+        """The text of `opening...)` up to its matching parenthesis."""
+        self.expect(opening)
+        depth, start = 1, self.pos
+        while self.pos < len(self.text) and depth:
+            depth += {"(": 1, ")": -1}.get(self.text[self.pos], 0)
+            self.pos += 1
+        if depth:
+            raise self.error(f"unclosed {opening!r}")
+        return self.text[start:self.pos - 1]
 
     def literal(self) -> Any:
         """A constant's value as `format_literal` prints it (nested lists of scalars)."""
@@ -159,6 +179,8 @@ class Cursor:
 
 
 def parse_aval(token: str, cursor: Cursor) -> ShapedArray:
+    if token == "token[]":
+        return TOKEN
     name, _, rest = token.partition("[")
     if name not in DTYPES_BY_HLO_NAME or not rest.endswith("]"):
         raise cursor.error(f"{token!r} is not a shape such as f32[2,3]")

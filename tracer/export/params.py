@@ -8,6 +8,7 @@ module puts each back, so the rebuilt eqn prints the same text and runs the same
 
 from __future__ import annotations
 
+import ast
 import inspect
 from collections.abc import Callable
 from typing import Any
@@ -17,12 +18,14 @@ import numpy as np
 from ..core import Graph, ShapedArray
 from ..ops.conv import ConvDimensionNumbers
 from ..ops.registry import Op
-from .hlo_values import DTYPES_BY_HLO_NAME, Cursor, Ref, Word
+from ..errors import TracerValueError
+from ..tree_util import PyTreeDef, tree_structure
+from .hlo_values import DTYPES_BY_HLO_NAME, Cursor, Ref, TreeText, Word
 
 # Params without a default that are None when the printer leaves them out; every other
 # omitted param without a default is ().
 _NONE_WHEN_OMITTED = frozenset({"axis_name", "replica_groups",
-                                "precision", "preferred_element_type"})
+                                "precision", "preferred_element_type", "timeout"})
 _DTYPE_PARAMS = frozenset({"dtype", "new_dtype", "preferred_element_type"})
 _WINDOW_PARAMS = ("window_dimensions", "window_strides", "padding", "base_dilation",
                   "window_dilation")
@@ -75,6 +78,8 @@ def _convert(name: str, raw: Any, regions: Callable[[str], Graph]) -> Any:
 
 
 def _plain(raw: Any, regions: Callable[[str], Graph]) -> Any:
+    if isinstance(raw, TreeText):
+        return tree_from_text(raw.text)
     if isinstance(raw, Word):
         return raw.text
     if isinstance(raw, Ref):
@@ -158,6 +163,16 @@ def _composite_attributes(inner: Cursor) -> tuple[tuple[str, Any], ...]:
 
 def _no_regions(name: str) -> Graph:
     raise ValueError(f"a composite attribute cannot refer to %{name}")
+
+
+def tree_from_text(text: str) -> PyTreeDef:
+    """The PyTreeDef whose repr is `PyTreeDef(text)`: leaves `*` in tuples, lists, dicts
+    with string keys and None (other node types print their class and are refused)."""
+    try:
+        structure = ast.literal_eval(text.replace("*", "0"))
+    except (ValueError, SyntaxError):
+        raise TracerValueError(f"HLO parser: cannot rebuild the pytree PyTreeDef({text})") from None
+    return tree_structure(structure)
 
 
 def literal_array(value: Any, aval: ShapedArray, cursor: Cursor) -> np.ndarray:
