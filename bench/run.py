@@ -6,9 +6,9 @@ Each module also runs alone: `python -m bench.bench_conv`, `python -m bench.benc
 
 import importlib.util
 
-from bench import (bench_callbacks, bench_conv, bench_cpu, bench_cuda, bench_dispatch, bench_fft,
-                   bench_indexing, bench_linalg, bench_mpi, bench_numpy, bench_random,
-                   bench_transforms, bench_window)
+from bench import (bench_callbacks, bench_conv, bench_cpu, bench_cuda, bench_dispatch,
+                   bench_export, bench_fft, bench_indexing, bench_linalg, bench_mpi, bench_numpy,
+                   bench_random, bench_transforms, bench_window)
 
 if __name__ == "__main__":
     bench_dispatch.overhead()
@@ -23,6 +23,7 @@ if __name__ == "__main__":
     bench_random.main()
     bench_callbacks.main()
     bench_numpy.main([])
+    bench_export.main()
     bench_cuda.main([])
     if importlib.util.find_spec("mpi4py"):  # the mpi extra: mpiexec jobs of 1, 2, 4 ranks
         bench_mpi.main()

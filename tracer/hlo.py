@@ -29,11 +29,13 @@ _ATTR_NAMES = {"broadcast_dimensions": "dimensions"}
 
 
 class _Namer:
-    """Module-wide instruction numbering (XLA style: `add.3`, `Arg_0.1`)."""
+    """Module-wide instruction numbering (XLA style: `add.3`, `Arg_0.1`), and how many
+    elements a constant may have before it prints as `{...}`."""
 
-    def __init__(self) -> None:
+    def __init__(self, literal_limit: int) -> None:
         self.count = 0
         self.regions = 0
+        self.literal_limit = literal_limit
 
     def fresh(self, base: str) -> str:
         self.count += 1
@@ -44,10 +46,12 @@ class _Namer:
         return self.fresh(f"region_{self.regions - 1}")
 
 
-def graph_to_text(graph: Graph, name: str | None = None, metadata: bool = True) -> str:
-    """HLO module text of `graph`."""
+def graph_to_text(graph: Graph, name: str | None = None, metadata: bool = True,
+                  full_literals: bool = False) -> str:
+    """HLO module text of `graph`; with `full_literals` every constant is written out
+    (the form `tracer.export` reads back), else large ones print as `{...}`."""
     lines: list[str] = []
-    namer = _Namer()
+    namer = _Namer(np.iinfo(np.int64).max if full_literals else 16)
     _computation(graph, "ENTRY main", namer, lines, metadata)
     sig = ", ".join(str(a) for a in graph.in_avals)
     out = _shape_str(graph.out_avals)
@@ -87,7 +91,7 @@ def _eqn_lines(eqn: Eqn, names: dict[int, str], subs: dict[int, str], namer: _Na
     for a in eqn.inputs:
         if isinstance(a, Literal):
             cname = namer.fresh("constant")
-            yield f"  {cname} = {a.aval} constant({format_literal(a.value)})"
+            yield f"  {cname} = {a.aval} constant({format_literal(a.value, namer.literal_limit)})"
             operands.append(cname)
         else:
             operands.append(names[id(a)])
@@ -151,7 +155,7 @@ def _root_lines(graph: Graph, names: dict[int, str], namer: _Namer) -> Iterator[
     for a in graph.outputs:
         if isinstance(a, Literal):
             cname = namer.fresh("constant")
-            yield f"  {cname} = {a.aval} constant({format_literal(a.value)})"
+            yield f"  {cname} = {a.aval} constant({format_literal(a.value, namer.literal_limit)})"
             refs.append(cname)
         else:
             refs.append(names[id(a)])
