@@ -11,7 +11,7 @@ import pytest
 
 from tests.tutorial_runner import NOTEBOOKS, TUTORIALS, run_tutorial
 
-BASICS = [n for n in NOTEBOOKS if n[:2] in ("01", "02", "03", "04", "07")]
+BASICS = [n for n in NOTEBOOKS if n[:2] in ("01", "02", "03", "04", "07", "11")]
 
 
 @pytest.mark.parametrize("name", BASICS)
