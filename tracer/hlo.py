@@ -14,7 +14,6 @@ computation that uses them and referenced as `to_apply=%region_0.4`.
 
 from __future__ import annotations
 
-import html
 import os
 from typing import Any, Iterator
 
@@ -227,4 +226,5 @@ class HloModule:
         return self.as_text()
 
     def _repr_html_(self) -> str:
+        import html  # (on first use: html.entities is a noticeable part of `import tracer`)
         return f"<pre>{html.escape(self.as_text())}</pre>"

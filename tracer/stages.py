@@ -36,8 +36,13 @@ class Lowered:
         """HLO text of the traced graph (before passes)."""
         return self.hlo.as_text()
 
+    def optimize(self) -> Graph:
+        """The graph after the optimization passes (what a backend compiles)."""
+        return optimize(self.graph, self.name)
+
     def compile(self) -> "Compiled":
-        optimized = optimize(self.graph, self.name)
+        """Optimize and compile now, in this thread (whatever `config.compile_mode`)."""
+        optimized = self.optimize()
         executable = get_backend(self.backend).compile(optimized)
         return Compiled(self, optimized, executable)
 
@@ -45,7 +50,7 @@ class Lowered:
 class Compiled:
     """A compiled function for one signature; calling it with other avals is an error."""
 
-    def __init__(self, lowered: Lowered, graph: Graph, executable: Executable):
+    def __init__(self, lowered: Lowered, graph: Graph, executable: Executable | None):
         self.lowered = lowered
         self.graph = graph
         self.executable = executable
