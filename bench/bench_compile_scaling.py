@@ -1,5 +1,6 @@
 """Compile seconds against program size, with the host function split into parts
-(`tracer/backend/cpu/split.py`) and as one function: fresh processes, empty caches, synchronous compiles.
+(`tracer/backend/cpu/split.py`) and as one function: fresh processes, empty caches,
+synchronous compiles.
 
     python -m bench.bench_compile_scaling            # 10 .. 5000 instructions
     python -m bench.bench_compile_scaling 10 100 500

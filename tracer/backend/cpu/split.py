@@ -3,8 +3,9 @@ about linearly with the program.
 
 numba's compile time grows faster than a function's length (type inference and
 LLVM's passes work on the whole function): one 7,300-line host function of a
-3-layer transformer's training step took 19.6 minutes (issue 15). Parts are large because each costs a fixed compile time of its own and a
-call that passes every array it touches: measured on a busy 2-core machine, a
+3-layer transformer's training step took 19.6 minutes (issue 15). Parts are large
+because each costs a fixed compile time of its own and a call that passes every
+array it touches: measured on a busy 2-core machine, a
 568-line host in parts of 150 lines compiled in 77 s against 50 s as one function.
 The host body (top-level statements, each one op or one loop nest) is cut
 into parts of about SPLIT_LINES lines; each part becomes a function of the module
