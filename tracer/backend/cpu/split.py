@@ -1,5 +1,5 @@
-"""A long host function split into several numba functions, so compile time grows
-about linearly with the program.
+"""A long host function split into several numba functions, so that compile time grows
+closer to linearly with the program (not yet measured at thousands of lines).
 
 numba's compile time grows faster than a function's length (type inference and
 LLVM's passes work on the whole function): one 7,300-line host function of a
