@@ -5,9 +5,11 @@ numba's compile time grows faster than a function's length (type inference and
 LLVM's passes work on the whole function): one 7,300-line host function of a
 3-layer transformer's training step took 19.6 minutes (issue 15). Parts are large
 because each costs a fixed compile time of its own and a call that passes every
-array it touches. Measured on a busy 2-core machine (bench_compile_scaling), parts of
-150 lines compiled a 568-line host in 77 s against 50 s as one function, and a
-1,450-line host in 281 s against 362 s.
+array it touches. Measured on a 2-core machine under a load of 10-19 (so the figures
+are rough; bench_compile_scaling), parts of 150 lines compiled a 568-line host in 77 s
+against 50 s as one function and a 1,450-line host in 281 s against 362 s, and parts of
+1,000 lines a 3,000-line host in 817 s against 341 s: no gain shown below a few
+thousand lines, so only hosts over 5,000 lines (where issue 15 saw minutes) are cut.
 The host body (top-level statements, each one op or one loop nest) is cut
 into parts of about SPLIT_LINES lines; each part becomes a function of the module
 that takes the values it reads from earlier parts (and the host's parameters and
@@ -25,7 +27,7 @@ from dataclasses import dataclass
 
 from ..numba.source import SourceWriter
 
-SPLIT_LINES = 400  # lines per part; a body up to twice this stays one function
+SPLIT_LINES = 2500  # lines per part; a body up to twice this stays one function
 
 
 @dataclass
