@@ -13,5 +13,9 @@ settings.register_profile("tracer", deadline=None, print_blob=True,
 settings.load_profile("tracer")
 
 os.environ.setdefault("TRACER_RUNTIME_CHECKS", "1")
+# The suite tests compiled code: every jit call compiles before it returns (the async
+# tier has its own tests, tests/test_tiers.py, which switch it on).
+os.environ.setdefault("TRACER_COMPILE_MODE", "sync")
+os.environ.setdefault("TRACER_PROGRESS", "0")
 # A fresh compile cache per run, so results never depend on what an earlier run left.
 os.environ.setdefault("TRACER_CACHE_DIR", tempfile.mkdtemp(prefix="tracer-test-cache-"))

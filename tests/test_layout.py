@@ -14,7 +14,8 @@ LEVEL = {
     "reprs": 0, "core": 1, "hlo_draw": 1, "hlo": 1, "dump": 1, "tracing": 2, "interpret": 3,
     "ops": 4, "numpy": 5, "passes": 5, "callbacks": 5, "debug": 5, "transforms": 5,
     "random": 6, "backend": 6,
-    "cache": 7, "stages": 7, "api": 8, "distributed": 8, "export": 8, "aot": 8,
+    "cache": 7, "stages": 7, "progress": 7, "compile_worker": 7, "tiers": 7,
+    "api": 8, "distributed": 8, "export": 8, "aot": 8,
     "__init__": 9, "__main__": 9,
 }
 

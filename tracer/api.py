@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-from . import cache, profiler, reprs
+from . import cache, profiler, progress, reprs, tiers
 from .backend import backend_loaded, backend_names, get_backend
 from .config import config
 from .core import ShapedArray, typecheck
@@ -83,6 +83,7 @@ class Jitted:
             outs = compiled.run(inputs) if compiled.aliased else compiled.executable(*inputs)
             return compiled.lowered.out_tree.unflatten(outs)
         except TracerError as e:
+            self._stats.failed += 1
             add_user_line(e)
             raise
 
@@ -122,7 +123,12 @@ class Jitted:
         if config.explain_cache_misses:
             cache.log.warning(reason)
         start = time.perf_counter()
-        compiled = self._lower_key(key, args, kwargs, dynamic).compile()
+        lowered = self._lower_key(key, args, kwargs, dynamic)
+        if tiers.tiered(lowered.backend):
+            compiled = tiers.compile_tiered(lowered, self._stats, bool(self._cache))
+        else:
+            with progress.shown(f"compiling {self.name}"):
+                compiled = lowered.compile()
         fresh = bool(getattr(compiled.executable, "fresh_compile", True))
         if config.log_compiles:
             cache.log.warning(cache.compile_line(self.name, key, reason, fresh,
@@ -195,6 +201,17 @@ class Jitted:
 
     def clear_cache(self) -> None:
         self._cache.clear()
+
+    def wait_compiled(self) -> None:
+        """Block until every signature called so far runs compiled code (with
+        `config.compile_mode == "async"` the first calls run on the interpreter while
+        numba compiles); raises the compile's error as a synchronous compile would."""
+        pending = [c.executable for c, _ in list(self._cache.values())
+                   if isinstance(c.executable, tiers.TieredExecutable)]
+        if pending:
+            with progress.shown(f"compiling {self.name}"):
+                for executable in pending:
+                    executable.wait()
 
     def _arg_name(self, i: int) -> str:
         return self._params[i] if i < len(self._params) else f"args[{i}]"

@@ -90,6 +90,8 @@ class CacheInfo(NamedTuple):
     traces: int
     compiles: int
     size: int
+    # calls served by each tier: {"interpreter": n, "compiled": m} (see tracer.tiers)
+    tiers: dict[str, int] = {}
 
     def _repr_html_(self) -> str:
         return reprs.table(self._fields, [tuple(self)])
@@ -101,9 +103,13 @@ class CacheStats:
     misses: int = 0
     traces: int = 0
     compiles: int = 0
+    interpreted: int = 0  # calls the interpreter tier served while numba compiled
+    failed: int = 0       # calls that raised (served by no tier)
 
     def info(self, size: int) -> CacheInfo:
-        return CacheInfo(self.hits, self.misses, self.traces, self.compiles, size)
+        served = self.hits + self.misses - self.failed
+        tiers = {"interpreter": self.interpreted, "compiled": served - self.interpreted}
+        return CacheInfo(self.hits, self.misses, self.traces, self.compiles, size, tiers)
 
 
 def sig_text(sig: LeafSig) -> str:

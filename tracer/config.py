@@ -36,6 +36,10 @@ def _default_cache_dir() -> str:
     return os.path.join(base, "tracer")
 
 
+def _optional_int(text: str) -> int | None:
+    return int(text) if text.strip() else None
+
+
 @dataclass(frozen=True)
 class Setting:
     name: str
@@ -43,6 +47,7 @@ class Setting:
     help: str
     parse: Callable[[str], Any] = str
     env_name: str = ""
+    choices: tuple = ()  # the values allowed, when there are few
 
     @property
     def env(self) -> str:
@@ -72,6 +77,18 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("debug_print", True,
             "Whether tr.debug.print records a print in functions traced from now on "
             "(False: it adds nothing to the program, so costs nothing).", _bool),
+    Setting("compile_mode", "async",
+            "'async': a jit cache miss on the cpu backend answers at once with the NumPy "
+            "reference interpreter while numba compiles in a worker process, and swaps the "
+            "machine code in when it is ready (Jitted.wait_compiled() waits for it); "
+            "'sync': compile before the first call returns.", str, choices=("async", "sync")),
+    Setting("num_threads", None,
+            "Threads for the cpu backend's parallel loops (None: the cores this process "
+            "may run on, os.sched_getaffinity, at most numba's NUMBA_NUM_THREADS).",
+            _optional_int),
+    Setting("progress", True,
+            "Show a compile that takes over a second: a status line on a terminal, a "
+            "widget in a notebook (with ipywidgets), else one text line.", _bool),
     Setting("runtime_checks", False,
             "Typecheck the graph after every pass and check every reference result "
             "against its shape rule (slower; on in tests).", _bool),
@@ -115,7 +132,10 @@ class Config:
         self.update(name, value)
 
     def update(self, name: str, value: Any) -> None:
-        self._setting(name)
+        setting = self._setting(name)
+        if setting.choices and value not in setting.choices:
+            raise TracerValueError(f"tracer.config.{name} must be one of "
+                                   f"{', '.join(map(repr, setting.choices))}, got {value!r}")
         object.__setattr__(self, name, value)
 
     def values(self) -> dict[str, Any]:

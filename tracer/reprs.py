@@ -6,8 +6,15 @@ in nbconvert's HTML and on code hosts that show stored notebook outputs.
 
 from __future__ import annotations
 
-from html import escape
 from typing import Any, Sequence
+
+
+def escape(text: str) -> str:
+    """HTML-escaped `text` (html is imported on first use: html.entities is a noticeable
+    part of `import tracer`, and reprs are only drawn in notebooks)."""
+    import html
+    return html.escape(text)
+
 
 _CARD = ("border:1px solid #d1d5db;border-radius:6px;padding:6px 10px;margin:4px 0;"
          "font-family:sans-serif;font-size:13px")

@@ -47,12 +47,18 @@ class Lowered:
         return hlo_html(self.hlo, f"Lowered {self.name}{self.signature()} for {self.backend!r}"
                         " (traced graph, before passes)")
 
-    def compile(self) -> "Compiled":
+    def optimize(self) -> Graph:
+        """The graph after the optimization passes (what a backend compiles)."""
         with profiler.naming(self.name):
-            optimized = optimize(self.graph, self.name)
-            with profiler.span("backend", "backend", backend=self.backend) as extra:
-                executable = get_backend(self.backend).compile(optimized)
-                extra["fresh_compile"] = bool(getattr(executable, "fresh_compile", True))
+            return optimize(self.graph, self.name)
+
+    def compile(self) -> "Compiled":
+        """Optimize and compile now, in this thread (whatever `config.compile_mode`)."""
+        optimized = self.optimize()
+        with profiler.naming(self.name), \
+                profiler.span("backend", "backend", backend=self.backend) as extra:
+            executable = get_backend(self.backend).compile(optimized)
+            extra["fresh_compile"] = bool(getattr(executable, "fresh_compile", True))
         source = getattr(executable, "source", None)
         if config.dump_dir and source:
             dump_source(config.dump_dir, self.name, self.backend, source)
@@ -62,7 +68,7 @@ class Lowered:
 class Compiled:
     """A compiled function for one signature; calling it with other avals is an error."""
 
-    def __init__(self, lowered: Lowered, graph: Graph, executable: Executable):
+    def __init__(self, lowered: Lowered, graph: Graph, executable: Executable | None):
         self.lowered = lowered
         self.graph = graph
         self.executable = executable

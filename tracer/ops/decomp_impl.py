@@ -17,7 +17,6 @@ import math
 from typing import Callable
 
 import numpy as np
-import scipy.linalg
 
 
 def mT(x: np.ndarray) -> np.ndarray:
@@ -152,14 +151,20 @@ def pivot_rows(col: np.ndarray) -> np.ndarray:
 # --------------------------------------------------------------------------- qr, eigh, svd
 # SciPy's LAPACK, the one numba's np.linalg (the cpu backend) and JAX call: the same
 # routines in the same build give the same signs of eigen- and singular vectors.
+def _scipy_linalg():
+    """scipy.linalg, imported on first use (it is most of `import tracer`'s time)."""
+    import scipy.linalg
+    return scipy.linalg
+
+
 def qr_impl(a: np.ndarray, *, full_matrices: bool) -> tuple[np.ndarray, np.ndarray]:
     mode = "full" if full_matrices else "economic"
-    q, r = _guarded(lambda x: tuple(_batched(scipy.linalg.qr, x, mode=mode)), a)
+    q, r = _guarded(lambda x: tuple(_batched(_scipy_linalg().qr, x, mode=mode)), a)
     return q, r
 
 
 def eigh_impl(a: np.ndarray, *, lower: bool) -> tuple[np.ndarray, np.ndarray]:
-    w, v = _guarded(lambda x: tuple(_batched(scipy.linalg.eigh, x, driver="evd")),
+    w, v = _guarded(lambda x: tuple(_batched(_scipy_linalg().eigh, x, driver="evd")),
                     herm(a, lower))
     return v, w
 
@@ -168,7 +173,7 @@ def svd_impl(a: np.ndarray, *, full_matrices: bool, compute_uv: bool) -> tuple[n
     # Singular values alone come from the same gesdd call (jobz="S") as with vectors, so
     # they do not depend on compute_uv.
     full = full_matrices and compute_uv
-    u, s, vh = _guarded(lambda x: tuple(_batched(scipy.linalg.svd, x, full_matrices=full,
+    u, s, vh = _guarded(lambda x: tuple(_batched(_scipy_linalg().svd, x, full_matrices=full,
                                                  lapack_driver="gesdd")), a)
     return (u, s, vh) if compute_uv else (s,)
 

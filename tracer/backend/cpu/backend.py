@@ -21,6 +21,7 @@ numba really compiled (not loaded from this process or from disk).
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import numba
@@ -32,9 +33,10 @@ from ..numba.fusion import INDEX_OPS
 from ..numba.lower import lower
 from ..numba.scalar import HALVES, SCALAR_EMITTERS, storage_dtype
 from ..numba.source import SourceWriter
-from . import cache
+from . import blas, cache
 from .emit.table import OP_EMITTERS
 from .generate import Module, generate
+from .options import thread_count
 
 
 def _uses_blas(graph: Graph) -> bool:
@@ -76,6 +78,9 @@ def _launcher(module: Module, host: Callable[..., Any], dims: np.ndarray,
     with w.block(f"def launch({', '.join(f'a{k}' for k in range(n_inputs))})"):
         for p in module.params:
             names.append(_launch_param(w, env, p))
+        if "parallel" in module.source:  # (numba's thread count is per calling thread)
+            env["set_threads"], env["threads"] = numba.set_num_threads, thread_count()
+            w.line("set_threads(threads)")
         w.line(f"host({', '.join(names + ['dims'])})")
         outs = []
         for k, (kind, payload) in enumerate(module.outputs):
@@ -117,6 +122,17 @@ def _prepare(x: Any) -> np.ndarray:
     return np.ascontiguousarray(x)
 
 
+@dataclass(frozen=True)
+class Prepared:
+    """A generated module and the argument types of its host function."""
+
+    module: Module
+    function: str
+    signature: tuple
+    n_inputs: int
+    blas_flops: float  # of its largest BLAS product (0: none)
+
+
 class NumbaCpuBackend:
     """`backend="cpu"`: numba.njit code generated per graph structure."""
 
@@ -126,16 +142,32 @@ class NumbaCpuBackend:
         self.fuse = fuse  # False: one loop nest per op (to test fusion against)
 
     def compile(self, graph: Graph) -> NumbaExecutable:
+        return self.load(self.prepare(graph))
+
+    def prepare(self, graph: Graph) -> "Prepared":
+        """Lower and generate the module (no numba compile): what a compile worker
+        process compiles into the disk cache before `load` picks it up."""
         with profiler.span("codegen", "codegen"):
             graph = lower(graph)
-            module = generate(graph, parallel_ok=not _uses_blas(graph), fuse=self.fuse)
+            parallel_ok = thread_count() > 1 and not _uses_blas(graph)
+            module = generate(graph, parallel_ok=parallel_ok, fuse=self.fuse)
         signature = [_param_type(p) for p in module.params]
         signature.append(numba.types.Array(numba.types.int64, 1, "C"))
+        return Prepared(module, module.host, tuple(signature), len(graph.inputs),
+                        blas.largest_product_flops(graph))
+
+    def load(self, prepared: "Prepared") -> NumbaExecutable:
+        """The executable of a prepared module: compiled now, or loaded from memory or
+        from the disk cache."""
         start = time.perf_counter_ns()
-        host, fresh = cache.compile_module(module.source, module.host, signature)
+        host, fresh = cache.compile_module(prepared.module.source, prepared.function,
+                                           prepared.signature)
         profiler.record("numba compile" if fresh else "cache load", "compile", start,
                         time.perf_counter_ns())
-        return NumbaExecutable(module, host, fresh, len(graph.inputs))
+        flops = prepared.blas_flops
+        if flops and (flops < blas.BLAS_PARALLEL_MIN_FLOPS or thread_count() == 1):
+            host = blas.single_threaded(host)
+        return NumbaExecutable(prepared.module, host, fresh, prepared.n_inputs)
 
     def clear_memory(self) -> None:
         """Forget compiled modules held in memory (the disk cache stays)."""

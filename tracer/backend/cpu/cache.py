@@ -183,6 +183,31 @@ def _helpers_digest(source: str) -> str:
     return digest.hexdigest()[:16]
 
 
+_ANY_IMPORT = re.compile(r"^from (tracer[\w.]*) import", re.MULTILINE)
+# a library whose functions this process adds as it generates code (`publish`)
+_PROCESS_LOCAL = {f"{_BACKEND}.cpu.lib.custom_calls"}
+
+
+def portable(source: str) -> bool:
+    """Whether another process can compile `source` to the same code: it imports only
+    helper libraries, none of this process's registries (custom-call targets, the
+    reference fallbacks' and host callbacks' table)."""
+    return all(name in _LIBRARIES and name not in _PROCESS_LOCAL
+               for name in _ANY_IMPORT.findall(source))
+
+
+def in_memory(source: str, signature: Sequence[Any]) -> bool:
+    """Whether this process already compiled module `source` for `signature`."""
+    entry = _MODULES.get(module_key(source))
+    return entry is not None and tuple(signature) in entry.compiled
+
+
+def on_disk(source: str) -> bool:
+    """Whether numba's cache directory holds machine code for module `source`."""
+    stem = f"tracer_{module_key(source)[:40]}"
+    return bool(glob.glob(os.path.join(cache_directory(), "__pycache__", f"{stem}.*.nbi")))
+
+
 def cache_directory() -> str:
     return os.path.join(os.path.expanduser(config.cache_dir), "cpu")
 

@@ -37,6 +37,7 @@ from .emit.table import OP_EMITTERS
 from .lib.fastmath import __all__ as FAST_HELPERS
 from .nests import emit_loops
 from .options import NJIT_OPTIONS
+from .split import split_body
 
 
 @dataclass
@@ -119,8 +120,10 @@ def _host_function(mod: ModuleBuilder, name: str, body: SourceWriter) -> SourceW
     # (object mode, for an op run by its reference, cannot release the GIL)
     options = NJIT_OPTIONS.replace(", nogil=True", "") if mod.fallbacks else NJIT_OPTIONS
     w.line(f"@numba.njit({options})")
-    args = ", ".join([p.name for p in mod.params] + ["dims"])
-    with w.block(f"def {name}({args})"):
+    args = [p.name for p in mod.params] + ["dims"]
+    parts, body = split_body(body, name, {*args, *mod.size_names.values()}, options)
+    mod.kernels.extend(parts)
+    with w.block(f"def {name}({', '.join(args)})"):
         for key, sym in mod.size_names.items():
             w.line(f"{sym} = dims[{list(mod.size_names).index(key)}]")
         w.embed(body)

@@ -26,7 +26,6 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Callable, Union
 
-import numba
 import numpy as np
 
 from ...core import Atom, Eqn, Var
@@ -45,7 +44,7 @@ from ..numba.fusion import (
 from ..numba.loops import Index, LoopBody, inner_loop
 from ..numba.scalar import alias, literal, storage_dtype
 from ..numba.source import SourceWriter
-from .options import NJIT_OPTIONS, PARALLEL_MIN_ELEMENTS
+from .options import NJIT_OPTIONS, PARALLEL_MIN_ELEMENTS, thread_count
 
 # The threads of a parallel kernel sleep while they wait (OpenMP's default spins): on
 # a machine busier than its cores, spinning threads take the time the working ones
@@ -86,7 +85,7 @@ def emit_loops(ge: GraphEmitter, plan: Plan, step: LoopNest | RowGroup) -> None:
     bodies = [LoopBody(ge, plan, w, {id(v) for v in n.stores}, free, local)
               for n in group.nests]
     # Row buffers in a parallel loop: one per chunk of rows, as many chunks as threads.
-    chunked = ge.mod.size(("threads",), numba.config.NUMBA_NUM_THREADS, "threads") \
+    chunked = ge.mod.size(("threads",), thread_count(), "threads") \
         if parallel and _row_buffers(group) else None
     outs = [_allocate(b, n, group, chunked, step)
             for b, n in zip(bodies, group.nests, strict=True)]
@@ -264,7 +263,7 @@ def _column_parallel(ge: GraphEmitter, plan: Plan, group: RowGroup) -> bool:
         if len(eqn.outputs) > 1 or storage_dtype(dtype) != dtype or monoid(eqn) is None or \
                 monoid_identity(eqn.params["to_apply"], dtype) is None:
             return False
-    return rows >= 8 * numba.config.NUMBA_NUM_THREADS and _worth_threads(ge, plan, group)
+    return rows >= 8 * thread_count() and _worth_threads(ge, plan, group)
 
 
 def _emit_column_reduce(ge: GraphEmitter, plan: Plan, nest: LoopNest) -> None:
@@ -272,7 +271,7 @@ def _emit_column_reduce(ge: GraphEmitter, plan: Plan, nest: LoopNest) -> None:
     combine, in chunk order, into the outputs (a `parallel=True` kernel)."""
     w, free = SourceWriter(), {}
     body = LoopBody(ge, plan, w, {id(v) for v in nest.stores}, free, set())
-    threads = body.outer(ge.mod.size(("threads",), numba.config.NUMBA_NUM_THREADS, "threads"))
+    threads = body.outer(ge.mod.size(("threads",), thread_count(), "threads"))
     rank, atom = len(nest.shape), _shape_atom(nest)
     kept = [d for d in range(rank) if d not in nest.reduce_dims]
     index = tuple(f"i{d}" for d in range(rank))
