@@ -15,7 +15,7 @@ import numpy as np
 
 from . import dtypes
 from .core import (Atom, Eqn, Graph, Literal, ShapedArray, SourceInfo, Var, aval_of,
-                   user_source)
+                   reject_masked, user_source)
 from .errors import (ConcretizationError, EscapedTracerError, TracerError, TracerOverflowError,
                      TracerTypeError)
 
@@ -213,6 +213,7 @@ def literal(x: Any) -> Literal:
     """A constant operand from a Python scalar (weak) or a NumPy value (strong)."""
     if dtypes.is_python_scalar(x):
         return Literal(x)
+    reject_masked(x, "tracer")
     arr = np.asarray(x)
     if arr.dtype == object:
         raise TracerTypeError(f"{type(x).__name__} object {x!r:.60} is not an array")
