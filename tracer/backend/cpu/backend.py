@@ -20,7 +20,9 @@ numba really compiled (not loaded from this process or from disk).
 
 from __future__ import annotations
 
+import functools
 import os
+import re
 from typing import Any, Callable
 
 import numba
@@ -32,7 +34,7 @@ from ..numba.fusion import INDEX_OPS
 from ..numba.lower import lower
 from ..numba.scalar import HALVES, SCALAR_EMITTERS, storage_dtype
 from ..numba.source import SourceWriter
-from . import cache
+from . import cache, threads
 from .emit.table import OP_EMITTERS
 from .generate import Module, generate
 
@@ -49,19 +51,38 @@ def _array_type(dtype: np.dtype, ndim: int) -> Any:
     return numba.types.Array(numba.from_dtype(storage_dtype(dtype)), ndim, "C")
 
 
+_USES_THREADS = re.compile(r"parallel=True|\w_parallel\b")
+
+
 class NumbaExecutable:
-    """A compiled graph: call it with the graph's input arrays, get a list of outputs."""
+    """A compiled graph: call it with the graph's input arrays, get a list of outputs.
+
+    `serial` builds the same graph without threads: what a module that uses the
+    thread pool runs where the pool cannot be used (`threads`: a child forked from a
+    GNU OpenMP process)."""
 
     def __init__(self, module: Module, host: Callable[..., Any], fresh_compile: bool,
-                 n_inputs: int):
+                 n_inputs: int, serial: Callable[[], "NumbaExecutable"]):
         self.source = module.source
         self.fresh_compile = fresh_compile
         self._host = host
         self._dims = np.array(module.dims, np.int64)
         self._call = _launcher(module, host, self._dims, n_inputs)
+        self._threaded = bool(_USES_THREADS.search(module.source))
+        self._serial: Callable[[], NumbaExecutable] | NumbaExecutable = serial
 
     def __call__(self, *args: np.ndarray) -> list[np.ndarray]:
+        if self._threaded and not threads.SAFE:
+            return self._guarded(args)
         return self._call(*args)
+
+    def _guarded(self, args: tuple) -> list[np.ndarray]:
+        if threads.forked_from_pool():
+            if not isinstance(self._serial, NumbaExecutable):
+                self._serial = self._serial()
+            return self._serial(*args)
+        with threads.LOCK:  # the workqueue layer: one parallel kernel at a time
+            return self._call(*args)
 
 
 def _launcher(module: Module, host: Callable[..., Any], dims: np.ndarray,
@@ -127,13 +148,17 @@ class NumbaCpuBackend:
 
     def compile(self, graph: Graph) -> NumbaExecutable:
         graph = lower(graph)
-        module = generate(graph, parallel_ok=not _uses_blas(graph), fuse=self.fuse)
+        return self._build(graph, parallel_ok=not _uses_blas(graph))
+
+    def _build(self, graph: Graph, parallel_ok: bool) -> NumbaExecutable:
+        module = generate(graph, parallel_ok=parallel_ok, fuse=self.fuse)
         if config.dump_dir:
             _dump(config.dump_dir, graph.name, module.source)
         signature = [_param_type(p) for p in module.params]
         signature.append(numba.types.Array(numba.types.int64, 1, "C"))
         host, fresh = cache.compile_module(module.source, module.host, signature)
-        return NumbaExecutable(module, host, fresh, len(graph.inputs))
+        return NumbaExecutable(module, host, fresh, len(graph.inputs),
+                               functools.partial(self._build, graph, False))
 
     def clear_memory(self) -> None:
         """Forget compiled modules held in memory (the disk cache stays)."""

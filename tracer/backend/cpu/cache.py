@@ -44,6 +44,7 @@ import numpy as np
 from ..._version import __version__ as tracer_version
 from ...config import config
 from ..numba import numba_cache
+from . import threads
 
 _LOCK = threading.RLock()
 _BACKEND = __package__.rsplit(".", 1)[0]  # tracer.backend
@@ -263,23 +264,10 @@ def _import(name: str, path: str, text: str) -> types.ModuleType:
     return module
 
 
-@functools.cache
-def _start_thread_pool() -> None:
-    """Start numba's thread pool before machine code is loaded from disk.
-
-    Starting the pool registers its entry points with LLVM. Code compiled in this
-    process starts it itself, and so does loading a `parallel=True` function of a
-    generated module; but a cached host function that calls a `parallel=True`
-    library function (`cpu.lib.sort.sort_rows_parallel`) loads without starting it, and its
-    first call jumps to a null address: a segfault in every process after the one
-    that filled the cache (numba #8578)."""
-    numba.get_num_threads()
-
-
 def _compile(entry: Entry, dispatcher: Any, sig: tuple) -> tuple[Any, bool]:
     """numba compiles `sig`, or loads it from the cache directory (an unreadable or
     corrupt cache entry is a miss: `numba_cache` removes it)."""
-    _start_thread_pool()
+    threads.start_pool()  # (before loading machine code from disk: numba #8578)
     try:
         dispatcher.compile(sig)
     except (numba.core.errors.TypingError, numba.core.errors.LoweringError) as e:
