@@ -387,6 +387,11 @@ def take(a: Any, indices: Any, axis: int | None = None, mode: str | None = None)
     axis = normalize_axis(axis, a.ndim, "take")
     if not isinstance(indices, Tracer):
         indices = np.asarray(indices)
+        if indices.size == 0:  # `take(x, [])`: NumPy reads an empty list as int indices
+            indices = indices.astype(_INDEX)
+    if np.dtype(indices.dtype).kind not in "biu":
+        raise error(TracerIndexError if isinstance(indices, Tracer) else TracerTypeError,
+                    "take", f"indices must be integers, got {desc(indices)}")
     if dtypes.is_bool(indices.dtype):  # NumPy's take reads bools as 0/1
         indices = as_index(indices)
     n = a.shape[axis]
