@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import collections
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
+import tracer as tr
+import tracer.numpy as tnp
 from tests import fuzz_cases as fc
 
 
@@ -37,3 +40,14 @@ def test_bad_input_gives_numpy_result_or_clear_error(runner):
     one()
     assert not bad, "\n".join(map(str, bad))
     assert counts["clear"] and counts["ok"]  # the strategies reach both kinds of case
+
+
+@pytest.mark.parametrize("mode", [None, "clip", "wrap"])
+def test_take_with_non_integer_indices_is_a_clear_error(mode):
+    # Found by the fuzz: take(mode="wrap") with float or complex indices was a raw
+    # NumPy TypeError from its remainder.
+    for idx in (np.array([0.5, 1.0]), np.array(1 + 2j, np.complex64)):
+        with pytest.raises(tr.TracerError) as info:
+            tnp.take(np.arange(4.0), idx, mode=mode)
+        assert isinstance(info.value, TypeError) and "integers" in str(info.value)
+    np.testing.assert_array_equal(tnp.take(np.arange(4.0), [], mode=mode), [])
