@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 
 import pytest
 
@@ -101,20 +103,29 @@ def test_kill_during_compile_leaves_a_usable_cache(tmp_path):
         assert all(out["ok"]) and not out["warnings"], out
 
 
-def test_installed_package_and_numba_caches_stay_untouched(tmp_path):
-    # The njit libraries' numba caches go under TRACER_CACHE_DIR, not the package.
+def test_library_caches_live_in_the_cache_dir_and_survive_corruption(tmp_path):
+    # tracer's njit libraries (here: sort) keep their numba caches under
+    # TRACER_CACHE_DIR, not in the installed package, and a corrupt one is recompiled.
     package = os.path.join(cf.ROOT, "tracer")
     before = {p for p in cf.tree(package) if p.endswith((".nbi", ".nbc"))}
-    root = str(tmp_path / "cache")
-    home = tmp_path / "home"
+    root, home = str(tmp_path / "cache"), tmp_path / "home"
     home.mkdir()
+    assert "[1. 2. 3.]" in sort_in_new_process(root, str(home))
+    library = [p for p in cf.tree(os.path.join(root, "lib")) if p.endswith((".nbi", ".nbc"))]
+    assert library and not cf.tree(str(home))  # nothing in ~/.cache/numba
+    assert {p for p in cf.tree(package) if p.endswith((".nbi", ".nbc"))} == before
+    for path in library:
+        cf.break_entry(path, "garbage")
+    assert "[1. 2. 3.]" in sort_in_new_process(root, str(home))
+    if cf.can_mount():  # the package itself read-only (as installed system-wide)
+        prefix = cf.read_only_prefix(package)
+        assert "[1. 2. 3.]" in sort_in_new_process(root, str(home), prefix)
+
+
+def sort_in_new_process(root: str, home: str, prefix: tuple[str, ...] = ()) -> str:
     code = ("import numpy as np, tracer as tr, tracer.numpy as tnp\n"
             "print(tr.jit(tnp.sort)(np.array([3.0, 1.0, 2.0])))")
-    import subprocess
-    import sys
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          env=cf.env_for(root, HOME=str(home)), timeout=240)
-    assert proc.returncode == 0 and "[1. 2. 3.]" in proc.stdout, proc.stderr
-    after = {p for p in cf.tree(package) if p.endswith((".nbi", ".nbc"))}
-    assert after == before and not cf.tree(str(home))
-    assert any(p.endswith(".nbi") for p in cf.tree(os.path.join(root, "lib")))
+    proc = subprocess.run([*prefix, sys.executable, "-c", code], capture_output=True,
+                          text=True, env=cf.env_for(root, HOME=home), timeout=300)
+    assert proc.returncode == 0 and not proc.stderr, proc.stdout + proc.stderr
+    return proc.stdout
