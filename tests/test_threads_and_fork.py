@@ -26,7 +26,10 @@ print("layer", numba.threading_layer(), flush=True)
 THREADS = PRELUDE + """
 import threading
 bad = []
+g = tr.jit(lambda v: tnp.max(tnp.cos(v), axis=0))  # first called by both threads at once
 def run():
+    if not np.allclose(g(x), np.max(np.cos(x), axis=0)):
+        bad.append(1)
     for _ in range(30):
         if not np.allclose(f(x), want):
             bad.append(1)
