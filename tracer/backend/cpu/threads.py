@@ -28,7 +28,7 @@ import numba
 
 SAFE = True
 LOCK = threading.Lock()  # serializes parallel kernels on the workqueue layer
-_POOL_PID: int | None = None  # the process that started numba's thread pool
+_CHILD_OF_POOL = False   # forked after a fork-unsafe pool had started
 
 
 @functools.cache
@@ -39,9 +39,8 @@ def start_pool() -> None:
     its entry points with LLVM, and a cached host function that calls a `parallel=True`
     library function loads without starting it, so its first call would jump to a null
     address (numba #8578)."""
-    global SAFE, _POOL_PID
+    global SAFE
     numba.get_num_threads()
-    _POOL_PID = os.getpid()
     if layer() == "workqueue":
         SAFE = False
 
@@ -51,9 +50,9 @@ def layer() -> str:
     return numba.threading_layer()
 
 
-def serialize_calls() -> bool:
-    """Whether parallel kernels must not run from two threads at once."""
-    return layer() == "workqueue"
+def _pool_started() -> bool:
+    from numba.np.ufunc import parallel
+    return bool(getattr(parallel, "_is_initialized", False))
 
 
 def _fork_unsafe() -> bool:
@@ -64,15 +63,17 @@ def _fork_unsafe() -> bool:
 
 
 def _after_fork_in_child() -> None:
-    global SAFE, LOCK
+    global SAFE, LOCK, _CHILD_OF_POOL
     LOCK = threading.Lock()  # (another thread may have held the parent's)
-    if _POOL_PID is not None and _fork_unsafe():
+    if _pool_started() and _fork_unsafe():
+        _CHILD_OF_POOL = True
         SAFE = False
 
 
 def forked_from_pool() -> bool:
-    """Whether this process is a child forked after a fork-unsafe pool had started."""
-    return _POOL_PID is not None and os.getpid() != _POOL_PID and _fork_unsafe()
+    """Whether this process was forked after a fork-unsafe pool had started (in it,
+    parallel kernels would be terminated: run serial ones)."""
+    return _CHILD_OF_POOL
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
