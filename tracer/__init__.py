@@ -15,8 +15,9 @@ from . import distributed
 from .distributed import pmap, process_count, process_index
 from .core import ShapedArray
 from .errors import (ConcretizationError, DTypeError, EscapedTracerError, ParamError,
-                     ShapeError, TracerError, TracerIndexError, TracerOverflowError,
-                     TracerTypeError, TracerValueError, UnsupportedOpError)
+                     ShapeError, TracerError, TracerIndexError, TracerMemoryError,
+                     TracerOverflowError, TracerTypeError, TracerValueError,
+                     UnsupportedOpError)
 from .hlo import HloModule
 from .ops.feeds import transfer_from_outfeed, transfer_to_infeed
 from .ops.misc import register_custom_call
@@ -29,7 +30,8 @@ from ._version import __version__ as __version__
 __all__ = [
     "ConcretizationError", "Compiled", "DTypeError", "EscapedTracerError", "HloModule",
     "Jitted", "Lowered", "ParamError", "ShapeError", "ShapedArray", "TracerError",
-    "TracerIndexError", "TracerOverflowError", "TracerTypeError", "TracerValueError",
+    "TracerIndexError", "TracerMemoryError", "TracerOverflowError", "TracerTypeError",
+    "TracerValueError",
     "UnsupportedOpError",
     "clear_caches", "config", "device_put", "devices", "distributed", "eval_shape", "jit",
     "make_hlo", "numpy", "pmap", "process_count", "process_index",

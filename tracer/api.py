@@ -10,6 +10,7 @@ import functools
 import inspect
 import time
 import weakref
+from collections import OrderedDict
 from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
@@ -47,10 +48,13 @@ class Jitted:
         self.static_argnums, self.static_argnames = _resolve_statics(
             self._signature, self._params, _as_tuple(static_argnums, "static_argnums", int),
             _as_tuple(static_argnames, "static_argnames", str), self.name)
-        # accepted for JAX compatibility; NumPy inputs are never mutated
-        self.donate_argnums = _as_tuple(donate_argnums, "donate_argnums", int)
+        # checked as JAX checks them; NumPy inputs are never mutated, so nothing else
+        self.donate_argnums = _resolve_donated(
+            self._signature, self._params, _as_tuple(donate_argnums, "donate_argnums", int),
+            self.static_argnums, self.name)
         self.backend = backend
-        self._cache: dict[tuple, tuple[Compiled, Any]] = {}
+        # least recently used first; at most config.jit_cache_size entries
+        self._cache: OrderedDict[tuple, tuple[Compiled, Any]] = OrderedDict()
         self._stats = cache.CacheStats()
         _ALL_JITTED.add(self)
 
@@ -72,6 +76,10 @@ class Jitted:
                 entry = self._miss(key, args, kwargs, dynamic)
             else:
                 self._stats.hits += 1
+                try:
+                    self._cache.move_to_end(key)
+                except KeyError:  # another thread evicted it meanwhile: entry still runs
+                    pass
             compiled = entry[0]
             try:
                 inputs = list(map(cache.as_input, leaves, sigs))
@@ -135,6 +143,8 @@ class Jitted:
                                                  time.perf_counter() - start))
         # Shape-generic backends reuse machine code across sizes: count real compiles.
         self._stats.compiles += int(fresh)
+        while len(self._cache) >= config.jit_cache_size:
+            self._cache.popitem(last=False)
         self._cache[key] = entry = (compiled, None)
         return entry
 
@@ -363,18 +373,27 @@ def _positional_params(sig: inspect.Signature | None) -> list[str]:
     return [p.name for p in sig.parameters.values() if p.kind in kinds]
 
 
+def _check_argnums(sig: inspect.Signature | None, nums: tuple, what: str,
+                   fun_name: str) -> None:
+    """As in JAX: `static_argnums` / `donate_argnums` must be positions `fun` has."""
+    if sig is None:
+        return
+    if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in sig.parameters.values()):
+        return
+    params = _positional_params(sig)
+    bad = [i for i in nums if not -len(params) <= i < len(params)]
+    if bad:
+        raise TracerValueError(f"jit({fun_name}): {what}={nums} but {fun_name} "
+                               f"takes only {len(params)} positional arguments")
+
+
 def _check_static_names(sig: inspect.Signature | None, nums: tuple, names: tuple,
                         fun_name: str) -> None:
     """As in JAX: static arguments must be arguments `fun` can take."""
+    _check_argnums(sig, nums, "static_argnums", fun_name)
     if sig is None:
         return
     kinds = {p.kind for p in sig.parameters.values()}
-    params = _positional_params(sig)
-    if inspect.Parameter.VAR_POSITIONAL not in kinds:
-        bad = [i for i in nums if not -len(params) <= i < len(params)]
-        if bad:
-            raise TracerValueError(f"jit({fun_name}): static_argnums={nums} but {fun_name} "
-                                   f"takes only {len(params)} positional arguments")
     if inspect.Parameter.VAR_KEYWORD not in kinds:
         bad = [n for n in names if n not in sig.parameters]
         if bad:
@@ -390,6 +409,24 @@ def _resolve_statics(sig: inspect.Signature | None, params: Sequence[str], nums:
     nums += tuple(params.index(n) for n in names if n in params)
     names += tuple(params[i] for i in nums if 0 <= i < len(params))
     return tuple(sorted(set(nums))), tuple(dict.fromkeys(names))
+
+
+def _resolve_donated(sig: inspect.Signature | None, params: Sequence[str], nums: tuple,
+                     static_argnums: tuple[int, ...], fun_name: str) -> tuple[int, ...]:
+    """Donated positions, negatives counted from the end; never a static argument (a
+    static value is part of the cache key, there is no buffer to donate)."""
+    _check_argnums(sig, nums, "donate_argnums", fun_name)
+    if any(i < 0 for i in nums) and not params:
+        raise TracerValueError(f"jit({fun_name}): donate_argnums={nums}: a negative position "
+                               f"needs a signature with named positional arguments")
+    resolved = tuple(sorted({i + len(params) if i < 0 else i for i in nums}))
+    both = sorted(set(resolved) & set(static_argnums))
+    if both:
+        raise TracerValueError(f"jit({fun_name}): argument(s) {both} are both static "
+                               f"(static_argnums/static_argnames) and donated "
+                               f"(donate_argnums={nums}); static and donated arguments "
+                               f"cannot overlap")
+    return resolved
 
 
 def _types(value: Any) -> Any:

@@ -14,7 +14,7 @@ from typing import Any, NamedTuple, Sequence
 import numpy as np
 
 from . import dtypes, reprs
-from .core import ShapedArray
+from .core import ShapedArray, reject_masked
 from .errors import DTypeError, EscapedTracerError, TracerOverflowError, TracerTypeError
 from .tracing import Tracer, escaped_message
 
@@ -45,6 +45,7 @@ def leaf_signature(x: Any) -> LeafSig:
         return (tuple(x.shape), np.dtype(x.dtype), False)
     if hasattr(x, "shape") and hasattr(x, "dtype") and not hasattr(x, "__array__"):
         return (tuple(x.shape), np.dtype(x.dtype), False)  # ShapeDtypeStruct-like specs
+    reject_masked(x, "jit argument")
     arr = np.asarray(x)
     return (arr.shape, arr.dtype, False)
 

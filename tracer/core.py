@@ -91,12 +91,25 @@ class TokenAval(ShapedArray):
 TOKEN = TokenAval()
 
 
+def reject_masked(x: Any, where: str) -> None:
+    """A NumPy masked array cannot enter tracer: its arrays have no mask, and
+    `np.asarray` would silently use the masked-out values (TracerTypeError instead)."""
+    # (numpy.ma is not imported by numpy: without it no value can be a MaskedArray)
+    if "numpy.ma" in sys.modules and isinstance(x, sys.modules["numpy.ma"].MaskedArray):
+        raise TracerTypeError(
+            f"{where}: got a numpy.ma.MaskedArray {x.dtype}{list(x.shape)}; tracer arrays "
+            f"have no mask, so its masked-out values would be used. Pass "
+            f"x.filled(fill_value) or np.ma.getdata(x) and handle the mask explicitly "
+            f"(tnp.where(mask, ..., ...))")
+
+
 def aval_of(x: Any) -> ShapedArray:
     """The abstract value of a concrete input (array, NumPy or Python scalar)."""
     if dtypes.is_python_scalar(x):
         return ShapedArray((), dtypes.weak_dtype(x), weak_type=True)
     if isinstance(x, ShapedArray):
         return x
+    reject_masked(x, "tracer")
     arr = np.asarray(x)
     return ShapedArray(arr.shape, arr.dtype)
 

@@ -48,6 +48,10 @@ class TracerOverflowError(TracerError, OverflowError):
     """A Python int argument does not fit in its dtype (e.g. `jit(f)(2**70)`)."""
 
 
+class TracerMemoryError(TracerError, MemoryError):
+    """A result is larger than this machine's memory (checked when its shape is known)."""
+
+
 class ConcretizationError(TracerError, TypeError):
     """A traced value was used where Python needs a concrete one.
 

@@ -8,6 +8,8 @@ only by `with GraphBuilder(...)`.
 
 from __future__ import annotations
 
+import math
+import os
 from contextvars import ContextVar
 from typing import Any, Callable, Sequence
 
@@ -15,9 +17,9 @@ import numpy as np
 
 from . import dtypes
 from .core import (Atom, Eqn, Graph, Literal, ShapedArray, SourceInfo, Var, aval_of,
-                   user_source)
-from .errors import (ConcretizationError, EscapedTracerError, TracerError, TracerOverflowError,
-                     TracerTypeError)
+                   reject_masked, user_source)
+from .errors import (ConcretizationError, EscapedTracerError, TracerError, TracerMemoryError,
+                     TracerOverflowError, TracerTypeError)
 
 _current_builder: ContextVar["GraphBuilder | None"] = ContextVar("tracer_builder", default=None)
 
@@ -213,6 +215,7 @@ def literal(x: Any) -> Literal:
     """A constant operand from a Python scalar (weak) or a NumPy value (strong)."""
     if dtypes.is_python_scalar(x):
         return Literal(x)
+    reject_masked(x, "tracer")
     arr = np.asarray(x)
     if arr.dtype == object:
         raise TracerTypeError(f"{type(x).__name__} object {x!r:.60} is not an array")
@@ -278,11 +281,34 @@ def checked_abstract_eval(op: Any, avals: Sequence[ShapedArray], params: dict[st
                           source: SourceInfo | None) -> tuple[ShapedArray, ...]:
     """`op.abstract_eval`, with errors rewritten to name the op, avals and user line."""
     try:
-        return op.abstract_eval(*avals, **params)
+        outs = op.abstract_eval(*avals, **params)
+        for out in outs:
+            if math.prod(out.shape) * out.dtype.itemsize > MEMORY_BYTES:
+                raise _too_large(out)
+        return outs
     except TracerError as e:
         if getattr(e, "_tracer_context", False):
             raise
         raise _with_context(e, op, avals, params, source or user_source()) from None
+
+
+def _physical_memory() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # (no sysconf: only what cannot exist)
+        return 2 ** 62
+
+
+# No result may need more bytes than the machine has: such an array cannot be made
+# (NumPy's MemoryError, numba's "array is too big" when run), so it is refused while
+# tracing, where the op and the user's line are known.
+MEMORY_BYTES = _physical_memory()
+
+
+def _too_large(out: ShapedArray) -> TracerMemoryError:
+    need = math.prod(out.shape) * out.dtype.itemsize
+    return TracerMemoryError(f"the result {out} needs {need / 2 ** 30:.4g} GiB, more than "
+                             f"this machine's memory ({MEMORY_BYTES / 2 ** 30:.4g} GiB)")
 
 
 def _with_context(e: TracerError, op: Any, avals: Sequence[ShapedArray],

@@ -20,6 +20,7 @@ from ..tracing import Tracer
 from . import _ufuncs as uf
 from ._accumulate import scan_axis
 from ._creation import linspace
+from ._indexing import as_index
 from ._linalg import diag
 from ._promotion import (as_result, asarray_like, cast, constant, desc, dtype_of, error,
                          promote, tracing)
@@ -309,7 +310,7 @@ def unravel_index(indices: Any, shape: Any, order: str = "C") -> tuple[Any, ...]
     """Flat indices into a `shape` as a tuple of coordinate arrays.
 
     NumPy rule: int64 results; out-of-range static indices raise ValueError (traced
-    ones are not checked).
+    ones clamp into range first, as in JAX).
 
     unravel_index([22, 41], (7, 6)) -> ([3, 6], [4, 5])
     """
@@ -323,11 +324,19 @@ def unravel_index(indices: Any, shape: Any, order: str = "C") -> tuple[Any, ...]
                                               (np.asarray(idx) >= size)):
         raise error(TracerValueError, "unravel_index", f"index out of bounds for array "
                     f"with size {size}")
-    idx = cast(idx, _INDEX)
+    idx = _clamp_flat(idx, size) if isinstance(idx, Tracer) else cast(idx, _INDEX)
     out = []
     for d, stride in zip(dims, _strides(dims, order, "unravel_index"), strict=True):
         out.append(as_result(uf.remainder(uf.floor_divide(idx, stride), d)))
     return tuple(out)
+
+
+def _clamp_flat(idx: Any, size: int) -> Any:
+    """Traced flat indices clamped into [-size, size) and negatives wrapped, as JAX does
+    (NumPy raises for them; without the clamp the coordinates would silently wrap)."""
+    idx = as_index(idx)
+    idx = uf.clip(idx, -size, max(size - 1, 0))
+    return uf.where(uf.less(idx, 0), uf.add(idx, size), idx)
 
 
 def _clip_mode(i: Any, d: int, mode: str, k: int) -> Any:
@@ -338,7 +347,9 @@ def _clip_mode(i: Any, d: int, mode: str, k: int) -> Any:
     if mode != "raise":
         raise error(TracerValueError, "ravel_multi_index", f"clipmode must be one of "
                     f"'clip', 'raise', or 'wrap', got {mode!r}")
-    if not isinstance(i, Tracer) and np.any((np.asarray(i) < 0) | (np.asarray(i) >= d)):
+    if isinstance(i, Tracer):  # traced coordinates clamp, as traced indices do everywhere
+        return uf.clip(i, 0, d - 1)
+    if np.any((np.asarray(i) < 0) | (np.asarray(i) >= d)):
         raise error(TracerValueError, "ravel_multi_index", f"invalid entry in coordinates "
                     f"array {k}")
     return i
@@ -348,8 +359,8 @@ def ravel_multi_index(multi_index: Any, dims: Any, mode: Any = "raise",
                       order: str = "C") -> Any:
     """Coordinate arrays into flat indices of an array of shape `dims`.
 
-    NumPy rule: int64; mode "raise" (static coordinates are checked), "wrap" or
-    "clip", one mode or one per dimension.
+    NumPy rule: int64; mode "raise" (static coordinates are checked, traced ones clamp
+    as traced indices do), "wrap" or "clip", one mode or one per dimension.
 
     ravel_multi_index(([3, 6], [4, 5]), (7, 6)) -> [22, 41]
     """
@@ -365,7 +376,9 @@ def ravel_multi_index(multi_index: Any, dims: Any, mode: Any = "raise",
         if dtype_of(c).kind not in "iu":
             raise error(TracerTypeError, "ravel_multi_index", f"only int indices permitted, "
                         f"got {desc(c)}")
-        term = uf.multiply(_clip_mode(cast(c, _INDEX), d, m, k), stride)
+        # (uint64 coordinates past int64's range are taken modulo / clipped before the cast)
+        c = c if dtype_of(c) == np.uint64 else cast(c, _INDEX)
+        term = uf.multiply(cast(_clip_mode(c, d, m, k), _INDEX), stride)
         total = term if total is None else uf.add(total, term)
     return as_result(total)
 

@@ -183,7 +183,7 @@ def _entries(item: Any, axis: int, x: Any, n_ellipsis: int, has_arrays: bool, wh
         i = _check_array(np.asarray(item), axis, shape[axis], what, xd)
         return [_Adv(axis, i) if has_arrays else _Int(axis, int(i))]
     if isinstance(item, Tracer):
-        i = _to_index(item)
+        i = as_index(item)
         return [_Adv(axis, _wrap(i, x, axis) if dtypes.is_signed(item.dtype) else i)]
     if item.dtype.kind == "b":
         return _mask_entries(item, axis, shape, what, xd)
@@ -241,8 +241,18 @@ def _broadcast_indices(values: list[Any], what: str, xd: str) -> tuple[int, ...]
             f"together with shapes {shapes}; array {xd}") from None
 
 
-def _to_index(x: Any) -> Any:
-    return x if x.dtype == _INDEX else ops.convert_element_type(x, _INDEX)
+def as_index(x: Any) -> Any:
+    """Integer indices as int64. uint64 values past int64's range saturate at its
+    maximum (out of bounds either way: a gather clamps them, a scatter drops them)
+    instead of wrapping to negative numbers that would then count from the end."""
+    if x.dtype == _INDEX:
+        return x
+    if x.dtype == np.uint64:
+        x = ops.min(x, _UINT64_INDEX_MAX)
+    return ops.convert_element_type(x, _INDEX)
+
+
+_UINT64_INDEX_MAX = np.asarray(np.iinfo(np.int64).max, np.uint64)
 
 
 def _dim_size(x: Any, axis: int) -> Any:
@@ -377,8 +387,13 @@ def take(a: Any, indices: Any, axis: int | None = None, mode: str | None = None)
     axis = normalize_axis(axis, a.ndim, "take")
     if not isinstance(indices, Tracer):
         indices = np.asarray(indices)
+        if indices.size == 0:  # `take(x, [])`: NumPy reads an empty list as int indices
+            indices = indices.astype(_INDEX)
+    if np.dtype(indices.dtype).kind not in "biu":
+        raise error(TracerIndexError if isinstance(indices, Tracer) else TracerTypeError,
+                    "take", f"indices must be integers, got {desc(indices)}")
     if dtypes.is_bool(indices.dtype):  # NumPy's take reads bools as 0/1
-        indices = _to_index(indices)
+        indices = as_index(indices)
     n = a.shape[axis]
     if n == 0 and indices.size:
         raise error(
@@ -393,10 +408,17 @@ def _apply_mode(indices: Any, a: Any, axis: int, mode: str | None) -> Any:
     static = isinstance(indices, np.ndarray)
     if mode == "clip":
         return np.clip(indices, 0, n - 1) if static else ops.clamp(
-            np.zeros((), _INDEX), _to_index(indices), ops.sub(_dim_size(a, axis),
+            np.zeros((), _INDEX), as_index(indices), ops.sub(_dim_size(a, axis),
                                                               np.ones((), _INDEX)))
     if mode == "wrap":  # (a remainder of either sign: getitem wraps negatives once)
-        return np.mod(indices, n) if static else ops.rem(_to_index(indices), _dim_size(a, axis))
+        if static:
+            return np.mod(indices, n)
+        if dtypes.is_signed(indices.dtype):
+            return ops.rem(as_index(indices), _dim_size(a, axis))
+        # unsigned: the remainder in uint64 (values past int64's range included)
+        u64 = np.dtype(np.uint64)
+        return as_index(ops.rem(ops.convert_element_type(indices, u64),
+                                ops.convert_element_type(_dim_size(a, axis), u64)))
     if mode not in (None, "raise"):
         raise error(
             ParamError, "take", f"mode must be None, 'raise', 'clip' or 'wrap', got {mode!r}")
@@ -440,7 +462,7 @@ def _along_indices(indices: Any, shape: tuple[int, ...], arr: Any, axis: int) ->
     if not arr.shape[axis]:
         raise error(TracerIndexError, "take_along_axis", f"cannot do a non-empty take from "
                     f"an empty axis {axis} of {desc(arr)}")
-    i = _to_index(broadcast_to(indices, shape))
+    i = as_index(broadcast_to(indices, shape))
     return _wrap(i, arr, axis) if dtypes.is_signed(indices.dtype) else i
 
 

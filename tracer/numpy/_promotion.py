@@ -26,7 +26,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import dtypes, ops
-from ..core import ShapedArray
+from ..core import ShapedArray, reject_masked
 from ..errors import (DTypeError, ShapeError, TracerError, TracerIndexError, TracerTypeError,
                       TracerValueError)
 from ..tracing import Tracer, current_builder
@@ -74,6 +74,8 @@ def tracing() -> bool:
 def asarray_like(x: Any, fname: str = "asarray") -> Any:
     """An ops operand for `x`: a Tracer, a NumPy array of a supported dtype, or a
     Python scalar (kept, because it is weakly typed)."""
+    if type(x) is not np.ndarray:
+        reject_masked(x, fname)
     if isinstance(x, (Tracer, np.ndarray)) or dtypes.is_python_scalar(x):
         arr = x
     elif isinstance(x, (list, tuple)) and _holds_tracer(x):

@@ -21,8 +21,8 @@ from ..tracing import Tracer
 from . import _reductions as red
 from . import _ufuncs as uf
 from ._indexing import take_along_axis
-from ._promotion import (as_result, asarray_like, cast, check_out, constant, dtype_of, error,
-                         normalize_axes)
+from ._promotion import (as_result, asarray_like, cast, check_out, constant, desc, dtype_of,
+                         error, normalize_axes)
 from ._rearrange import concatenate
 from ._shape import broadcast_to, moveaxis, reshape
 from ._sorting import sort
@@ -103,13 +103,14 @@ def _prepare(a: Any, q: Any, fname: str, percent: bool) -> tuple[Any, Any, bool,
     # 0.9999999999999999, method="lower") is 0 for float16 data too); percentiles are
     # divided by a weak 100.
     qv = asarray_like(q, fname)
+    if not isinstance(qv, Tracer):  # (checked before the division, which traces it)
+        concrete = np.asarray(qv) / 100 if percent else np.asarray(qv)
+        if not np.all((concrete >= 0) & (concrete <= 1)):
+            raise error(TracerValueError, fname, "Percentiles must be in the range [0, 100]"
+                        if percent else "Quantiles must be in the range [0, 1]")
     qv = cast(qv, dtype_of(qv))
     if percent:
         qv = uf.divide(qv, 100)
-    if not isinstance(qv, Tracer) and not np.all((np.asarray(qv) >= 0) &
-                                                 (np.asarray(qv) <= 1)):
-        raise error(TracerValueError, fname, "Percentiles must be in the range [0, 100]"
-                    if percent else "Quantiles must be in the range [0, 1]")
     return x, qv, narrow, type(q) in (int, float)
 
 
@@ -263,6 +264,8 @@ def _quantile_impl(a: Any, q: Any, axis: Any, out: Any, method: str, keepdims: b
         raise error(TracerTypeError, fname, "weights= and the deprecated interpolation= are "
                     "not supported; use method=")
     x, qv, narrow, weak = _prepare(a, q, fname, percent)
+    traced_q = isinstance(q, Tracer) or (isinstance(q, (list, tuple)) and
+                                         isinstance(asarray_like(q, fname), Tracer))
     s, axes = _sorted_front(x, axis, fname)
     qshape = tuple(np.shape(qv))
     if ignore_nan and dtypes.is_float(dtype_of(x)):
@@ -273,8 +276,24 @@ def _quantile_impl(a: Any, q: Any, axis: Any, out: Any, method: str, keepdims: b
     else:
         r = _with_nan_rule(_order_statistic(s, qv, method, np.shape(s)[0], weak), s,
                            qshape)
+    if traced_q:
+        r = _nan_if_q_outside(r, qv, fname, percent)
     r = _keep(r, np.shape(x), axes, len(qshape), keepdims)
     return as_result(cast(r, dtypes.bfloat16) if narrow else r)
+
+
+def _nan_if_q_outside(r: Any, qv: Any, fname: str, percent: bool) -> Any:
+    """A traced q cannot raise NumPy's ValueError for a value outside [0, 1]; the
+    quantiles it selects become NaN instead (never a clamped, plausible value). An
+    integer result (a discrete method on integer data) has no NaN: q must be concrete."""
+    if not dtypes.is_inexact(dtype_of(r)):
+        raise error(TracerTypeError, fname, f"q is traced ({desc(qv)}) and the result "
+                    f"{desc(r)} is an integer array, which cannot mark a q outside "
+                    f"[0, {100 if percent else 1}] as NaN. Pass q as a concrete value "
+                    f"(static_argnums) or the data as floats")
+    inside = uf.logical_and(uf.greater_equal(qv, 0), uf.less_equal(qv, 1))
+    inside = reshape(inside, tuple(np.shape(qv)) + (1,) * (np.ndim(r) - np.ndim(qv)))
+    return uf.where(inside, r, np.nan)
 
 
 def median(a: Any, axis: Any = None, out: None = None, overwrite_input: bool = False,

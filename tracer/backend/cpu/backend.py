@@ -20,6 +20,8 @@ numba really compiled (not loaded from this process or from disk).
 
 from __future__ import annotations
 
+import functools
+import re
 import time
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -33,7 +35,7 @@ from ..numba.fusion import INDEX_OPS
 from ..numba.lower import lower
 from ..numba.scalar import HALVES, SCALAR_EMITTERS, storage_dtype
 from ..numba.source import SourceWriter
-from . import blas, cache
+from . import blas, cache, threads
 from .emit.table import OP_EMITTERS
 from .generate import Module, generate
 from .options import thread_count
@@ -51,19 +53,38 @@ def _array_type(dtype: np.dtype, ndim: int) -> Any:
     return numba.types.Array(numba.from_dtype(storage_dtype(dtype)), ndim, "C")
 
 
+_USES_THREADS = re.compile(r"parallel=True|\w_parallel\b")
+
+
 class NumbaExecutable:
-    """A compiled graph: call it with the graph's input arrays, get a list of outputs."""
+    """A compiled graph: call it with the graph's input arrays, get a list of outputs.
+
+    `serial` builds the same graph without threads: what a module that uses the
+    thread pool runs where the pool cannot be used (`threads`: a child forked from a
+    GNU OpenMP process)."""
 
     def __init__(self, module: Module, host: Callable[..., Any], fresh_compile: bool,
-                 n_inputs: int):
+                 n_inputs: int, serial: Callable[[], "NumbaExecutable"]):
         self.source = module.source
         self.fresh_compile = fresh_compile
         self._host = host
         self._dims = np.array(module.dims, np.int64)
         self._call = _launcher(module, host, self._dims, n_inputs)
+        self._threaded = bool(_USES_THREADS.search(module.source))
+        self._serial: Callable[[], NumbaExecutable] | NumbaExecutable = serial
 
     def __call__(self, *args: np.ndarray) -> list[np.ndarray]:
+        if self._threaded and not threads.SAFE:
+            return self._guarded(args)
         return self._call(*args)
+
+    def _guarded(self, args: tuple) -> list[np.ndarray]:
+        if threads.forked_from_pool():
+            if not isinstance(self._serial, NumbaExecutable):
+                self._serial = self._serial()
+            return self._serial(*args)
+        with threads.LOCK:  # the workqueue layer: one parallel kernel at a time
+            return self._call(*args)
 
 
 def _launcher(module: Module, host: Callable[..., Any], dims: np.ndarray,
@@ -131,6 +152,7 @@ class Prepared:
     signature: tuple
     n_inputs: int
     blas_flops: float  # of its largest BLAS product (0: none)
+    graph: Graph       # the lowered graph (to build a serial version where threads cannot run)
 
 
 class NumbaCpuBackend:
@@ -149,12 +171,14 @@ class NumbaCpuBackend:
         process compiles into the disk cache before `load` picks it up."""
         with profiler.span("codegen", "codegen"):
             graph = lower(graph)
-            parallel_ok = thread_count() > 1 and not _uses_blas(graph)
-            module = generate(graph, parallel_ok=parallel_ok, fuse=self.fuse)
+            return self._generate(graph, thread_count() > 1 and not _uses_blas(graph))
+
+    def _generate(self, graph: Graph, parallel_ok: bool) -> "Prepared":
+        module = generate(graph, parallel_ok=parallel_ok, fuse=self.fuse)
         signature = [_param_type(p) for p in module.params]
         signature.append(numba.types.Array(numba.types.int64, 1, "C"))
         return Prepared(module, module.host, tuple(signature), len(graph.inputs),
-                        blas.largest_product_flops(graph))
+                        blas.largest_product_flops(graph), graph)
 
     def load(self, prepared: "Prepared") -> NumbaExecutable:
         """The executable of a prepared module: compiled now, or loaded from memory or
@@ -167,7 +191,12 @@ class NumbaCpuBackend:
         flops = prepared.blas_flops
         if flops and (flops < blas.BLAS_PARALLEL_MIN_FLOPS or thread_count() == 1):
             host = blas.single_threaded(host)
-        return NumbaExecutable(prepared.module, host, fresh, prepared.n_inputs)
+        return NumbaExecutable(prepared.module, host, fresh, prepared.n_inputs,
+                               functools.partial(self._serial, prepared.graph))
+
+    def _serial(self, graph: Graph) -> NumbaExecutable:
+        """The same lowered graph compiled without threads (see NumbaExecutable)."""
+        return self.load(self._generate(graph, parallel_ok=False))
 
     def clear_memory(self) -> None:
         """Forget compiled modules held in memory (the disk cache stays)."""

@@ -11,10 +11,12 @@ next to it (`__pycache__/*.nbi|nbc`) and a new process loads it instead of
 compiling. In one process, a module is imported once and its compiled
 dispatcher reused: a new batch size costs a trace but no compile.
 
-Writes are atomic (a temporary file, then `os.link`/`os.replace`), so processes
-compiling the same kernel at once cannot corrupt it. An entry whose content
-does not match its name is rewritten; numba cache files that fail to load are
-deleted and the function is compiled again. Neither ever crashes a call.
+Writes are atomic (a temporary file, then `os.replace`), so processes compiling the
+same kernel at once cannot corrupt it. The cache is best-effort: an entry whose
+content does not match its name, or that is not a regular file, is replaced; numba
+cache files that fail to load are removed and the function compiled again
+(`numba.numba_cache`); a directory that cannot be written leaves the module in
+memory, with one `CacheWarning`. None of it ever fails a call.
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ import numpy as np
 
 from ..._version import __version__ as tracer_version
 from ...config import config
+from ..numba import numba_cache
+from . import threads
 
 _LOCK = threading.RLock()
 _BACKEND = __package__.rsplit(".", 1)[0]  # tracer.backend
@@ -63,6 +67,7 @@ class Entry:
     module: types.ModuleType
     path: str
     compiled: set[tuple]
+    text: str  # the module's source (the file may be missing: an unwritable cache)
 
 
 _MODULES: dict[str, Entry] = {}
@@ -231,50 +236,52 @@ def compile_module(source: str, function: str, signature: Sequence[Any]) -> tupl
 
 
 def _load(key: str, source: str) -> Entry:
+    """Write the module into the cache directory (best effort) and import it."""
     directory = cache_directory()
-    os.makedirs(directory, exist_ok=True)
     name = f"tracer_{key[:40]}"
     path = os.path.join(directory, name + ".py")
     text = f"# tracer generated module; key: {key}\n# {_versions(source)}\n{source}"
-    _write(path, text)
-    return Entry(_import(name, path, text), path, set())
+    try:
+        _make_directory(directory)
+        _write(path, text)
+    except OSError as e:  # read-only, full, under a file: compile from memory
+        numba_cache.warn_unwritable(path, e)
+    numba_cache.register_generated(path)
+    return Entry(_import(name, path, text), path, set(), text)
+
+
+def _make_directory(directory: str) -> None:
+    """`directory`, made; a file or a dangling link in its place is removed first."""
+    if not os.path.isdir(directory):
+        numba_cache.remove_entry(directory)
+    os.makedirs(directory, exist_ok=True)
 
 
 def _write(path: str, text: str) -> None:
-    """Create `path` with `text` atomically; rewrite it if it holds something else."""
+    """Make `path` hold `text`, atomically (a temporary file, then os.replace: readers
+    see the old or the new file, never half of one). Anything else at `path` (stale or
+    corrupt text, a directory, a link loop, a dangling link) is replaced; OSError when
+    the directory cannot be written, with no temporary file left behind."""
     try:
         with open(path, encoding="utf-8") as f:
             if f.read() == text:
                 return
-        exists = True  # corrupt or stale: replace it
-    except (FileNotFoundError, UnicodeDecodeError):
-        exists = os.path.exists(path)
+    except (OSError, UnicodeDecodeError):
+        pass
+    if os.path.isdir(path) and not os.path.islink(path):
+        numba_cache.remove_entry(path)  # (os.replace cannot replace a directory)
     tmp = f"{path}.{os.getpid()}.{uuid.uuid4().hex}.tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
     try:
-        if exists:
-            os.replace(tmp, path)
-            return
-        try:
-            os.link(tmp, path)  # fails if another process created it meanwhile: keep theirs
-        except FileExistsError:
-            _write_if_different(path, text, tmp)
-        except OSError:  # file systems without hard links
-            os.replace(tmp, path)
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)  # (replaces a link itself, never its target)
     finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-
-
-def _write_if_different(path: str, text: str, tmp: str) -> None:
-    with open(path, encoding="utf-8", errors="replace") as f:
-        if f.read() != text:
-            os.replace(tmp, path)
+        if os.path.lexists(tmp):
+            numba_cache.remove_entry(tmp)
 
 
 def _import(name: str, path: str, text: str) -> types.ModuleType:
-    """Execute the module from its file's text (no .pyc involved, so nothing stale)."""
+    """Execute the module from its text (no .pyc involved, so nothing stale)."""
     module = types.ModuleType(name)
     module.__file__ = path
     sys.modules[name] = module
@@ -282,30 +289,15 @@ def _import(name: str, path: str, text: str) -> types.ModuleType:
     return module
 
 
-@functools.cache
-def _start_thread_pool() -> None:
-    """Start numba's thread pool before machine code is loaded from disk.
-
-    Starting the pool registers its entry points with LLVM. Code compiled in this
-    process starts it itself, and so does loading a `parallel=True` function of a
-    generated module; but a cached host function that calls a `parallel=True`
-    library function (`cpu.lib.sort.sort_rows_parallel`) loads without starting it, and its
-    first call jumps to a null address: a segfault in every process after the one
-    that filled the cache (numba #8578)."""
-    numba.get_num_threads()
-
-
 def _compile(entry: Entry, dispatcher: Any, sig: tuple) -> tuple[Any, bool]:
-    _start_thread_pool()
+    """numba compiles `sig`, or loads it from the cache directory (an unreadable or
+    corrupt cache entry is a miss: `numba_cache` removes it)."""
+    threads.start_pool()  # (before loading machine code from disk: numba #8578)
     try:
         dispatcher.compile(sig)
     except (numba.core.errors.TypingError, numba.core.errors.LoweringError) as e:
         e.add_note(f"(a tracer bug: numba rejected the generated module {entry.path})")
         raise
-    except Exception:  # a corrupt on-disk cache entry: drop it, compile again
-        _purge_numba_cache(entry.path)
-        dispatcher = _reload(entry, dispatcher.__name__)
-        dispatcher.compile(sig)
     hit = dispatcher.stats.cache_hits.get(sig, 0) > 0
     if hit:
         STATS.disk_hits += 1
@@ -314,24 +306,10 @@ def _compile(entry: Entry, dispatcher: Any, sig: tuple) -> tuple[Any, bool]:
     return dispatcher, not hit
 
 
-def _reload(entry: Entry, function: str) -> Any:
-    with open(entry.path, encoding="utf-8") as f:
-        text = f.read()
-    entry.module = _import(entry.module.__name__, entry.path, text)
-    return getattr(entry.module, function)
-
-
-def _purge_numba_cache(path: str) -> None:
-    directory, filename = os.path.split(path)
-    stem = os.path.splitext(filename)[0]
-    for cached in glob.glob(os.path.join(directory, "__pycache__", f"{stem}.*")):
-        try:
-            os.unlink(cached)
-        except OSError:
-            pass
-
-
 def clear_memory() -> None:
-    """Forget compiled modules (the disk cache stays)."""
+    """Forget compiled modules, also in `sys.modules` (the disk cache stays)."""
     with _LOCK:
+        for entry in _MODULES.values():
+            if sys.modules.get(entry.module.__name__) is entry.module:
+                del sys.modules[entry.module.__name__]
         _MODULES.clear()
