@@ -65,12 +65,14 @@ def unit_floats(key: Any, shape: tuple[int, ...], dtype: np.dtype) -> Any:
 
 def _affine(floats: Any, minval: Any, maxval: Any, dtype: np.dtype) -> Any:
     """floats * (maxval - minval) + minval; float32 rounds once, like the FMA XLA's CPU
-    compiler emits (so results match JAX's bit for bit)."""
+    compiler emits; float16 computes in float32 and rounds once, bfloat16 rounds after
+    each op, as XLA's CPU backend does (so results match JAX's bit for bit)."""
     span = tnp.subtract(maxval, minval)
-    if dtype != F32:
+    wider = {F32: F64, F16: F32}.get(dtype)
+    if wider is None:
         return tnp.add(tnp.multiply(floats, span), minval)
-    wide = [as_dtype(v, F64) for v in (floats, span, minval)]
-    return as_dtype(tnp.add(tnp.multiply(wide[0], wide[1]), wide[2]), F32)
+    wide = [as_dtype(v, wider) for v in (floats, span, minval)]
+    return as_dtype(tnp.add(tnp.multiply(wide[0], wide[1]), wide[2]), dtype)
 
 
 def uniform(key: Any, shape: Sequence[int] = (), dtype: Any = np.float32, minval: Any = 0.0,
