@@ -22,9 +22,10 @@ from ..core import Graph, ShapedArray, aval_of
 from ..errors import TracerTypeError, TracerValueError, names_user_line
 from ..ops import convert_element_type, reshape, slice as slice_, transpose
 from ..ops.ad import zeros_like_aval
-from ..tracing import Tracer, trace_flat
+from ..tracing import Tracer, known_value, trace_flat
 from ..tree_util import PyTreeDef, keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
 from .api_vmap import vmap
+from .custom import DIFFERENTIATING
 from .jvp import jvp_graph
 from .util import differentiable, eval_fresh, tangent_aval
 from .vjp import linearize_graph, vjp_graph
@@ -74,7 +75,12 @@ def _trace(what: str, fun: Callable[..., Any], args: tuple, kwargs: dict,
         trees.append((out_tree, len(out_leaves), aux_tree))
         return out_leaves + aux_leaves
 
-    graph, captured = trace_flat(flat, avals, f"{what}_{getattr(fun, '__name__', 'fun')}")
+    token = DIFFERENTIATING.set(True)
+    try:
+        graph, captured = trace_flat(flat, avals, f"{what}_{getattr(fun, '__name__', 'fun')}",
+                                     [known_value(x) for x in leaves])
+    finally:
+        DIFFERENTIATING.reset(token)
     out_tree, num_out, aux_tree = trees[0]
     return _Traced(graph, leaves + captured, len(leaves), out_tree, num_out, aux_tree)
 
@@ -290,19 +296,20 @@ def _value_and_grad(what: str, fun: Callable[..., Any], nums: tuple[int, ...], a
                                    f"{len(args)} positional arguments")
     nums = tuple(i % len(args) for i in nums)
     _check_inputs(what, fun, args, nums)
-    tr = _trace(what, fun, args, kwargs, has_aux)
-    counts = [len(tree_flatten(a)[0]) for a in args]
-    owner = [i for i, c in enumerate(counts) for _ in range(c)]
-    nonzero = [o in nums for o in owner] + [False] * (len(tr.leaves) - len(owner))
+    # Only the differentiated arguments are traced; the others (and keyword arguments)
+    # reach `fun` as the caller's Python values, as in JAX (usable as shapes, configs).
+    f, dyn = _partial(fun, nums, args, kwargs)
+    tr = _trace(what, functools.wraps(fun)(f), dyn, {}, has_aux)
+    counts = [len(tree_flatten(a)[0]) for a in dyn]
+    nonzero = [True] * sum(counts) + [False] * (len(tr.leaves) - sum(counts))
     _check_scalar_output(what, name, tr)
     outs, bwd = _forward(tr, nonzero)
     out_aval = tr.graph.out_avals[0]
-    cts = iter(bwd([np.ones((), out_aval.dtype)]))
-    leaves = [next(cts) if nz else None for nz in nonzero[:len(owner)]]
+    leaves = bwd([np.ones((), out_aval.dtype)])[:sum(counts)]
     grads = []
-    for i in nums:
-        start = sum(counts[:i])
-        grads.append(tree_unflatten(tree_flatten(args[i])[1], leaves[start:start + counts[i]]))
+    for k, arg in enumerate(dyn):
+        start = sum(counts[:k])
+        grads.append(tree_unflatten(tree_flatten(arg)[1], leaves[start:start + counts[k]]))
     aux = tree_unflatten(tr.aux_tree, outs[tr.num_out:]) if has_aux else None
     return tree_unflatten(tr.out_tree, outs[:tr.num_out]), grads, aux
 
