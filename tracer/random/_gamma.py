@@ -91,13 +91,13 @@ def _gamma(key: Any, a: Any, shape: Sequence[int] | None, dtype: Any, log_space:
     return tnp.reshape(samples, shape)
 
 
-def gamma(key: Any, a: Any, shape: Sequence[int] | None = None, dtype: Any = np.float32) -> Any:
+def gamma(key: Any, a: Any, shape: Sequence[int] | None = None, dtype: Any = np.float64) -> Any:
     """Gamma(a, 1) samples (shape defaults to a's), as `jax.random.gamma`."""
     return _gamma(check_key("gamma", key), a, shape, dtype, log_space=False)
 
 
 def beta(key: Any, a: Any, b: Any, shape: Sequence[int] | None = None,
-         dtype: Any = np.float32) -> Any:
+         dtype: Any = np.float64) -> Any:
     """Beta(a, b) samples from two log-gamma samples, as `jax.random.beta`."""
     key = check_key("beta", key)
     dt = float_dtype("beta", dtype)
