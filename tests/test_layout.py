@@ -13,7 +13,8 @@ LEVEL = {
     "errors": 0, "dtypes": 0, "config": 0, "tree_util": 0, "_version": 0,
     "core": 1, "hlo": 1, "tracing": 2, "interpret": 3, "ops": 4,
     "numpy": 5, "passes": 5, "transforms": 5, "random": 6, "backend": 6,
-    "cache": 7, "stages": 7, "api": 8, "__init__": 9, "__main__": 9,
+    "cache": 7, "stages": 7, "scipy": 7, "nn": 7, "test_util": 7, "tree": 0,
+    "api": 8, "__init__": 9, "__main__": 9,
 }
 
 

@@ -7,8 +7,10 @@
         return tnp.tanh(x @ w + b)
 """
 
-from . import numpy, ops, random, transforms, tree_util  # numpy installs the Tracer's methods
-from .api import Jitted, clear_caches, device_put, devices, eval_shape, jit, make_hlo
+from . import numpy, ops, random, transforms, tree, tree_util  # numpy installs the Tracer's methods
+from . import nn, scipy, test_util
+from .api import (Jitted, block_until_ready, clear_caches, device_put, devices, eval_shape, jit,
+                  make_hlo, make_jaxpr)
 from .config import config
 from .core import ShapedArray
 from .errors import (ConcretizationError, DTypeError, EscapedTracerError, ParamError,
@@ -17,8 +19,10 @@ from .errors import (ConcretizationError, DTypeError, EscapedTracerError, ParamE
 from .hlo import HloModule
 from .ops.misc import register_custom_call
 from .stages import Compiled, Lowered
-from .transforms import (checkpoint, custom_jvp, custom_vjp, grad, hessian, jacfwd, jacrev, jvp,
-                         linearize, stop_gradient, value_and_grad, vjp, vmap)
+from .transforms import (checkpoint, checkpoint_name, checkpoint_policies, custom_jvp, custom_vjp,
+                         grad, hessian, jacfwd, jacobian, jacrev, jvp, linearize,
+                         print_saved_residuals, stop_gradient, value_and_grad, vjp, vmap)
+from .tree_util import register_pytree_node_class
 
 from ._version import __version__
 
@@ -30,4 +34,6 @@ __all__ = [
     "ops", "random", "register_custom_call", "tree_util",
     "checkpoint", "custom_jvp", "custom_vjp", "grad", "hessian", "jacfwd", "jacrev", "jvp",
     "linearize", "stop_gradient", "value_and_grad", "vjp", "vmap", "transforms",
+    "block_until_ready", "checkpoint_name", "checkpoint_policies", "jacobian", "make_jaxpr",
+    "nn", "print_saved_residuals", "register_pytree_node_class", "scipy", "test_util", "tree",
 ]

@@ -87,8 +87,9 @@ class Tracer:
         return complex(self._known("a Python complex"))
 
     def __index__(self) -> int:
-        return operator.index(self._known("a Python index (e.g. a static shape or "
-                                          "`range(x)`)"))
+        return operator.index(self._known(
+            "a Python index (a static shape, `range(x)`, or an index into a NumPy array: "
+            "for `table[i]` with a NumPy `table` write `tnp.take(table, i, axis=0)`)"))
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         return self._concretize("a NumPy array (`np.asarray(x)` or a NumPy function "

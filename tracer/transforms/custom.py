@@ -125,6 +125,22 @@ class custom_jvp(_Custom):
         self.jvp = jvp
         return jvp
 
+    def defjvps(self, *jvps: Callable[..., Any] | None) -> None:
+        """One rule per argument, `jvp_i(tangent_i, primal_out, *primals)` (None: no
+        dependence); the tangent out is their sum (JAX's `defjvps`)."""
+        def jvp(primals: tuple, tangents: tuple) -> tuple[Any, Any]:
+            if len(jvps) != len(primals):
+                raise self._error(f"defjvps got {len(jvps)} rules for {len(primals)} "
+                                  f"arguments")
+            out = self(*primals)
+            total = None
+            for rule, t in zip(jvps, tangents, strict=True):
+                if rule is not None:
+                    term = rule(t, out, *primals)
+                    total = term if total is None else total + term
+            return out, out * 0 if total is None else total
+        self.defjvp(jvp)
+
     @names_user_line
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self.jvp is None:
