@@ -148,7 +148,9 @@ def log_ndtr(x: Any) -> Any:
     lower = x < -3.0
     z = -tnp.where(lower, x, -3.0) / math.sqrt(2.0)
     tail = -z * z + tnp.log(0.5 * _erfcx_tail(z))
-    return tnp.where(lower, tail, tnp.log(ndtr(tnp.where(lower, 0.0, x))))
+    middle = tnp.where(lower | (x > 0), 0.0, x)
+    upper = tnp.log1p(-ndtr(-tnp.where(x > 0, x, 0.0)))  # ndtr(x) near 1: log1p keeps it
+    return tnp.where(lower, tail, tnp.where(x > 0, upper, tnp.log(ndtr(middle))))
 
 
 def ndtri(p: Any) -> Any:
