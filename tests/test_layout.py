@@ -14,6 +14,7 @@ LEVEL = {
     "core": 1, "hlo": 1, "tracing": 2, "interpret": 3, "ops": 4,
     "numpy": 5, "passes": 5, "transforms": 5, "random": 6, "backend": 6,
     "cache": 7, "stages": 7, "scipy": 7, "nn": 7, "test_util": 7, "tree": 0,
+    "ad_checkpoint": 6,
     "api": 8, "__init__": 9, "__main__": 9,
 }
 

@@ -8,7 +8,7 @@
 """
 
 from . import numpy, ops, random, transforms, tree, tree_util  # numpy installs the Tracer's methods
-from . import nn, scipy, test_util
+from . import ad_checkpoint, nn, scipy, test_util
 from .api import (Jitted, block_until_ready, clear_caches, device_put, devices, eval_shape, jit,
                   make_hlo, make_jaxpr)
 from .config import config
@@ -26,6 +26,13 @@ from .tree_util import register_pytree_node_class
 
 from ._version import __version__
 
+import numpy as _np
+from .tracing import Tracer as _Tracer
+
+# JAX's `jax.Array`, for isinstance checks and annotations: eager results are NumPy
+# arrays, traced values are Tracers.
+Array = _np.ndarray | _Tracer
+
 __all__ = [
     "ConcretizationError", "Compiled", "DTypeError", "EscapedTracerError", "HloModule",
     "Jitted", "Lowered", "ParamError", "ShapeError", "ShapedArray", "TracerError",
@@ -34,6 +41,6 @@ __all__ = [
     "ops", "random", "register_custom_call", "tree_util",
     "checkpoint", "custom_jvp", "custom_vjp", "grad", "hessian", "jacfwd", "jacrev", "jvp",
     "linearize", "stop_gradient", "value_and_grad", "vjp", "vmap", "transforms",
-    "block_until_ready", "checkpoint_name", "checkpoint_policies", "jacobian", "make_jaxpr",
+    "Array", "ad_checkpoint", "block_until_ready", "checkpoint_name", "checkpoint_policies", "jacobian", "make_jaxpr",
     "nn", "print_saved_residuals", "register_pytree_node_class", "scipy", "test_util", "tree",
 ]

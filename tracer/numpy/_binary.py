@@ -22,7 +22,7 @@ from .. import dtypes, ops
 from ..errors import TracerValueError
 from ..tracing import Tracer
 from ._promotion import dtype_of, error, float_of
-from ._smooth import logaddexp_with_rule, remainder_with_rule, select_with_rule
+from ._smooth import as_arrays, logaddexp_with_rule, remainder_with_rule, select_with_rule
 from ._ufunc_core import (ALL, INT, NUM, REAL, binary, bool_to_int8, same, select,
                           signbit_of, true_div)
 
@@ -90,7 +90,7 @@ def _float_remainder(a: Any, b: Any) -> Any:
 def _remainder(a: Any, b: Any) -> Any:
     if dtype_of(a).kind in "iu":
         return _int_divmod(a, b)[1]
-    return remainder_with_rule(_float_remainder)(a, b)
+    return remainder_with_rule(_float_remainder)(*as_arrays(a, b))
 
 
 def _fmod(a: Any, b: Any) -> Any:
@@ -133,7 +133,7 @@ def _fmax(pick: Callable[[Any, Any], Any], wins: Callable[[Any, Any], Any]
             return pick(a, b)
         if dtype_of(a).kind == "c":
             return ops.select(ops.ne(b, b), a, ops.select(ops.ne(a, a), b, pick(a, b)))
-        return select_with_rule(real, wins)(a, b)
+        return select_with_rule(real, wins)(*as_arrays(a, b))
     return impl
 
 
@@ -161,7 +161,7 @@ def _logaddexp(base2: bool) -> Callable[[Any, Any], Any]:
                           ops.add(ops.max(a, b), tail))
 
     def impl(a: Any, b: Any) -> Any:
-        return logaddexp_with_rule(primal, base2)(a, b)
+        return logaddexp_with_rule(primal, base2)(*as_arrays(a, b))
     return impl
 
 

@@ -28,6 +28,13 @@ import numpy as np
 from .. import ops
 
 
+def as_arrays(a: Any, b: Any) -> tuple[Any, Any]:
+    """Operands as arrays of one dtype: a custom rule sees its primals as given, and a
+    weak Python scalar has no dtype or shape."""
+    dt = next((np.dtype(x.dtype) for x in (a, b) if hasattr(x, "dtype")), np.dtype(np.float64))
+    return tuple(x if hasattr(x, "dtype") else np.asarray(x, dt) for x in (a, b))
+
+
 def _replace_inf(x: Any) -> Any:
     """+inf read as 0, as in JAX's logaddexp rule (inf - inf would give NaN)."""
     zero = ops.broadcast_in_dim(np.zeros((), x.dtype), x.shape, ())
