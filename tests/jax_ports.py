@@ -144,7 +144,7 @@ def newton_logistic_regression(L: Any, steps: int = 4) -> Any:
 
 # -------------------------------------------- GP regression (the softplus tie in its grad)
 def gp_marginal_likelihood(L: Any) -> Any:
-    jnp, grad, value_and_grad = L.jnp, L.jax.grad, L.jax.value_and_grad
+    jnp, value_and_grad = L.jnp, L.jax.value_and_grad
     x = np.linspace(-3, 3, 15)[:, None]
     y = np.sin(x[:, 0]) + 0.1 * np.cos(3 * x[:, 0])
 

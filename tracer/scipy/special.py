@@ -15,8 +15,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import numpy as np
-
 from .. import numpy as tnp
 from .. import ops
 from ..ops.ad_ops import stop_gradient
