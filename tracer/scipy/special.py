@@ -18,15 +18,11 @@ from typing import Any
 from .. import numpy as tnp
 from .. import ops
 from ..ops.ad_ops import stop_gradient
+from ..random._gamma_grad import lgamma as _lgamma_right  # Lanczos, x >= 1/2
 from ..random._special import erf_inv
 
 __all__ = ["logsumexp", "erf", "erfc", "erfinv", "gammaln", "digamma", "betaln", "xlogy",
            "xlog1py", "expit", "logit", "ndtr", "ndtri", "log_ndtr", "softmax", "log_softmax"]
-
-_LANCZOS = (0.99999999999980993, 676.5203681218851, -1259.1392167224028,
-            771.32342877765313, -176.61502916214059, 12.507343278686905,
-            -0.13857109526572012, 9.9843695780195716e-6, 1.5056327351493116e-7)
-
 
 def _float(x: Any) -> Any:
     x = tnp.asarray(x)
@@ -61,16 +57,6 @@ def erfc(x: Any) -> Any:
 def erfinv(x: Any) -> Any:
     """The inverse error function (XLA's polynomial, as JAX)."""
     return erf_inv(_float(x))
-
-
-def _lgamma_right(x: Any) -> Any:
-    """log Gamma(x) for x >= 1/2 (Lanczos)."""
-    z = x - 1.0
-    acc = _LANCZOS[0] + 0.0 * z
-    for k, c in enumerate(_LANCZOS[1:], start=1):
-        acc = acc + c / (z + k)
-    t = z + 7.5
-    return 0.5 * math.log(2 * math.pi) + (z + 0.5) * tnp.log(t) - t + tnp.log(acc)
 
 
 def gammaln(x: Any) -> Any:
