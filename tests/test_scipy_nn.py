@@ -37,7 +37,7 @@ def test_inverse_special_functions_match_scipy(name: str) -> None:
 
 
 def test_two_argument_special_functions_match_scipy() -> None:
-    a, b = np.array([0.0, 0.5, 2.0]), np.array([0.0, 3.0, 0.25])
+    a, b = np.array([0.0, 0.5, 2.0, 0.0]), np.array([0.0, 3.0, 0.25, -3.0])
     np.testing.assert_allclose(tsp.xlogy(a, b), ss.xlogy(a, b))
     np.testing.assert_allclose(tsp.xlog1py(a, b), ss.xlog1py(a, b))
     np.testing.assert_allclose(tsp.betaln(2.5, 3.1), ss.betaln(2.5, 3.1), rtol=1e-13)
@@ -56,6 +56,9 @@ def test_special_gradients_are_the_derivatives() -> None:
     np.testing.assert_allclose(tr.vmap(tr.grad(tsp.ndtr))(x), st.norm.pdf(x), rtol=1e-13)
     g = tr.grad(lambda v: tsp.logsumexp(v))(np.array([1.0, 1.0, -np.inf]))
     np.testing.assert_allclose(g, [0.5, 0.5, 0.0])
+    # x log(y) is smooth in x at x == 0: its x-derivative there is log(y) (JAX's too)
+    assert float(tr.grad(tsp.xlogy)(0.0, 2.0)) == pytest.approx(np.log(2.0), rel=1e-15)
+    assert float(tr.grad(tsp.xlog1py)(0.0, 2.0)) == pytest.approx(np.log(3.0), rel=1e-15)
 
 
 def _spd(n: int, seed: int) -> np.ndarray:

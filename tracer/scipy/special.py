@@ -95,17 +95,17 @@ def betaln(a: Any, b: Any) -> Any:
 
 
 def xlogy(x: Any, y: Any) -> Any:
-    """x * log(y), 0 where x == 0 (also for y == 0)."""
+    """x * log(y), 0 where x == 0 (any y but NaN, as SciPy); d/dx is log(y) at x == 0 too."""
     x, y = _float(x), _float(y)
-    safe = tnp.where(x == 0, 1.0, y)
-    return tnp.where(x == 0, 0.0 * x, x * tnp.log(safe))
+    safe = tnp.where((x == 0) & (y <= 0), 1.0, y)
+    return x * tnp.log(safe)
 
 
 def xlog1py(x: Any, y: Any) -> Any:
-    """x * log1p(y), 0 where x == 0."""
+    """x * log1p(y), 0 where x == 0 (any y but NaN); d/dx is log1p(y) at x == 0."""
     x, y = _float(x), _float(y)
-    safe = tnp.where(x == 0, 0.0, y)
-    return tnp.where(x == 0, 0.0 * x, x * tnp.log1p(safe))
+    safe = tnp.where((x == 0) & (y <= -1), 0.0, y)
+    return x * tnp.log1p(safe)
 
 
 def expit(x: Any) -> Any:
