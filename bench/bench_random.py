@@ -51,13 +51,13 @@ def main() -> None:
     gen = np.random.default_rng(0)
     jax = try_import_jax()
     jr = jax.random if jax is not None else None
-    _workload(f"uniform float32 x {N:.0e}", lambda k: trr.uniform(k, (N,)),
+    _workload(f"uniform float32 x {N:.0e}", lambda k: trr.uniform(k, (N,), np.float32),
               lambda: gen.random(N, dtype=np.float32),
               (lambda k: jr.uniform(k, (N,))) if jr else None, exact=True)
-    _workload(f"normal float32 x {N:.0e}", lambda k: trr.normal(k, (N,)),
+    _workload(f"normal float32 x {N:.0e}", lambda k: trr.normal(k, (N,), np.float32),
               lambda: gen.standard_normal(N, dtype=np.float32),
               (lambda k: jr.normal(k, (N,))) if jr else None, exact=False)
-    _workload(f"bits uint32 x {N:.0e}", lambda k: trr.bits(k, (N,)),
+    _workload(f"bits uint32 x {N:.0e}", lambda k: trr.bits(k, (N,), np.uint32),
               lambda: gen.integers(0, 2 ** 32, N, dtype=np.uint32),
               (lambda k: jr.bits(k, (N,))) if jr else None, exact=True)
     print(json.dumps(RESULTS))

@@ -3,6 +3,8 @@
 import os
 import tempfile
 
+import pytest
+
 from hypothesis import settings
 
 # Derandomized by default so CI is reproducible; TRACER_HYPOTHESIS_RANDOM=1 (with more
@@ -19,3 +21,13 @@ os.environ.setdefault("TRACER_COMPILE_MODE", "sync")
 os.environ.setdefault("TRACER_PROGRESS", "0")
 # A fresh compile cache per run, so results never depend on what an earlier run left.
 os.environ.setdefault("TRACER_CACHE_DIR", tempfile.mkdtemp(prefix="tracer-test-cache-"))
+
+
+def pytest_collection_modifyitems(config, items):
+    """`slow_ports` tests run only when `-m` names them (they are kept out of CI)."""
+    if "slow_ports" in (config.getoption("-m") or ""):
+        return
+    skip = pytest.mark.skip(reason="a slow JAX port: run with -m slow_ports")
+    for item in items:
+        if "slow_ports" in item.keywords:
+            item.add_marker(skip)

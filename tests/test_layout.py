@@ -10,11 +10,12 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parent.parent / "tracer"
 
 LEVEL = {
-    "errors": 0, "dtypes": 0, "config": 0, "tree_util": 0, "_version": 0, "profiler": 0,
-    "reprs": 0, "core": 1, "hlo_draw": 1, "hlo": 1, "dump": 1, "tracing": 2, "interpret": 3,
-    "ops": 4, "numpy": 5, "passes": 5, "callbacks": 5, "debug": 5, "transforms": 5,
-    "random": 6, "backend": 6,
-    "cache": 7, "stages": 7, "progress": 7, "compile_worker": 7, "tiers": 7,
+    "errors": 0, "dtypes": 0, "config": 0, "tree_util": 0, "_version": 0, "tree": 0,
+    "profiler": 0, "reprs": 0, "core": 1, "hlo_draw": 1, "hlo": 1, "dump": 1, "tracing": 2,
+    "interpret": 3, "ops": 4, "numpy": 5, "passes": 5, "callbacks": 5, "debug": 5,
+    "transforms": 5, "random": 6, "backend": 6, "ad_checkpoint": 6,
+    "cache": 7, "stages": 7, "scipy": 7, "nn": 7, "test_util": 7, "progress": 7,
+    "compile_worker": 7, "tiers": 7,
     "api": 8, "distributed": 8, "export": 8, "aot": 8,
     "__init__": 9, "__main__": 9,
 }

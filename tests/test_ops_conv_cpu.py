@@ -239,7 +239,7 @@ def test_kernels_never_index_out_of_bounds() -> None:
         "from hypothesis import given, settings, strategies as st\n"
         "import numpy as np\n"
         "import tests.test_ops_conv_cpu as t\n"
-        "from tracer.backend import cpu_lib_conv as lib\n"
+        "from tracer.backend.cpu.lib import conv as lib\n"
         "once = settings(max_examples=40, deadline=None, derandomize=True)\n"
         "once(given(t.conv_configs(canonical=True), st.integers(0, 2 ** 31), st.just(np.int32))(\n"
         "    t.test_every_kernel_plan_matches_the_reference.hypothesis.inner_test))()\n"

@@ -41,7 +41,7 @@ EXACT = {
     "bits_u16": (lambda r, k: r.bits(k, (2, 2), np.uint16), None),
     "uniform": (lambda r, k: r.uniform(k, (7,)), None),
     "uniform_scalar": (lambda r, k: r.uniform(k), None),
-    "uniform_bounds": (lambda r, k: r.uniform(k, (3, 5), minval=-2.0, maxval=3.0), None),
+    "uniform_bounds": (lambda r, k: r.uniform(k, (3, 5), np.float32, -2.0, 3.0), None),
     "uniform_f16": (lambda r, k: r.uniform(k, (6,), np.float16, -1.0, 4.0), None),
     "uniform_array_bounds": (lambda r, k: r.uniform(k, (2, 3), minval=np.float32([[0], [5]]),
                                                     maxval=np.float32(9)), None),
@@ -51,7 +51,7 @@ EXACT = {
     "randint_empty_span": (lambda r, k: r.randint(k, (3,), 4, 4), None),
     "bernoulli": (lambda r, k: r.bernoulli(k, 0.3, (10,)), None),
     "bernoulli_array_p": (lambda r, k: r.bernoulli(k, np.float32([0.1, 0.9])), None),
-    "normal_small": (lambda r, k: r.normal(k, (4,)), None),
+    "normal_small": (lambda r, k: r.normal(k, (4,), np.float32), None),
     "permutation": (lambda r, k: r.permutation(k, 10), None),
     "permutation_axis": (lambda r, k: r.permutation(k, X, axis=1), None),
     "permutation_independent": (lambda r, k: r.permutation(k, X, 1, True), None),
@@ -64,14 +64,15 @@ EXACT = {
     "categorical_axis0": (lambda r, k: r.categorical(k, LOGITS, axis=0), None),
     "categorical_shape": (lambda r, k: r.categorical(k, LOGITS, shape=(4, 2)), None),
 }
-# Transcendental samplers: tracer's log1p / log are not XLA's, so a few ulp apart.
+# Transcendental samplers: tracer's log1p / log are not XLA's, so a few ulp apart
+# (float32 here; the float64 defaults are checked to a relative 1e-13 below).
 CLOSE = {
-    "normal": lambda r, k: r.normal(k, (1000,)),
+    "normal": lambda r, k: r.normal(k, (1000,), np.float32),
     "normal_f16": lambda r, k: r.normal(k, (50,), np.float16),
     "normal_complex": lambda r, k: r.normal(k, (5,), np.complex64),
-    "truncated_normal": lambda r, k: r.truncated_normal(k, -1.0, 2.0, (200,)),
-    "exponential": lambda r, k: r.exponential(k, (100,)),
-    "gumbel": lambda r, k: r.gumbel(k, (100,)),
+    "truncated_normal": lambda r, k: r.truncated_normal(k, -1.0, 2.0, (200,), np.float32),
+    "exponential": lambda r, k: r.exponential(k, (100,), np.float32),
+    "gumbel": lambda r, k: r.gumbel(k, (100,), np.float32),
     "gamma": lambda r, k: r.gamma(k, np.float32([0.3, 1.0, 2.5, 7.0])),
     "beta": lambda r, k: r.beta(k, 2.0, 0.5, (4,)),
 }
@@ -94,7 +95,8 @@ def test_equal_to_jax_bit_for_bit(name):
     fn = EXACT[name][0]
     for seed in (0, 7):
         got = np.asarray(fn(trr, trr.key(seed)))
-        want = np.asarray(fn(jax.random, jax.random.PRNGKey(seed)))
+        with jax.enable_x64(True):  # tracer's defaults are float64 / int64: JAX's x64 mode
+            want = np.asarray(fn(jax.random, jax.random.PRNGKey(seed)))
         assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, want.dtype)
         np.testing.assert_array_equal(got, want, err_msg=name)
 
@@ -103,13 +105,28 @@ def test_equal_to_jax_bit_for_bit(name):
 def test_transcendental_samplers_are_within_a_few_ulp_of_jax(name):
     jax = _jax()
     got = np.asarray(CLOSE[name](trr, trr.key(1)))
-    want = np.asarray(CLOSE[name](jax.random, jax.random.PRNGKey(1)))
+    with jax.enable_x64(True):
+        want = np.asarray(CLOSE[name](jax.random, jax.random.PRNGKey(1)))
     assert got.dtype == want.dtype and got.shape == want.shape
     parts = [got.real, got.imag] if got.dtype.kind == "c" else [got]
     wants = [want.real, want.imag] if want.dtype.kind == "c" else [want]
     for g, w in zip(parts, wants):
         ulp = np.abs(g.astype(np.float64) - w) / np.spacing(np.abs(w).astype(g.dtype) + 1e-30)
         assert ulp.max() <= 16, (name, ulp.max())
+
+
+@pytest.mark.parametrize("name", ["normal", "truncated_normal", "exponential", "gumbel"])
+def test_float64_default_samplers_are_jaxs_x64_numbers(name):
+    jax = _jax()
+    fn = {"normal": lambda r, k: r.normal(k, (300,)),
+          "truncated_normal": lambda r, k: r.truncated_normal(k, -1.0, 2.0, (300,)),
+          "exponential": lambda r, k: r.exponential(k, (300,)),
+          "gumbel": lambda r, k: r.gumbel(k, (300,))}[name]
+    got = np.asarray(fn(trr, trr.key(1)))
+    with jax.enable_x64(True):
+        want = np.asarray(fn(jax.random, jax.random.PRNGKey(1)))
+    assert got.dtype == want.dtype == np.float64
+    np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-300)
 
 
 def test_64_bit_types_equal_jax_in_its_64_bit_mode():
@@ -136,8 +153,9 @@ def test_64_bit_types_equal_jax_in_its_64_bit_mode():
 
 def test_normal_is_mostly_bit_identical_to_jax():
     jax = _jax()
-    got = np.asarray(trr.normal(trr.key(3), (20_000,)))
-    want = np.asarray(jax.random.normal(jax.random.PRNGKey(3), (20_000,)))
+    got = np.asarray(trr.normal(trr.key(3), (20_000,), np.float32))
+    with jax.enable_x64(True):
+        want = np.asarray(jax.random.normal(jax.random.PRNGKey(3), (20_000,), np.float32))
     assert (got == want).mean() > 0.97
 
 
@@ -271,7 +289,7 @@ def test_discrete_samplers_frequencies():
     b = np.asarray(trr.bernoulli(k, 0.3, (N,)))
     assert b.dtype == np.bool_ and abs(b.mean() - 0.3) < 0.01
     r = np.asarray(trr.randint(k, (N,), 3, 8))
-    assert r.dtype == np.int32 and set(np.unique(r)) == set(range(3, 8))
+    assert r.dtype == np.int64 and set(np.unique(r)) == set(range(3, 8))
     assert np.abs(np.bincount(r - 3) / N - 0.2).max() < 0.01
     c = np.asarray(trr.categorical(k, np.log(P), shape=(N,)))
     np.testing.assert_allclose(np.bincount(c, minlength=4) / N, P, atol=0.01)

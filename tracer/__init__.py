@@ -7,9 +7,12 @@
         return tnp.tanh(x @ w + b)
 """
 
-from . import debug, numpy, ops, profiler, random, transforms, tree_util  # numpy: Tracer methods
+# (numpy installs the Tracer's methods)
+from . import debug, numpy, ops, profiler, random, transforms, tree, tree_util
+from . import ad_checkpoint, nn, scipy, test_util
 from .callbacks import io_callback, pure_callback
-from .api import Jitted, clear_caches, device_put, devices, eval_shape, jit, make_hlo
+from .api import (Jitted, block_until_ready, clear_caches, device_put, devices, eval_shape, jit,
+                  make_hlo, make_jaxpr)
 from .config import config
 from . import distributed
 from .distributed import pmap, process_count, process_index
@@ -22,10 +25,19 @@ from .hlo import HloModule
 from .ops.feeds import transfer_from_outfeed, transfer_to_infeed
 from .ops.misc import register_custom_call
 from .stages import Compiled, Lowered
-from .transforms import (checkpoint, custom_jvp, custom_vjp, grad, hessian, jacfwd, jacrev, jvp,
-                         linearize, stop_gradient, value_and_grad, vjp, vmap)
+from .transforms import (checkpoint, checkpoint_name, checkpoint_policies, custom_jvp, custom_vjp,
+                         grad, hessian, jacfwd, jacobian, jacrev, jvp, linearize,
+                         print_saved_residuals, stop_gradient, value_and_grad, vjp, vmap)
+from .tree_util import register_pytree_node_class
 
 from ._version import __version__ as __version__
+
+import numpy as _np
+from .tracing import Tracer as _Tracer
+
+# JAX's `jax.Array`, for isinstance checks and annotations: eager results are NumPy
+# arrays, traced values are Tracers.
+Array = _np.ndarray | _Tracer
 
 __all__ = [
     "ConcretizationError", "Compiled", "DTypeError", "EscapedTracerError", "HloModule",
@@ -39,4 +51,7 @@ __all__ = [
     "checkpoint", "custom_jvp", "custom_vjp", "grad", "hessian", "jacfwd", "jacrev", "jvp",
     "linearize", "stop_gradient", "value_and_grad", "vjp", "vmap", "transforms",
     "debug", "io_callback", "pure_callback", "transfer_from_outfeed", "transfer_to_infeed",
+    "Array", "ad_checkpoint", "block_until_ready", "checkpoint_name", "checkpoint_policies",
+    "jacobian", "make_jaxpr", "nn", "print_saved_residuals", "register_pytree_node_class",
+    "scipy", "test_util", "tree",
 ]

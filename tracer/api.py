@@ -290,6 +290,23 @@ def make_hlo(fun: Callable[..., Any],
     return lower_to_hlo
 
 
+def make_jaxpr(fun: Callable[..., Any], static_argnums: int | Iterable[int] = ()
+               ) -> Callable[..., HloModule]:
+    """JAX's name for seeing the traced program: tracer's graph is HLO, so this is
+    `make_hlo` (`print(make_jaxpr(f)(x))` prints one instruction a line)."""
+    return make_hlo(fun, static_argnums)
+
+
+def block_until_ready(x: Any) -> Any:
+    """`x` once every array in it is computed (JAX's name). cpu and interpreter results
+    are NumPy arrays, ready when returned; device arrays wait for their stream."""
+    for leaf in tree_flatten(x)[0]:
+        wait = getattr(leaf, "block_until_ready", None)
+        if callable(wait):
+            wait()
+    return x
+
+
 @names_user_line
 def eval_shape(fun: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """The pytree of `ShapedArray`s `fun(*args)` would return, without running it."""

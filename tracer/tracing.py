@@ -9,6 +9,7 @@ only by `with GraphBuilder(...)`.
 from __future__ import annotations
 
 import math
+import operator
 import os
 from contextvars import ContextVar
 from typing import Any, Callable, Sequence
@@ -69,20 +70,28 @@ class Tracer:
     def _concretize(self, what: str) -> Any:
         raise ConcretizationError(concretization_message(self.aval, what))
 
+    def _known(self, what: str) -> np.ndarray:
+        """The value, where the trace knows it (`grad` outside `jit`); else the
+        concretization error."""
+        value = self.builder.known_value(self._var)
+        return self._concretize(what) if value is None else value
+
     def __bool__(self) -> bool:
-        return self._concretize("a Python bool (e.g. `if x > 0:` or `while x:`)")
+        return bool(self._known("a Python bool (e.g. `if x > 0:` or `while x:`)"))
 
     def __int__(self) -> int:
-        return self._concretize("a Python int")
+        return int(self._known("a Python int"))
 
     def __float__(self) -> float:
-        return self._concretize("a Python float")
+        return float(self._known("a Python float"))
 
     def __complex__(self) -> complex:
-        return self._concretize("a Python complex")
+        return complex(self._known("a Python complex"))
 
     def __index__(self) -> int:
-        return self._concretize("a Python index (e.g. a static shape or `range(x)`)")
+        return operator.index(self._known(
+            "a Python index (a static shape, `range(x)`, or an index into a NumPy array: "
+            "for `table[i]` with a NumPy `table` write `tnp.take(table, i, axis=0)`)"))
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         return self._concretize("a NumPy array (`np.asarray(x)` or a NumPy function "
@@ -92,7 +101,7 @@ class Tracer:
         return self._concretize("a Python list")
 
     def item(self, *args: Any) -> Any:
-        return self._concretize("a Python scalar (`.item()`)")
+        return self._known("a Python scalar (`.item()`)").item(*args)
 
 
 def concretization_message(aval: ShapedArray, what: str) -> str:
@@ -123,7 +132,12 @@ class GraphBuilder:
     as operands in the enclosing trace (closure conversion).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, values: Sequence[Any] | None = None) -> None:
+        # Concrete values of the inputs, where the caller has them (`grad` outside
+        # `jit`, as JAX's JVP tracers carry their primals): Python control flow on a
+        # traced value then works, by evaluating the eqns that value depends on.
+        self.values = values
+        self.known: dict[int, np.ndarray] = {}
         self.parent: GraphBuilder | None = None
         self.inputs: list[Var] = []
         self.eqns: list[Eqn] = []
@@ -147,8 +161,35 @@ class GraphBuilder:
 
     def new_input(self, aval: ShapedArray) -> Tracer:
         var = Var(aval)
+        if self.values is not None:
+            value = self.values[len(self.inputs)]
+            if value is not None:
+                self.known[id(var)] = np.asarray(value, aval.dtype)
         self.inputs.append(var)
         return Tracer(self, var)
+
+    def known_value(self, var: Var) -> np.ndarray | None:
+        """`var`'s value from the known inputs (None: it depends on an unknown input,
+        a captured value or an effect)."""
+        if id(var) in self.known or not self.known:
+            return self.known.get(id(var))
+        needed, todo = {id(var)}, []
+        for eqn in reversed(self.eqns):
+            if any(id(o) in needed for o in eqn.outputs):
+                todo.append(eqn)
+                needed.update(id(a) for a in eqn.inputs
+                              if isinstance(a, Var) and id(a) not in self.known)
+        produced = {id(o) for eqn in todo for o in eqn.outputs}
+        if any(n not in produced for n in needed) or any(eqn.op.effectful for eqn in todo):
+            return None
+        for eqn in reversed(todo):
+            args = [a.value if isinstance(a, Literal) else self.known[id(a)]
+                    for a in eqn.inputs]
+            outs = eqn.op.impl(*args, **eqn.params)
+            outs = outs if eqn.op.multiple_results else (outs,)
+            for v, o in zip(eqn.outputs, outs, strict=True):
+                self.known[id(v)] = np.asarray(o, v.aval.dtype)
+        return self.known[id(var)]
 
     def to_atom(self, x: Any) -> Atom:
         if isinstance(x, Tracer):
@@ -189,6 +230,14 @@ class GraphBuilder:
         graph = Graph(tuple(self.inputs) + tuple(v for _, v in captured), tuple(self.eqns),
                       out_atoms, name)
         return graph, [t for t, _ in captured]
+
+
+def known_value(x: Any) -> Any:
+    """`x`'s concrete value: itself if it is not traced, a tracer's where its trace knows
+    it (so `grad(grad(f))` outside `jit` still reads values), else None."""
+    if not isinstance(x, Tracer):
+        return x
+    return x.builder.known_value(x._var)
 
 
 def is_value(x: Any) -> bool:
@@ -326,13 +375,16 @@ def _with_context(e: TracerError, op: Any, avals: Sequence[ShapedArray],
 
 
 def trace_flat(fun: Callable[..., Sequence[Any]], avals: Sequence[ShapedArray],
-               name: str = "main") -> tuple[Graph, list[Tracer]]:
+               name: str = "main", values: Sequence[Any] | None = None
+               ) -> tuple[Graph, list[Tracer]]:
     """Trace `fun(*tracers) -> sequence of outputs` into a Graph.
 
     Returns the graph and the enclosing-trace tracers it captured; the graph's
     trailing inputs stand for them, so callers pass them as extra operands.
+    `values` (one per input, None where unknown) lets Python control flow read the
+    tracers' values: the graph is then only valid for those values.
     """
-    with GraphBuilder() as builder:
+    with GraphBuilder(values) as builder:
         args = [builder.new_input(a) for a in avals]
         outs = fun(*args)
         return builder.build(list(outs), name)

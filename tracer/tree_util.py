@@ -15,6 +15,7 @@ on `type(x)` through one dict and every `PyTreeDef` hashes once, when built.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections import OrderedDict, defaultdict
 from typing import Any, Callable, Hashable, Iterable, Iterator, Sequence
 
@@ -199,6 +200,20 @@ def _register(kind: _NodeKind) -> None:
                                "registered as a pytree node")
     _registered.add(kind.type)
     _kinds[kind.type] = kind  # replaces a cached "leaf" verdict
+
+
+def register_pytree_node_class(cls: type) -> type:
+    """Class decorator (JAX's): `cls` becomes a node through its own
+    `tree_flatten(self) -> (children, aux_data)` and classmethod
+    `tree_unflatten(aux_data, children)`."""
+    register_pytree_node(cls, lambda x: x.tree_flatten(), cls.tree_unflatten)
+    return cls
+
+
+def tree_reduce(function: Callable[[Any, Any], Any], tree: PyTree, *initializer: Any,
+                is_leaf: IsLeaf = None) -> Any:
+    """`functools.reduce(function, tree_leaves(tree), *initializer)`."""
+    return functools.reduce(function, tree_leaves(tree, is_leaf=is_leaf), *initializer)
 
 
 def register_dataclass(cls: type, data_fields: Sequence[str] | None = None,

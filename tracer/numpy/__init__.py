@@ -15,7 +15,9 @@ the function of the same name here; see `_protocols`) and the array API namespac
 
 from __future__ import annotations
 
+import functools as _functools
 import math
+import types as _types
 from typing import Any
 
 import numpy as np
@@ -25,7 +27,7 @@ from ..errors import TracerTypeError
 from ..tracing import Tracer as _Tracer
 from . import _accumulate, _build, _calculus, _creation, _edit, _einsum, _floats, _indexing
 from . import _linalg, _methods, _nan, _pad, _predicates, _quantile, _rearrange, _reductions
-from . import _shape, _sorting, _stats, _ufuncs, _vectorize
+from . import _eager, _shape, _sorting, _stats, _ufuncs, _vectorize
 from . import fft as fft, linalg as linalg
 from ._accumulate import *  # noqa: F401,F403
 from ._build import *  # noqa: F401,F403
@@ -140,3 +142,23 @@ __all__ = [
     "dtype", "issubdtype", "promote_types", "ndarray", "newaxis", "pi", "e", "inf", "nan",
     "euler_gamma", "result_type", "finfo", "iinfo",
 ]
+
+
+def _with_eager_results(fn: Any) -> Any:
+    """`fn` whose NumPy-array results (outside a trace) come back as `EagerArray`s."""
+    @_functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        out = fn(*args, **kwargs)
+        if type(out) is np.ndarray:
+            return _eager.eager(out)
+        if type(out) in (tuple, list):  # (this module's `any` is tnp.any: no builtins here)
+            return type(out)(_eager.eager(o) if type(o) is np.ndarray else o for o in out)
+        return out
+    return call
+
+
+# asarray keeps NumPy's identity (`asarray(x) is x` for an ndarray x): not wrapped.
+for _name in __all__:
+    _fn = globals().get(_name)
+    if isinstance(_fn, _types.FunctionType) and _name not in ("asarray", "asanyarray"):
+        globals()[_name] = _with_eager_results(_fn)

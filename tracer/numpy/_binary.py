@@ -22,6 +22,7 @@ from .. import dtypes, ops
 from ..errors import TracerValueError
 from ..tracing import Tracer
 from ._promotion import dtype_of, error, float_of
+from ._smooth import as_arrays, logaddexp_with_rule, remainder_with_rule, select_with_rule
 from ._ufunc_core import (ALL, INT, NUM, REAL, binary, bool_to_int8, same, select,
                           signbit_of, true_div)
 
@@ -82,6 +83,16 @@ def _divmod_pair(a: Any, b: Any) -> tuple[Any, Any]:
     return (_int_divmod if dtype_of(a).kind in "iu" else _float_divmod)(a, b)
 
 
+def _float_remainder(a: Any, b: Any) -> Any:
+    return _float_divmod(a, b)[1]
+
+
+def _remainder(a: Any, b: Any) -> Any:
+    if dtype_of(a).kind in "iu":
+        return _int_divmod(a, b)[1]
+    return remainder_with_rule(_float_remainder)(*as_arrays(a, b))
+
+
 def _fmod(a: Any, b: Any) -> Any:
     if dtype_of(a).kind in "iu":
         return select(ops.eq(b, 0), 0, ops.rem(a, select(ops.eq(b, 0), 1, b)))
@@ -108,11 +119,21 @@ def _hypot(a: Any, b: Any) -> Any:
     return select(infinite, math.inf, r)
 
 
-def _fmax(pick: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+def _fmax(pick: Callable[[Any, Any], Any], wins: Callable[[Any, Any], Any]
+          ) -> Callable[[Any, Any], Any]:
+    """NumPy's fmax / fmin: `x1 if wins(x1, x2) or x1 == x2 or isnan(x2) else x2` (x1
+    on ties, so fmax(-0.0, 0.0) is -0.0). Differentiated as JAX's (x2 gets the tangent
+    on ties; see `_smooth`)."""
+    def real(a: Any, b: Any) -> Any:
+        return ops.select(ops.bitwise_or(ops.bitwise_or(wins(a, b), ops.eq(a, b)),
+                                         ops.ne(b, b)), a, b)
+
     def impl(a: Any, b: Any) -> Any:
         if not dtypes.is_inexact(dtype_of(a)):
             return pick(a, b)
-        return ops.select(ops.ne(b, b), a, ops.select(ops.ne(a, a), b, pick(a, b)))
+        if dtype_of(a).kind == "c":
+            return ops.select(ops.ne(b, b), a, ops.select(ops.ne(a, a), b, pick(a, b)))
+        return select_with_rule(real, wins)(*as_arrays(a, b))
     return impl
 
 
@@ -128,8 +149,9 @@ def _heaviside(x: Any, h0: Any) -> Any:
 
 def _logaddexp(base2: bool) -> Callable[[Any, Any], Any]:
     """log(e**a + e**b) (or log2(2**a + 2**b)) without overflow; a == b (also ±inf)
-    is a + log(2) (a + 1)."""
-    def impl(a: Any, b: Any) -> Any:
+    is a + log(2) (a + 1). Differentiated by JAX's rule (see `_smooth`): the pieces'
+    kinks at a == b would give a one-sided derivative there."""
+    def primal(a: Any, b: Any) -> Any:
         gap = ops.neg(ops.abs(ops.sub(a, b)))
         if base2:
             tail = ops.div(ops.log1p(ops.pow(2, gap)), _LN2)
@@ -137,6 +159,9 @@ def _logaddexp(base2: bool) -> Callable[[Any, Any], Any]:
             tail = ops.log1p(ops.exp(gap))
         return ops.select(ops.eq(a, b), ops.add(a, 1 if base2 else _LN2),
                           ops.add(ops.max(a, b), tail))
+
+    def impl(a: Any, b: Any) -> Any:
+        return logaddexp_with_rule(primal, base2)(*as_arrays(a, b))
     return impl
 
 
@@ -165,7 +190,7 @@ floor_divide = binary("floor_divide", lambda a, b: _divmod_pair(a, b)[0], REAL,
                        bool_to_int8, doc=(
     f"Floor division x1 // x2 (rounds toward -inf).\n\n{_ARITH}; integer x // 0 is 0; "
     "floats follow NumPy's divmod (x // 0.0 is x / 0.0).\n\nfloor_divide([7, -7], 2) -> [3, -4]"))
-remainder = binary("remainder", lambda a, b: _divmod_pair(a, b)[1], REAL, bool_to_int8,
+remainder = binary("remainder", _remainder, REAL, bool_to_int8,
                     doc=(
     f"Python-style remainder x1 % x2 (sign of the divisor).\n\n{_ARITH}; integer x % 0 is "
     "0; float x % 0.0 is NaN.\n\nremainder([7, -7], 3) -> [1, 2]"))
@@ -192,10 +217,10 @@ maximum = binary("maximum", ops.max, ALL, same, full=False, doc=(
     f"Element-wise maximum; NaN propagates.\n\n{_ARITH}.\n\nmaximum([1, 5], [3, 2]) -> [3, 5]"))
 minimum = binary("minimum", ops.min, ALL, same, full=False, doc=(
     f"Element-wise minimum; NaN propagates.\n\n{_ARITH}.\n\nminimum([1, 5], [3, 2]) -> [1, 2]"))
-fmax = binary("fmax", _fmax(ops.max), ALL, same, doc=(
+fmax = binary("fmax", _fmax(ops.max, ops.gt), ALL, same, doc=(
     f"Element-wise maximum ignoring NaN.\n\n{_ARITH}; NaN only if both are NaN.\n\n"
     "fmax([nan, 1.0], [2.0, nan]) -> [2.0, 1.0]"))
-fmin = binary("fmin", _fmax(ops.min), ALL, same, doc=(
+fmin = binary("fmin", _fmax(ops.min, ops.lt), ALL, same, doc=(
     f"Element-wise minimum ignoring NaN.\n\n{_ARITH}; NaN only if both are NaN.\n\n"
     "fmin([nan, 1.0], [2.0, nan]) -> [2.0, 1.0]"))
 copysign = binary("copysign", _copysign, REAL, float_of, doc=(

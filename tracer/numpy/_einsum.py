@@ -19,6 +19,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from .. import dtypes, ops
+from ..ops.linalg import _precision as check_precision
 from ..errors import ParamError, TracerTypeError
 from ._linalg import (_contract_pair, _label_sizes, _parse_einsum, _prepare_term,
                       _sum_unneeded, as_operand, transpose)
@@ -95,17 +96,21 @@ def _contract(terms: list[tuple[Any, list[str]]], output: list[str],
 
 
 def einsum(subscripts: Any, *operands: Any, out: None = None, dtype: Any = None,
-           order: str = "K", casting: str = "safe", optimize: Any = False) -> Any:
+           order: str = "K", casting: str = "safe", optimize: Any = False,
+           precision: Any = None, preferred_element_type: Any = None) -> Any:
     """Einstein summation: `einsum("ij,jk->ik", a, b)` is `a @ b`.
 
     NumPy rule: NEP 50 promotion (dtype= overrides); implicit output is the ellipsis
     dims then the labels used once, sorted; a label repeated within an operand takes
     its diagonal; `...` broadcasts; the interleaved form einsum(a, [0, 1], b, [1, 2])
     works; `optimize` (False, True, "greedy", "optimal" or an einsum_path list) picks
-    the pairwise contraction order.
+    the pairwise contraction order. JAX's `precision=` is checked (every level computes at
+    the operands' full precision) and `preferred_element_type=` acts as dtype=.
 
     einsum("ii", eye(3)) -> 3.0; einsum("ij,jk,kl->il", a, b, c, optimize="greedy")
     """
+    check_precision("einsum", precision)
+    dtype = preferred_element_type if dtype is None else dtype
     if out is not None:
         raise error(TracerTypeError, "einsum", "out= is not supported; use the result")
     if not isinstance(subscripts, str):

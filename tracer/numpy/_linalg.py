@@ -17,7 +17,8 @@ import numpy as np
 
 from .. import dtypes, ops
 from ..errors import ParamError, ShapeError
-from ._promotion import asarray_like, desc, error, normalize_axis, promote
+from ..ops.linalg import _precision as check_precision
+from ._promotion import asarray_like, cast, desc, error, normalize_axis, promote
 from ._reductions import sum as _reduce_sum
 from ._ufuncs import conjugate, multiply
 
@@ -75,13 +76,27 @@ def dot_general(a: Any, b: Any, contracting: tuple[Sequence[int], Sequence[int]]
     return ops.ne(ops.dot_general(a, b, dims), np.zeros((), dtypes.int64))
 
 
-def matmul(a: Any, b: Any) -> Any:
+def _preferred(a: Any, b: Any, precision: Any, preferred: Any) -> tuple[Any, Any]:
+    """JAX's `precision=` (checked, then every level computes at the operands' full
+    precision: no reduced-precision passes on any backend) and
+    `preferred_element_type=` (the operands are cast to it, so the product
+    accumulates in it)."""
+    check_precision("dot_general", precision)
+    if preferred is None:
+        return a, b
+    dt = dtypes.canonicalize(preferred)
+    return cast(asarray_like(a, "dot"), dt), cast(asarray_like(b, "dot"), dt)
+
+
+def matmul(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any = None
+           ) -> Any:
     """Matrix product with NumPy's broadcasting of batch dims.
 
     1-D operands are promoted to matrices ((k,) → (1,k) on the left, (k,1) on the
     right) and the added dim is removed; batch dims broadcast.
     Example: `matmul(ones((5,2,3)), ones((3,4))).shape == (5,2,4)`.
     """
+    a, b = _preferred(a, b, precision, preferred_element_type)
     a, b = _pair(a, b, "matmul")
     for i, x in enumerate((a, b)):
         if x.ndim == 0:
@@ -125,13 +140,15 @@ def _batched_matmul(a: Any, b: Any, batch: tuple[int, ...]) -> Any:
     return dot_general(a, b, ((nb + 1,), (nb,)), (tuple(range(nb)), tuple(range(nb))))
 
 
-def dot(a: Any, b: Any) -> Any:
+def dot(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any = None
+        ) -> Any:
     """NumPy `dot`: sum over the last axis of `a` and the second-to-last of `b`.
 
     0-d operands multiply (a Python scalar stays weak: `dot(2, x_f32)` is f32);
     1-D · 1-D is the inner product; N-D · 1-D contracts the last axes.
     Example: `dot(ones((2,3)), ones((4,3,5))).shape == (2,4,5)`.
     """
+    a, b = _preferred(a, b, precision, preferred_element_type)
     if np.ndim(a) == 0 or np.ndim(b) == 0:
         return multiply(a, b)
     a, b = _pair(a, b, "dot")
@@ -181,12 +198,14 @@ def outer(a: Any, b: Any) -> Any:
     return multiply(reshape(a, (a.size, 1)), reshape(b, (1, b.size)))
 
 
-def tensordot(a: Any, b: Any, axes: Any = 2) -> Any:
+def tensordot(a: Any, b: Any, axes: Any = 2, *, precision: Any = None,
+              preferred_element_type: Any = None) -> Any:
     """Sum of products over `axes`: an int N (last N of `a` with first N of `b`) or a
     pair of axis sequences. Result dims: free dims of `a`, then free dims of `b`.
 
     Example: `tensordot(ones((2,3,4)), ones((3,4,5))).shape == (2,5)`.
     """
+    a, b = _preferred(a, b, precision, preferred_element_type)
     a, b = _pair(a, b, "tensordot")
     axes_a, axes_b = _tensordot_axes(a, b, axes)
     for i, j in zip(axes_a, axes_b, strict=True):

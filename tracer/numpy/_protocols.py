@@ -178,7 +178,9 @@ def array(self: Tracer, dtype: Any = None, copy: Any = None) -> np.ndarray:
         self.aval, "a NumPy array (np.asarray / np.array, or a NumPy function that converts "
         "its argument). Inside jit / grad / vmap use tracer.numpy (`tnp.asarray(x)`), or "
         "call NumPy's functions on the traced array (np.sin(x), np.sum(x, axis=0) run "
-        "tracer.numpy); return values from the traced function to get concrete arrays"))
+        "tracer.numpy); return values from the traced function to get concrete arrays. "
+        "To index a NumPy constant with a traced index (`table[i]`), write "
+        "`tnp.take(table, i, axis=0)`"))
 
 
 def array_namespace(self: Tracer, /, *, api_version: str | None = None) -> ModuleType:

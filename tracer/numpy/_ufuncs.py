@@ -21,6 +21,7 @@ from .. import dtypes, ops
 from ..errors import DTypeError, TracerTypeError, TracerValueError
 from ..tracing import Tracer
 from . import _complex_special, _math
+from ._smooth import sinc_maclaurin
 from ._binary import *  # noqa: F401,F403
 from ._binary import __all__ as _binary_all
 from ._binary import add, bitwise_and, floor_divide, multiply, subtract
@@ -526,5 +527,9 @@ def sinc(x: Any) -> Any:
         return t if work == dt else cast(cast(t, dt), work)
     pi = float(np.asarray(math.pi, dt)) if dtypes.is_float(dt) else math.pi
     y = rounded(ops.mul(pi, cast(v, work, weak=is_weak(v), fname="sinc")))
-    y = select(ops.ne(y, 0), y, tiny)
-    return as_result(cast(ops.div(rounded(ops.sin(y)), y), dt))
+    nonzero = ops.ne(y, 0)
+    safe = select(nonzero, y, tiny)
+    # At 0 the value is 1 either way; the Maclaurin rule gives its derivatives (the
+    # eps branch is constant there, so its second derivative would be 0, not -pi**2 / 3).
+    out = ops.select(nonzero, ops.div(rounded(ops.sin(safe)), safe), sinc_maclaurin()(0, y))
+    return as_result(cast(out, dt))

@@ -35,6 +35,8 @@ from .bits import *  # noqa: F401,F403
 from .bits import __all__ as _bits
 from .misc import *  # noqa: F401,F403
 from .misc import __all__ as _misc
+from .in_dim import *  # noqa: F401,F403
+from .in_dim import __all__ as _in_dim
 from .registry import OPS, Op
 from .scatter import *  # noqa: F401,F403
 from .scatter import __all__ as _scatter
@@ -46,7 +48,7 @@ from . import callbacks as _callbacks  # noqa: F401  (the callback op records)
 
 __all__ = ["OPS", "Op", *_elementwise, *_shape, *_linalg, *_reduce, *_control, *_indexing,
            *_scatter, *_collectives, *_conv, *_window, *_sort, *_rng, *_decomp, *_fft,
-           *_batch_norm, *_bits, *_misc, *_tokens]
+           *_batch_norm, *_bits, *_misc, *_tokens, *_in_dim]
 from . import elementwise_rules  # noqa: F401,E402
 from . import control_batch_rules  # noqa: F401,E402
 from . import shape_rules  # noqa: F401,E402

@@ -13,8 +13,8 @@ over; the user's rules see the arguments only):
 - `checkpoint(*args; to_apply)`;
 - `custom_jvp_call(*args, *consts; call, jvp, num_consts)`: `call` is the
   function's graph; `jvp(args, tangents) -> (outs, tangent outs)` a `Rule`;
-- `custom_vjp_call(*args, *consts; call, fwd, bwd, num_consts)`: `fwd(args) ->
-  (outs, residuals)` and `bwd(residuals, cts) -> one cotangent per arg` are Rules;
+- `custom_vjp_call(*args, *consts; call, fwd, bwd, num_consts)`: `fwd(args, consts)
+  -> (outs, residuals)` and `bwd(residuals, cts) -> one cotangent per arg` are Rules;
 - `custom_lin(*residuals, *tangents; bwd, num_res, out_avals)`.
 """
 
@@ -204,7 +204,7 @@ custom_vjp_call_p = define_op(
 def _custom_vjp_jvp(primals: Sequence[Any], tangents: Sequence[Any], *, call: Graph,
                     fwd: Rule, bwd: Rule, num_consts: int) -> tuple[list, list]:
     n = len(primals) - num_consts
-    outs, res = fwd(list(primals[:n]))
+    outs, res = fwd(list(primals[:n]), list(primals[n:]))
     out_avals = tuple(ShapedArray(a.shape, a.dtype) for a in call.out_avals)
     touts = custom_lin_p.bind(*res, *[instantiate(t) for t in tangents[:n]], bwd=bwd,
                               num_res=len(res), out_avals=out_avals)
@@ -215,8 +215,9 @@ def _custom_vjp_batch(args: Sequence[Any], dims: Sequence[int | None], *, call: 
                       fwd: Rule, bwd: Rule, num_consts: int) -> tuple[list, list]:
     frame, args = _to_front(args, dims)
     m = len(call.outputs)
-    fwd_flat = _batched_rule(frame, lambda a: [x for part in fwd(a) for x in part], str(fwd))
-    fwd_b = Rule(lambda a: _cut(fwd_flat(a), [m]), str(fwd_flat))
+    fwd_flat = _batched_rule(frame, lambda a, c: [x for part in fwd(a, c) for x in part],
+                             str(fwd))
+    fwd_b = Rule(lambda a, c: _cut(fwd_flat(a, c), [m]), str(fwd_flat))
     outs = custom_vjp_call_p.bind(*args, call=_batched(frame, call), fwd=fwd_b,
                                   bwd=_batched_rule(frame, bwd, str(bwd)), num_consts=num_consts)
     return outs, [0] * len(outs)

@@ -187,7 +187,8 @@ _UNARY_JVPS: dict[str, Rule] = {
     "tanh": lambda t, z, x: ew.mul(t, ew.sub(1, ew.mul(z, z))),
     "sqrt": lambda t, z, x: ew.div(t, ew.mul(z, 2)),
     "rsqrt": lambda t, z, x: ew.mul(t, ew.mul(ew.div(z, x), -0.5)),
-    "cbrt": lambda t, z, x: ew.div(t, ew.mul(ew.mul(z, z), 3)),
+    # z ** -2 / 3, as JAX: at 0 the second derivative is -inf (1 / (3 z z) gives NaN).
+    "cbrt": lambda t, z, x: ew.mul(t, ew.mul(ew.pow(z, -2), 1 / 3)),
     "erf": lambda t, z, x: ew.mul(t, ew.mul(ew.exp(ew.neg(ew.mul(x, x))),
                                             2 / math.sqrt(math.pi))),
     "real": lambda t, z, x: ew.real(t),

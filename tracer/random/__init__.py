@@ -27,7 +27,9 @@ What is guaranteed:
   weighted `choice` follow JAX's algorithms and agree to a few ulp (so an
   accept/reject, argmax or search decision on a near-tie may differ). Seeds
   outside [0, 2**32) give JAX's keys of 64-bit mode (`jax_enable_x64`). Dtypes
-  default to float32 / int32 as in JAX; float16 and bfloat16 samplers follow JAX's
+  default to float64 / int64, as `tracer.numpy` follows NumPy: the numbers are
+  `jax.random`'s with `jax_enable_x64` on (pass `dtype=np.float32` for JAX's default
+  mode's); float16 and bfloat16 samplers follow JAX's
   derivations too (a bfloat16 uniform takes 8 random bits, as JAX's), their
   transcendental steps computed in float32 and rounded once.
 """

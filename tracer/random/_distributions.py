@@ -65,15 +65,17 @@ def unit_floats(key: Any, shape: tuple[int, ...], dtype: np.dtype) -> Any:
 
 def _affine(floats: Any, minval: Any, maxval: Any, dtype: np.dtype) -> Any:
     """floats * (maxval - minval) + minval; float32 rounds once, like the FMA XLA's CPU
-    compiler emits (so results match JAX's bit for bit)."""
+    compiler emits; float16 computes in float32 and rounds once, bfloat16 rounds after
+    each op, as XLA's CPU backend does (so results match JAX's bit for bit)."""
     span = tnp.subtract(maxval, minval)
-    if dtype != F32:
+    wider = {F32: F64, F16: F32}.get(dtype)
+    if wider is None:
         return tnp.add(tnp.multiply(floats, span), minval)
-    wide = [as_dtype(v, F64) for v in (floats, span, minval)]
-    return as_dtype(tnp.add(tnp.multiply(wide[0], wide[1]), wide[2]), F32)
+    wide = [as_dtype(v, wider) for v in (floats, span, minval)]
+    return as_dtype(tnp.add(tnp.multiply(wide[0], wide[1]), wide[2]), dtype)
 
 
-def uniform(key: Any, shape: Sequence[int] = (), dtype: Any = np.float32, minval: Any = 0.0,
+def uniform(key: Any, shape: Sequence[int] = (), dtype: Any = np.float64, minval: Any = 0.0,
             maxval: Any = 1.0) -> Any:
     """Uniform floats in [minval, maxval) of `shape`, as `jax.random.uniform`."""
     key = check_key("uniform", key)
@@ -94,7 +96,7 @@ def _is_unit_interval(minval: Any, maxval: Any) -> bool:
         and float(minval) == 0.0 and float(maxval) == 1.0
 
 
-def normal(key: Any, shape: Sequence[int] = (), dtype: Any = np.float32) -> Any:
+def normal(key: Any, shape: Sequence[int] = (), dtype: Any = np.float64) -> Any:
     """Standard normal samples (float or complex dtype), as `jax.random.normal`:
     sqrt(2) * erf_inv(u) for u uniform in (-1, 1)."""
     key = check_key("normal", key)
@@ -116,9 +118,9 @@ def normal_real(key: Any, shape: tuple[int, ...], dtype: np.dtype) -> Any:
 
 def bernoulli(key: Any, p: Any = 0.5, shape: Sequence[int] | None = None) -> Any:
     """Booleans that are True with probability p (uniform(p.dtype) < p), as
-    `jax.random.bernoulli`. A Python float p is float32, like JAX's default."""
+    `jax.random.bernoulli`. A Python float p is float64, as JAX's with x64 enabled."""
     key = check_key("bernoulli", key)
-    p = as_dtype(p, F32) if dtypes.is_python_scalar(p) else p
+    p = as_dtype(p, F64) if dtypes.is_python_scalar(p) else p
     pshape, dt = aval(p)
     if dt not in FLOATS:
         raise wrapper_error(DTypeError, "bernoulli", f"p must have a floating dtype, got {dt}")
@@ -127,7 +129,7 @@ def bernoulli(key: Any, p: Any = 0.5, shape: Sequence[int] | None = None) -> Any
     return tnp.less(uniform(key, shape, dt), p)
 
 
-def exponential(key: Any, shape: Sequence[int] = (), dtype: Any = np.float32) -> Any:
+def exponential(key: Any, shape: Sequence[int] = (), dtype: Any = np.float64) -> Any:
     """Exponential(1) samples, -log1p(-u), as `jax.random.exponential`."""
     key = check_key("exponential", key)
     dt = float_dtype("exponential", dtype)
@@ -135,7 +137,7 @@ def exponential(key: Any, shape: Sequence[int] = (), dtype: Any = np.float32) ->
     return ops.neg(log1p(ops.neg(u)))
 
 
-def gumbel(key: Any, shape: Sequence[int] = (), dtype: Any = np.float32) -> Any:
+def gumbel(key: Any, shape: Sequence[int] = (), dtype: Any = np.float64) -> Any:
     """Standard Gumbel samples, -log(-log(u)) for u in [tiny, 1), as `jax.random.gumbel`."""
     key = check_key("gumbel", key)
     dt = float_dtype("gumbel", dtype)
@@ -144,7 +146,7 @@ def gumbel(key: Any, shape: Sequence[int] = (), dtype: Any = np.float32) -> Any:
 
 
 def truncated_normal(key: Any, lower: Any, upper: Any, shape: Sequence[int] | None = None,
-                     dtype: Any = np.float32) -> Any:
+                     dtype: Any = np.float64) -> Any:
     """Standard normal samples truncated to (lower, upper), as
     `jax.random.truncated_normal` (inverse CDF; clipped into the open interval)."""
     key = check_key("truncated_normal", key)
@@ -161,7 +163,7 @@ def truncated_normal(key: Any, lower: Any, upper: Any, shape: Sequence[int] | No
 
 
 def randint(key: Any, shape: Sequence[int], minval: Any, maxval: Any,
-            dtype: Any = np.int32) -> Any:
+            dtype: Any = np.int64) -> Any:
     """Integers in [minval, maxval), as `jax.random.randint` (two draws of the type's
     width, combined modulo the span; 8- and 16-bit types are sampled as int32)."""
     key = check_key("randint", key)
@@ -216,7 +218,7 @@ def _randint(key: Any, minval: Any, maxval: Any, shape: tuple[int, ...], dt: np.
 
 def categorical(key: Any, logits: Any, axis: int = -1,
                 shape: Sequence[int] | None = None) -> Any:
-    """Samples of the categorical distributions softmax(logits, axis) (int32 indices),
+    """Samples of the categorical distributions softmax(logits, axis) (int64 indices),
     with the Gumbel-max trick, as `jax.random.categorical`."""
     key = check_key("categorical", key)
     logits = logits if isinstance(logits, Tracer) else np.asarray(logits)
@@ -235,7 +237,7 @@ def categorical(key: Any, logits: Any, axis: int = -1,
     sample.insert(axis % len(lshape), lshape[axis])
     noise = gumbel(key, (*prefix, *sample), dt)
     expanded = tnp.expand_dims(logits, tuple(range(len(prefix)))) if prefix else logits
-    return as_dtype(tnp.argmax(tnp.add(noise, expanded), axis=axis), np.dtype(np.int32))
+    return as_dtype(tnp.argmax(tnp.add(noise, expanded), axis=axis), np.dtype(np.int64))
 
 
 __all__ = ["uniform", "normal", "bernoulli", "randint", "truncated_normal", "exponential",

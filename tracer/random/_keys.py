@@ -140,7 +140,7 @@ def fold_in(key: Any, data: Any) -> Any:
     return stack_last(*ops.threefry2x32(k0, k1, np.uint32(0), d))
 
 
-def bits(key: Any, shape: Sequence[int] = (), dtype: Any = np.uint32) -> Any:
+def bits(key: Any, shape: Sequence[int] = (), dtype: Any = np.uint64) -> Any:
     """Uniform random bits of an unsigned dtype (uint8..uint64), as `jax.random.bits`."""
     key = check_key("bits", key)
     dt = np.dtype(dtype)

@@ -12,15 +12,21 @@ rounded) everywhere. Accuracy: 1-2 ulp (float16 and bfloat16 are computed in flo
   errors of u cancel).
 - exp: x = n ln 2 + r with |r| <= ln(2) / 2; a Taylor polynomial of exp(r), scaled by
   2**n as two exact powers of two (so subnormal results round once).
+
+Their pieces (bit casts, floor, selects) have zero or one-sided derivatives, so each
+function is differentiated by its calculus rule instead (`with_derivative`): gradients
+through the samplers' parameters (truncated_normal's bounds) are the true ones.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+from typing import Any, Callable
 
 import numpy as np
 
 from .. import dtypes, ops
+from ..transforms.custom import custom_jvp
 from ._keys import aval
 
 F16, F32, F64 = np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)
@@ -94,10 +100,28 @@ def _log(x: Any) -> Any:
     return ops.select(invalid, _full(np.nan, x), r)
 
 
+def with_derivative(fn: Callable[[Any], Any], derivative: Callable[[Any, Any], Any]
+                    ) -> Callable[[Any], Any]:
+    """`fn`, differentiated as `t * derivative(x, fn(x))` (built from the backends' own
+    ops, which differentiate again for higher orders)."""
+    fun = custom_jvp(fn)
+
+    @fun.defjvp
+    def rule(primals: tuple[Any], tangents: tuple[Any]) -> tuple[Any, Any]:
+        y = fun(primals[0])
+        return y, ops.mul(tangents[0], derivative(primals[0], y))
+    return fun
+
+
+@functools.partial(with_derivative, derivative=lambda x, y: ops.div(_one(x), x))
 def log(x: Any) -> Any:
     """Natural logarithm (16-bit floats, float32, float64), the same bits on every
     backend."""
     return _in_float32(_log)(x)
+
+
+def _one(x: Any) -> Any:
+    return _full(1.0, x)
 
 
 def _log1p(x: Any) -> Any:
@@ -109,6 +133,8 @@ def _log1p(x: Any) -> Any:
     return ops.select(exact, ops.select(ops.eq(u, one), x, u), r)
 
 
+@functools.partial(with_derivative,
+                   derivative=lambda x, y: ops.div(_one(x), ops.add(x, _one(x))))
 def log1p(x: Any) -> Any:
     """log(1 + x), accurate near 0, the same bits on every backend."""
     return _in_float32(_log1p)(x)
@@ -142,6 +168,7 @@ def _exp(x: Any) -> Any:
     return ops.select(ops.ne(x, x), x, out)
 
 
+@functools.partial(with_derivative, derivative=lambda x, y: y)
 def exp(x: Any) -> Any:
     """e**x, the same bits on every backend."""
     return _in_float32(_exp)(x)

@@ -24,7 +24,8 @@ from ..tracing import Tracer
 from ._distributions import FLOATS, as_dtype, gumbel, randint, uniform
 from ._keys import aval, canonical_shape, check_key, nth, random_bits, split
 
-I32 = np.dtype(np.int32)
+# Index results are int64, as jax.random gives them with x64 enabled (NumPy's int).
+INDEX = np.dtype(np.int64)
 
 
 def _shuffle(key: Any, x: Any, axis: int) -> Any:
@@ -67,12 +68,12 @@ def permutation(key: Any, x: Any, axis: int = 0, independent: bool = False) -> A
     x = x if isinstance(x, Tracer) else (x if isinstance(x, int) else np.asarray(x))
     n = _count("permutation", x)
     if n is not None:
-        return _shuffle(key, ops.iota(I32, (n,), 0), 0)
+        return _shuffle(key, ops.iota(INDEX, (n,), 0), 0)
     shape = aval(x)[0]
     axis = _axis("permutation", axis, len(shape))
     if independent or len(shape) == 1:
         return _shuffle(key, x, axis)
-    order = _shuffle(key, ops.iota(I32, (shape[axis],), 0), 0)
+    order = _shuffle(key, ops.iota(INDEX, (shape[axis],), 0), 0)
     return tnp.take(x, order, axis=axis)
 
 
@@ -96,7 +97,7 @@ def choice(key: Any, a: Any, shape: Sequence[int] = (), replace: bool = True, p:
         n_inputs = aval(arr)[0][axis]
     n_draws = math.prod(shape)
     if n_draws == 0:
-        return tnp.zeros(shape, I32 if arr is None else aval(arr)[1])
+        return tnp.zeros(shape, INDEX if arr is None else aval(arr)[1])
     if n_inputs <= 0:
         raise wrapper_error(TracerValueError, "choice",
                             "a must be greater than 0 unless no samples are taken")
@@ -141,7 +142,7 @@ def _weighted_indices(key: Any, shape: tuple[int, ...], n: int, replace: bool, p
         total = ops.reshape(ops.slice(cumulative, (n - 1,), (n,)), ())
         r = tnp.multiply(total, tnp.subtract(as_dtype(1, dt), uniform(key, shape, dt)))
         below = tnp.less(cumulative, tnp.expand_dims(r, -1))  # searchsorted(side="left")
-        return as_dtype(tnp.sum(below, axis=-1), I32)
+        return as_dtype(tnp.sum(below, axis=-1), INDEX)
     noisy = tnp.add(gumbel(key, (n,), dt), tnp.log(p))
-    order = ops.sort((ops.neg(noisy), ops.iota(I32, (n,), 0)), is_stable=True, num_keys=1)[1]
+    order = ops.sort((ops.neg(noisy), ops.iota(INDEX, (n,), 0)), is_stable=True, num_keys=1)[1]
     return _head(order, 0, math.prod(shape))

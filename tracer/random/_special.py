@@ -12,13 +12,14 @@ backend); XLA's log1p is another approximation, so `normal` differs from
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
 
 from .. import dtypes, ops
 from ._keys import aval
-from ._math import log1p
+from ._math import log1p, with_derivative
 
 F16, F32, F64 = np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)
 BF16 = dtypes.bfloat16
@@ -102,6 +103,12 @@ def _edges(x: Any, result: Any) -> Any:
     return ops.select(edge, ops.mul(x, _const(np.finfo(dtype).max, dtype)), result)
 
 
+def _erf_inv_derivative(x: Any, y: Any) -> Any:
+    """d erfinv(x) / dx = sqrt(pi) / 2 * exp(erfinv(x)**2)."""
+    return ops.mul(ops.exp(ops.mul(y, y)), _const(np.sqrt(np.pi) / 2, aval(x)[1]))
+
+
+@functools.partial(with_derivative, derivative=_erf_inv_derivative)
 def erf_inv(x: Any) -> Any:
     """The inverse error function of a float array (float16 / bfloat16 computed in
     float32)."""

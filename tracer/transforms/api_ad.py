@@ -22,14 +22,16 @@ from ..core import Graph, ShapedArray, aval_of
 from ..errors import TracerTypeError, TracerValueError, names_user_line
 from ..ops import convert_element_type, reshape, slice as slice_, transpose
 from ..ops.ad import zeros_like_aval
-from ..tracing import Tracer, trace_flat
+from ..tracing import Tracer, known_value, trace_flat
 from ..tree_util import PyTreeDef, keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
 from .api_vmap import vmap
+from .custom import DIFFERENTIATING
 from .jvp import jvp_graph
 from .util import differentiable, eval_fresh, tangent_aval
 from .vjp import linearize_graph, vjp_graph
 
-__all__ = ["jvp", "linearize", "vjp", "grad", "value_and_grad", "jacfwd", "jacrev", "hessian"]
+__all__ = ["jvp", "linearize", "vjp", "grad", "value_and_grad", "jacfwd", "jacrev", "hessian",
+           "print_saved_residuals"]
 
 
 # ------------------------------------------------------------------------- tracing
@@ -74,7 +76,12 @@ def _trace(what: str, fun: Callable[..., Any], args: tuple, kwargs: dict,
         trees.append((out_tree, len(out_leaves), aux_tree))
         return out_leaves + aux_leaves
 
-    graph, captured = trace_flat(flat, avals, f"{what}_{getattr(fun, '__name__', 'fun')}")
+    token = DIFFERENTIATING.set(True)
+    try:
+        graph, captured = trace_flat(flat, avals, f"{what}_{getattr(fun, '__name__', 'fun')}",
+                                     [known_value(x) for x in leaves])
+    finally:
+        DIFFERENTIATING.reset(token)
     out_tree, num_out, aux_tree = trees[0]
     return _Traced(graph, leaves + captured, len(leaves), out_tree, num_out, aux_tree)
 
@@ -232,27 +239,33 @@ def _forward(tr: _Traced, nonzero: list[bool]) -> tuple[list[Any], Callable[[lis
 
 
 def value_and_grad(fun: Callable[..., Any], argnums: int | Sequence[int] = 0,
-                   has_aux: bool = False) -> Callable[..., Any]:
+                   has_aux: bool = False, holomorphic: bool = False) -> Callable[..., Any]:
     """`fun` returning `(value, gradient)` (`((value, aux), gradient)` with `has_aux`).
 
     The gradient is with respect to the positional argument(s) `argnums` (an int, or
     a tuple giving a tuple of gradients). `fun` must return a real float scalar;
     the differentiated arguments must be float arrays (pytrees allowed).
 
+    With `holomorphic=True` the inputs and the output are complex and the result is
+    the complex derivative (JAX's convention).
+
     >>> value_and_grad(lambda x: (x * x).sum())(np.arange(3.0))  # (5., [0., 2., 4.])
     """
     nums, single = _argnums("value_and_grad", argnums)
-    return _make_grad("value_and_grad", fun, nums, single, has_aux, with_value=True)
+    return _make_grad("value_and_grad", fun, nums, single, has_aux, with_value=True,
+                      holomorphic=holomorphic)
 
 
 def grad(fun: Callable[..., Any], argnums: int | Sequence[int] = 0,
-         has_aux: bool = False) -> Callable[..., Any]:
-    """The gradient of a real scalar function with respect to `argnums`.
+         has_aux: bool = False, holomorphic: bool = False) -> Callable[..., Any]:
+    """The gradient of a real scalar function with respect to `argnums` (with
+    `holomorphic=True`: the complex derivative of a complex function).
 
     >>> grad(lambda x: ops.sin(x) * 2.0)(0.0)  # 2.0
     """
     nums, single = _argnums("grad", argnums)
-    return _make_grad("grad", fun, nums, single, has_aux, with_value=False)
+    return _make_grad("grad", fun, nums, single, has_aux, with_value=False,
+                      holomorphic=holomorphic)
 
 
 def _argnums(what: str, argnums: Any) -> tuple[tuple[int, ...], bool]:
@@ -266,14 +279,16 @@ def _argnums(what: str, argnums: Any) -> tuple[tuple[int, ...], bool]:
 
 
 def _make_grad(what: str, fun: Callable[..., Any], nums: tuple[int, ...], single: bool,
-               has_aux: bool, with_value: bool) -> Callable[..., Any]:
+               has_aux: bool, with_value: bool, holomorphic: bool = False
+               ) -> Callable[..., Any]:
     if not callable(fun):
         raise TracerTypeError(f"{what}: expected a function, got {type(fun).__name__}")
 
     @functools.wraps(fun)
     @names_user_line
     def grad_fun(*args: Any, **kwargs: Any) -> Any:
-        value, grads, aux = _value_and_grad(what, fun, nums, args, kwargs, has_aux)
+        value, grads, aux = _value_and_grad(what, fun, nums, args, kwargs, has_aux,
+                                            holomorphic)
         g = grads[0] if single else tuple(grads)
         value = (value, aux) if has_aux else value
         return (value, g) if with_value else ((g, aux) if has_aux else g)
@@ -282,38 +297,46 @@ def _make_grad(what: str, fun: Callable[..., Any], nums: tuple[int, ...], single
 
 
 def _value_and_grad(what: str, fun: Callable[..., Any], nums: tuple[int, ...], args: tuple,
-                    kwargs: dict, has_aux: bool) -> tuple[Any, list[Any], Any]:
+                    kwargs: dict, has_aux: bool, holomorphic: bool = False
+                    ) -> tuple[Any, list[Any], Any]:
     name = getattr(fun, "__name__", "fun")
     for i in nums:
         if not -len(args) <= i < len(args):
             raise TracerValueError(f"{what}({name}): argnums {i} is out of range for "
                                    f"{len(args)} positional arguments")
     nums = tuple(i % len(args) for i in nums)
-    _check_inputs(what, fun, args, nums)
-    tr = _trace(what, fun, args, kwargs, has_aux)
-    counts = [len(tree_flatten(a)[0]) for a in args]
-    owner = [i for i, c in enumerate(counts) for _ in range(c)]
-    nonzero = [o in nums for o in owner] + [False] * (len(tr.leaves) - len(owner))
-    _check_scalar_output(what, name, tr)
+    _check_inputs(what, fun, args, nums, holomorphic)
+    # Only the differentiated arguments are traced; the others (and keyword arguments)
+    # reach `fun` as the caller's Python values, as in JAX (usable as shapes, configs).
+    f, dyn = _partial(fun, nums, args, kwargs)
+    tr = _trace(what, functools.wraps(fun)(f), dyn, {}, has_aux)
+    counts = [len(tree_flatten(a)[0]) for a in dyn]
+    nonzero = [True] * sum(counts) + [False] * (len(tr.leaves) - sum(counts))
+    _check_scalar_output(what, name, tr, holomorphic)
     outs, bwd = _forward(tr, nonzero)
     out_aval = tr.graph.out_avals[0]
-    cts = iter(bwd([np.ones((), out_aval.dtype)]))
-    leaves = [next(cts) if nz else None for nz in nonzero[:len(owner)]]
+    leaves = bwd([np.ones((), out_aval.dtype)])[:sum(counts)]
     grads = []
-    for i in nums:
-        start = sum(counts[:i])
-        grads.append(tree_unflatten(tree_flatten(args[i])[1], leaves[start:start + counts[i]]))
+    for k, arg in enumerate(dyn):
+        start = sum(counts[:k])
+        grads.append(tree_unflatten(tree_flatten(arg)[1], leaves[start:start + counts[k]]))
     aux = tree_unflatten(tr.aux_tree, outs[tr.num_out:]) if has_aux else None
     return tree_unflatten(tr.out_tree, outs[:tr.num_out]), grads, aux
 
 
-def _check_inputs(what: str, fun: Callable[..., Any], args: tuple, nums: tuple[int, ...]) -> None:
-    """Integer and bool inputs cannot be differentiated: TypeError naming them."""
+def _check_inputs(what: str, fun: Callable[..., Any], args: tuple, nums: tuple[int, ...],
+                  holomorphic: bool = False) -> None:
+    """Integer and bool inputs cannot be differentiated (and holomorphic ones must be
+    complex): TypeError naming them."""
     named, _ = tree_flatten_with_path((args, {}))
     for path, x in named:
         if path[1].idx not in nums:
             continue
         aval = _leaf_aval(x, _describe(fun, path), what)
+        if holomorphic and aval.dtype.kind != "c":
+            raise TracerTypeError(f"{what}(holomorphic=True): {_describe(fun, path)} has "
+                                  f"dtype {aval.dtype}; holomorphic differentiation needs "
+                                  f"complex inputs (cast it to complex)")
         if not differentiable(aval):
             raise TracerTypeError(
                 f"{what}: {_describe(fun, path)} has dtype {aval.dtype} ({aval}); only "
@@ -321,13 +344,15 @@ def _check_inputs(what: str, fun: Callable[..., Any], args: tuple, nums: tuple[i
                 f"float, or leave it out of argnums")
 
 
-def _check_scalar_output(what: str, name: str, tr: _Traced) -> None:
+def _check_scalar_output(what: str, name: str, tr: _Traced, holomorphic: bool = False) -> None:
     avals = tr.graph.out_avals[:tr.num_out]
     leaf = len(avals) == 1 and tr.out_tree == tree_flatten(0.0)[1]
-    if not leaf or avals[0].shape != () or not dtypes.is_float(avals[0].dtype):
+    kind_ok = (lambda dt: dt.kind == "c") if holomorphic else dtypes.is_float
+    if not leaf or avals[0].shape != () or not kind_ok(avals[0].dtype):
         got = ", ".join(map(str, avals)) if avals else "no arrays"
         raise TracerTypeError(
-            f"{what}({name}): the function must return a real float scalar (shape ()), but "
+            f"{what}({name}): the function must return a "
+            f"{'complex' if holomorphic else 'real float'} scalar (shape ()), but "
             f"it returned {got} with structure {tr.out_tree}. Use jacrev or vjp for "
             f"non-scalar outputs")
 
@@ -453,3 +478,23 @@ def _assemble(rows: list[Any], out_shapes: list[tuple[int, ...]], out_tree: PyTr
         inner = tree_unflatten(in_tree, blocks)
         per_out.append(inner[0] if single else inner)
     return tree_unflatten(out_tree, per_out)
+
+
+def print_saved_residuals(fun: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
+    """Print the values reverse mode saves between the forward and the backward pass
+    of `fun(*args)` (JAX's `jax.ad_checkpoint.print_saved_residuals`): one line each,
+    its type and where it comes from (an argument or an op)."""
+    tr = _trace("vjp", fun, args, kwargs)
+    n = len(tr.graph.outputs)
+    v = vjp_graph(tr.graph, [differentiable(a) for a in tr.graph.in_avals],
+                  [i < tr.num_out for i in range(n)])
+    producers = {id(o): e for e in v.forward.eqns for o in e.outputs}
+    inputs = {id(x): i for i, x in enumerate(v.forward.inputs)}
+    for atom in v.forward.outputs[n:]:
+        if id(atom) in inputs:
+            print(f"{atom.aval} from the argument leaf {inputs[id(atom)]}")
+        elif id(atom) in producers:
+            eqn = producers[id(atom)]
+            print(f"{atom.aval} output of {eqn.op.name} from {eqn.source}")
+        else:
+            print(f"{atom.aval} (a constant)")

@@ -68,16 +68,25 @@ def _vmap_call(fun: Callable[..., Any], in_axes: Any, out_axes: Any, axis_name: 
     named, tree = tree_flatten_with_path((args, kwargs))
     paths = [_arg_name(path) for path, _ in named]
     leaves = [leaf for _, leaf in named]
-    dims = broadcast_prefix(in_axes, args, "in_axes", name) + [0] * len(tree_flatten(kwargs)[0])
-    avals = [_leaf_aval(x) for x in leaves]
-    dims = [_check_dim(d, a, p, name) for d, a, p in zip(dims, avals, paths, strict=True)]
-    size = _axis_size(dims, avals, paths, axis_size, name)
-    unbatched = [a if d is None else a.update(shape=a.shape[:d] + a.shape[d + 1:])
-                 for a, d in zip(avals, dims, strict=True)]
+    all_dims = broadcast_prefix(in_axes, args, "in_axes", name) + \
+        [0] * len(tree_flatten(kwargs)[0])
+    # Leaves with in_axes None reach `fun` as the caller's values, unmapped and concrete
+    # (a config object, a Python int used as a shape), as in JAX.
+    mapped = [d is not None for d in all_dims]
+    m_leaves = [x for x, m in zip(leaves, mapped, strict=True) if m]
+    m_paths = [p for p, m in zip(paths, mapped, strict=True) if m]
+    avals = [_leaf_aval(x) for x in m_leaves]
+    dims = [_check_dim(d, a, p, name) for d, a, p in
+            zip([d for d in all_dims if d is not None], avals, m_paths, strict=True)]
+    size = _axis_size(dims, avals, m_paths, axis_size, name)
+    unbatched = [a.update(shape=a.shape[:d] + a.shape[d + 1:]) for a, d in zip(avals, dims,
+                                                                                strict=True)]
     out_trees: list[Any] = []
 
     def flat(*xs: Any) -> list[Any]:
-        a, k = tree_unflatten(tree, xs)
+        it = iter(xs)
+        a, k = tree_unflatten(tree, [next(it) if m else x for x, m in zip(leaves, mapped,
+                                                                            strict=True)])
         out_leaves, out_tree = tree_flatten(fun(*a, **k))
         out_trees.append(out_tree)
         return out_leaves
@@ -89,7 +98,7 @@ def _vmap_call(fun: Callable[..., Any], in_axes: Any, out_axes: Any, axis_name: 
                                 "out_axes", name)
     batched, _ = vmap_graph(graph, dims + [None] * len(captured), size, axis_name,
                             out_axes=flat_out)
-    outs = eval_fresh(batched, leaves + captured)
+    outs = eval_fresh(batched, m_leaves + captured)
     return tree_unflatten(out_tree, [_as_result(x, a) for x, a in
                                      zip(outs, batched.out_avals, strict=True)])
 

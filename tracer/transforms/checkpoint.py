@@ -33,16 +33,55 @@ from .transpose import transpose_graph
 from .util import (merge, new_eqn, pick, read, select_outputs, tangent_aval, trace_closed,
                    without_host_effects)
 
-__all__ = ["checkpoint", "lower_ad_ops"]
+__all__ = ["checkpoint", "checkpoint_name", "checkpoint_policies", "lower_ad_ops"]
 
 
-def checkpoint(fun: Callable[..., Any], *, static_argnums: int | Sequence[int] = ()
-               ) -> Callable[..., Any]:
+class checkpoint_policies:  # noqa: N801 - JAX's name for this namespace
+    """JAX's policy names, for `checkpoint(fun, policy=...)`: a policy answers
+    whether an intermediate may be saved (see `checkpoint` for how tracer uses it)."""
+
+    @staticmethod
+    def everything_saveable(*_: Any, **__: Any) -> bool:
+        return True
+
+    @staticmethod
+    def nothing_saveable(*_: Any, **__: Any) -> bool:
+        return False
+
+    dots_saveable = checkpoint_dots = dots_with_no_batch_dims_saveable = nothing_saveable
+
+    @staticmethod
+    def save_only_these_names(*names: str) -> Callable[..., bool]:
+        return checkpoint_policies.nothing_saveable
+
+    @staticmethod
+    def save_any_names_but_these(*names: str) -> Callable[..., bool]:
+        return checkpoint_policies.nothing_saveable
+
+    save_anything_except_these_names = save_any_names_but_these
+
+
+def checkpoint_name(x: Any, name: str) -> Any:
+    """`x` unchanged, named for a checkpoint policy (JAX's `checkpoint_name`)."""
+    return x
+
+
+def checkpoint(fun: Callable[..., Any], *, prevent_cse: bool = True,
+               policy: Callable[..., bool] | None = None,
+               static_argnums: int | Sequence[int] = ()) -> Callable[..., Any]:
     """`fun`, but reverse-mode differentiation saves only its (array) arguments and
     recomputes everything else it computes during the backward pass.
 
+    `policy` (JAX's `checkpoint_policies`): `everything_saveable` saves every
+    intermediate (no recomputation); any other policy recomputes everything but the
+    arguments, as `nothing_saveable` does (values are the same either way; only the
+    memory / time trade differs). `prevent_cse` is accepted: the recomputation is
+    always kept apart (a `call`).
+
     >>> grad(checkpoint(lambda x: ops.sin(ops.sin(x))))(1.0)  # stores x only
     """
+    if policy is checkpoint_policies.everything_saveable:
+        return fun
     statics = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
 
     @functools.wraps(fun)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+from contextvars import ContextVar
 from typing import Any, Callable, Sequence
 
 from .. import dtypes
@@ -32,7 +33,12 @@ from ..ops.ad import aval_of_value, zeros_like_aval
 from ..ops.ad_ops import Rule, custom_jvp_call_p, custom_vjp_call_p
 from ..tracing import Tracer, current_builder, trace_flat
 from ..tree_util import PyTreeDef, tree_flatten, tree_unflatten
-from .util import tangent_aval
+from ..interpret import eval_graph
+from .util import select_outputs, tangent_aval
+
+# Set while grad / vjp / jvp trace a function: a custom_vjp function then traces its fwd
+# rule only, as JAX does (the function itself need not run at all).
+DIFFERENTIATING: ContextVar[bool] = ContextVar("DIFFERENTIATING", default=False)
 
 __all__ = ["custom_jvp", "custom_vjp"]
 
@@ -119,6 +125,22 @@ class custom_jvp(_Custom):
         self.jvp = jvp
         return jvp
 
+    def defjvps(self, *jvps: Callable[..., Any] | None) -> None:
+        """One rule per argument, `jvp_i(tangent_i, primal_out, *primals)` (None: no
+        dependence); the tangent out is their sum (JAX's `defjvps`)."""
+        def jvp(primals: tuple, tangents: tuple) -> tuple[Any, Any]:
+            if len(jvps) != len(primals):
+                raise self._error(f"defjvps got {len(jvps)} rules for {len(primals)} "
+                                  f"arguments")
+            out = self(*primals)
+            total = None
+            for rule, t in zip(jvps, tangents, strict=True):
+                if rule is not None:
+                    term = rule(t, out, *primals)
+                    total = term if total is None else total + term
+            return out, out * 0 if total is None else total
+        self.defjvp(jvp)
+
     @names_user_line
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self.jvp is None:
@@ -170,24 +192,63 @@ class custom_vjp(_Custom):
         nondiff, diff = self._args(args, kwargs)
         if current_builder() is None:
             return self.fun(*self._full(nondiff, diff))
-        call, consts, tree, out_tree = self._trace_call(nondiff, diff)
         res_trees: list[PyTreeDef] = []
-        fwd = Rule(functools.partial(self._run_fwd, nondiff, tree, out_tree, call.out_avals,
-                                     res_trees), f"fwd_of_{self.name}")
+        if DIFFERENTIATING.get():
+            call, consts, tree, out_tree, fwd = self._trace_fwd(nondiff, diff, res_trees)
+        else:
+            call, consts, tree, out_tree = self._trace_call(nondiff, diff)
+            fwd = Rule(functools.partial(self._run_fwd, nondiff, tree, out_tree, call.out_avals,
+                                         res_trees), f"fwd_of_{self.name}")
         bwd = Rule(functools.partial(self._run_bwd, nondiff, diff, out_tree, res_trees),
                    f"bwd_of_{self.name}")
         outs = custom_vjp_call_p.bind(*tree_flatten(tuple(diff))[0], *consts, call=call,
                                       fwd=fwd, bwd=bwd, num_consts=len(consts))
         return tree_unflatten(out_tree, outs)
 
-    def _run_fwd(self, nondiff: list[Any], tree: PyTreeDef, out_tree: PyTreeDef,
-                 out_avals: Sequence[ShapedArray], res_trees: list[PyTreeDef],
-                 args: list[Any]) -> tuple[list[Any], list[Any]]:
-        res = self.fwd(*self._full(nondiff, tree_unflatten(tree, args)))
+    def _trace_fwd(self, nondiff: list[Any], diff: list[Any], res_trees: list[PyTreeDef]
+                   ) -> tuple[Graph, list[Tracer], PyTreeDef, PyTreeDef, Rule]:
+        """Under a differentiation, as JAX: `fwd` is traced once (the function itself
+        never runs); the call's graph is fwd's without the residuals, and the fwd rule
+        replays fwd's graph."""
+        leaves, tree = tree_flatten(tuple(diff))
+        out_trees: list[PyTreeDef] = []
+        num_out: list[int] = []
+
+        def flat(*xs: Any) -> list[Any]:
+            outs, res = self._check_fwd(self.fwd(*self._full(nondiff, tree_unflatten(tree, xs))))
+            out_leaves, out_tree = tree_flatten(outs)
+            res_leaves, res_tree = tree_flatten(res)
+            out_trees.append(out_tree)
+            res_trees.append(res_tree)
+            num_out.append(len(out_leaves))
+            return out_leaves + res_leaves
+
+        token = DIFFERENTIATING.set(False)  # fwd's own call of the function runs it
+        try:
+            graph, consts = trace_flat(flat, [aval_of_value(x) for x in leaves],
+                                       f"fwd_of_{self.name}")
+        finally:
+            DIFFERENTIATING.reset(token)
+        m = num_out[0]
+        call = select_outputs(graph, [i < m for i in range(len(graph.outputs))])
+
+        def replay(args: list[Any], consts: list[Any]) -> tuple[list[Any], list[Any]]:
+            outs = eval_graph(graph, [*args, *consts])
+            return outs[:m], outs[m:]
+
+        return call, consts, tree, out_trees[0], Rule(replay, f"fwd_of_{self.name}")
+
+    def _check_fwd(self, res: Any) -> tuple[Any, Any]:
         if not isinstance(res, (tuple, list)) or len(res) != 2:
             raise self._error(f"fwd must return (output, residuals), got {type(res).__name__}")
-        outs = self._flat(res[0], out_tree, out_avals, "fwd's output")
-        res_leaves, res_tree = tree_flatten(res[1])
+        return res[0], res[1]
+
+    def _run_fwd(self, nondiff: list[Any], tree: PyTreeDef, out_tree: PyTreeDef,
+                 out_avals: Sequence[ShapedArray], res_trees: list[PyTreeDef],
+                 args: list[Any], consts: list[Any]) -> tuple[list[Any], list[Any]]:
+        out, res = self._check_fwd(self.fwd(*self._full(nondiff, tree_unflatten(tree, args))))
+        outs = self._flat(out, out_tree, out_avals, "fwd's output")
+        res_leaves, res_tree = tree_flatten(res)
         res_trees.append(res_tree)
         return outs, res_leaves
 
