@@ -204,7 +204,7 @@ def test_generated_code_has_no_literal_sizes_and_calls_the_library_kernel() -> N
                                                dimension_numbers=("NCHW", "OIHW", "NHWC"))
     source = tr.jit(fn).lower(x, w).compile().source
     code = "\n".join(line.split("#")[0] for line in source.split('"""')[-1].splitlines())
-    assert "convolution(lhs3" in code and "cpu_lib_conv_entry import convolution" in code
+    assert "convolution(lhs_3d" in code and "cpu.lib.conv_entry import convolution" in code
     literals = set(re.findall(r"(?<![\w\[])\d+(?![\w\]])", code))
     assert literals <= {"0", "1", "2", "3"}, literals  # axis numbers of the transposes only
 
@@ -220,8 +220,8 @@ def _boundscheck_cache() -> str:
     here = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                         "tracer", "backend")
     digest = hashlib.sha256()
-    for path in sorted(glob.glob(os.path.join(here, "cpu_lib_conv*.py"))) + [
-            os.path.join(here, "cpu_mathlib.py")]:
+    for path in sorted(glob.glob(os.path.join(here, "cpu", "lib", "conv*.py"))) + [
+            os.path.join(here, "numba", "lib", "scalar_math.py")]:
         with open(path, "rb") as f:
             digest.update(f.read())
     return os.path.join(tempfile.gettempdir(), f"tracer-boundscheck-{digest.hexdigest()[:16]}")
