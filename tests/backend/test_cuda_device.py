@@ -20,7 +20,8 @@ import tracer as tr  # noqa: E402
 import tracer.numpy as tnp  # noqa: E402
 from tracer import ops  # noqa: E402
 from tracer.backend.cuda.lib import arrays as cuda_arrays  # noqa: E402
-from tracer.backend.cuda.emit.table import DEVICE_EMITTERS, HOST_FALLBACKS  # noqa: E402
+from tracer.backend.cuda.emit.host import HOST_FALLBACKS  # noqa: E402
+from tracer.backend.cuda.emit.table import DEVICE_EMITTERS  # noqa: E402
 from tracer.backend.cuda.backend import NumbaCudaBackend, is_device_array  # noqa: E402
 from tracer.core import aval_of  # noqa: E402
 from tracer.interpret import run_graph  # noqa: E402
