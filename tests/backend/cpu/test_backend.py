@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import pathlib
 import subprocess
 import sys
 import textwrap
@@ -41,7 +42,7 @@ if "cpu" not in backend_names():
     register_backend("cpu", NumbaCpuBackend)
 
 CPU = NumbaCpuBackend()
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+REPO = str(pathlib.Path(__file__).resolve().parents[3])  # the repository root
 RTOL = {2: 2e-3, 4: 4e-6, 8: 1e-12, 16: 1e-12}  # by itemsize (complex: of each part)
 
 

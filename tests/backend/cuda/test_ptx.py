@@ -22,6 +22,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import pathlib
 import subprocess
 import sys
 import tempfile
@@ -34,7 +35,7 @@ import pytest
 pytest.importorskip("tracer.backend.cuda.backend", reason="numba-cuda is not installed "
                     "(pip install 'numba-cuda[cu13]')", exc_type=ImportError)
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+REPO = str(pathlib.Path(__file__).resolve().parents[3])  # the repository root
 CC = (9, 0)
 
 
@@ -49,7 +50,7 @@ def start_job() -> subprocess.Popen:
     if _JOB is None:
         out = tempfile.TemporaryFile("w+")
         env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "0", "PYTHONPATH": REPO}
-        _JOB = subprocess.Popen([sys.executable, "-m", "tests.backend.test_cuda_ptx"],
+        _JOB = subprocess.Popen([sys.executable, "-m", "tests.backend.cuda.test_ptx"],
                                 cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)
         _JOB.output = out  # type: ignore[attr-defined]
         atexit.register(_JOB.kill)  # (a session that ends before the test)

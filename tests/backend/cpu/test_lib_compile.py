@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import pathlib
 import subprocess
 import sys
 import textwrap
@@ -23,7 +24,7 @@ import tracer as tr
 import tracer.numpy as tnp
 from tracer import ops
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+REPO = str(pathlib.Path(__file__).resolve().parents[3])  # the repository root
 LARGE = 1 << 15  # cpu_lib_sort / cpu_lib_rng PARALLEL_MIN_ELEMENTS
 
 
