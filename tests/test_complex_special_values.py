@@ -232,8 +232,8 @@ def _finite_of_width(width: int) -> st.SearchStrategy[float]:
 @given(data=st.data(), double=st.booleans())
 def test_tracer_numpy_random_finite_values(data: st.DataObject, double: bool) -> None:
     dt, width = (np.complex128, 64) if double else (np.complex64, 32)
-    parts = data.draw(st.lists(st.tuples(_finite_of_width(width), _finite_of_width(width)), min_size=8,
-                               max_size=8))
+    part = _finite_of_width(width)
+    parts = data.draw(st.lists(st.tuples(part, part), min_size=8, max_size=8))
     x = np.array([complex(a, b) for a, b in parts], dt)
     out = tr.jit(_all_numpy_unary)(x)
     for name in NUMPY_UNARY[:10]:
