@@ -11,6 +11,7 @@ from hypothesis.extra import numpy as hnp
 
 import tracer as tr
 import tracer.numpy as tnp
+from tests.checks import like_numpy
 from tests.test_numpy_core import arrays, assert_same, compare
 
 METHODS = ["inverted_cdf", "averaged_inverted_cdf", "closest_observation",
@@ -120,3 +121,19 @@ def test_compiled_order_statistics():
             np.nanquantile(x, 0.3, axis=0, method="hazen"))
     for got, w in zip(f(x), want, strict=True):
         assert_same(got, w)
+
+
+@pytest.mark.parametrize("name,shape,axis", [
+    ("median", (4, 0, 0), 2), ("median", (1, 0, 0), (-3,)), ("median", (0, 3, 4), 1),
+    ("nanmedian", (0,), (0,)), ("nanmedian", (0, 3, 4), 0), ("nanmedian", (0, 3, 4), ()),
+])
+def test_median_of_empty_slices(name, shape, axis):
+    x = np.zeros(shape)
+    like_numpy(lambda a: getattr(tnp, name)(a, axis=axis, keepdims=True),
+               lambda a: getattr(np, name)(a, axis=axis, keepdims=True), x)
+
+
+def test_nanquantile_of_empty_slices_is_nan():
+    x = np.zeros((2, 0, 4))
+    like_numpy(lambda a: tnp.nanquantile(a, 0.5, axis=(1, 2)),
+               lambda a: np.nanquantile(a, 0.5, axis=(1, 2)), x)
