@@ -501,3 +501,12 @@ def test_eager_transformation_results_do_not_alias_arguments():
     ]
     for r in results:
         assert not any(np.shares_memory(r, x) for x in (a, t, const))
+
+
+def test_clip_gradient_at_its_bounds_follows_jnp_clip():
+    # jnp.clip is maximum then minimum, so a tie shares the derivative (1/2 each)
+    x = np.array([0.5, -1.0, 2.0, 0.3])
+    whole = tracer.grad(lambda x: tnp.clip(x, x.min(), x.max()).sum())(x)
+    np.testing.assert_allclose(whole, np.ones(4))  # clip(x, min(x), max(x)) == x
+    at_bound = tracer.grad(lambda x: tnp.clip(x, 0.0, 1.0).sum())(np.array([0.0, 1.0, 0.5, 2.0]))
+    np.testing.assert_allclose(at_bound, [0.5, 0.5, 1.0, 0.0])

@@ -16,6 +16,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+import tracer as tr
 import tracer.numpy as tnp
 from tests.checks import like_numpy, matches, raises_like_numpy
 from tracer.core import ShapedArray, aval_of, count_eqns, typecheck
@@ -726,3 +727,12 @@ def test_joins_check_casting(name, dtype, casting):
             raises_like_numpy(fn, np_fn, *items)
             continue
         matches(fn(*items), want)
+
+
+def test_clip_follows_numpy_with_nan_and_inverted_bounds():
+    x = np.array([-1.0, 5.0, 9.0, np.nan])
+    np.testing.assert_array_equal(tnp.clip(x, 0, 6), np.clip(x, 0, 6))
+    np.testing.assert_array_equal(tnp.clip(x, 6, 2), np.clip(x, 6, 2))  # a_min > a_max
+    np.testing.assert_array_equal(tr.jit(lambda x: tnp.clip(x, 0, 6))(x), np.clip(x, 0, 6))
+    ints = np.array([-3, 2, 7])
+    assert tnp.clip(ints, 0, 5).dtype == np.clip(ints, 0, 5).dtype
