@@ -125,7 +125,7 @@ def _extra_cases():
     yield "layernorm", layernorm, (x32, np.ones(300, np.float32))
     yield "column sums", lambda x: tnp.sum(x, axis=0), (x32,)
     yield "full sum f16", lambda x: tnp.sum(x), (x16,)
-    for dt in (np.complex64, np.complex128):  # NumPy's special values (cpu_lib_complex)
+    for dt in (np.complex64, np.complex128):  # NumPy's special values (numba/lib/complex_math.py)
         z = np.ones(8, dt)
         yield f"complex math {np.dtype(dt).name}", lambda z, w: (
             ops.sin(z), ops.cos(z), ops.tan(z), ops.tanh(z), ops.exp(z), ops.pow(z, w),
