@@ -208,8 +208,8 @@ def test_tracer_numpy_orderings_with_nan_parts(dt: Any, mode: str) -> None:
         assert_matches(out[name], numpy_value(name, a, b), f"{name} {mode}")
 
 
-def test_tracer_numpy_reported_cases() -> None:
-    """The values the fuzzer reported, spelled out."""
+def test_tracer_numpy_single_values_spelled_out() -> None:
+    """Single values whose signed zeros, infinities and NaN parts NumPy fixes."""
     def parts(z: Any) -> tuple[float, float]:
         z = complex(np.asarray(z))
         return z.real, z.imag

@@ -53,7 +53,7 @@ def start_job() -> subprocess.Popen:
         _JOB = subprocess.Popen([sys.executable, "-m", "tests.backend.cuda.test_ptx"],
                                 cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)
         _JOB.output = out  # type: ignore[attr-defined]
-        atexit.register(_JOB.kill)  # (a session that ends before the test)
+        atexit.register(_JOB.kill)  # (a pytest run that ends before the test)
     return _JOB
 
 
