@@ -478,3 +478,35 @@ def test_custom_rule_errors():
     h.defjvp(lambda p, t: p[0])
     with pytest.raises(TypeError, match="primal_out, tangent_out"):
         grad(h)(1.0)
+
+
+# ------------------------------------------------------------------ valid calls
+def test_checkpoint_passes_keyword_arguments():
+    x = np.arange(3.0)
+    f = tracer.checkpoint(lambda x, s=1.0: (ops.sin(x) * s).sum())
+    np.testing.assert_allclose(tracer.grad(lambda x: f(x, s=2.0))(x), 2 * np.cos(x))
+    np.testing.assert_allclose(f(x, s=3.0), 3 * np.sin(x).sum())
+
+
+def test_eager_transformation_results_do_not_alias_arguments():
+    a = np.ones((2, 3))
+    t = np.full((2, 3), 2.0)
+    const = np.ones(3)
+    results = [
+        tracer.vmap(lambda x: x)(a), tracer.vmap(lambda x: x.reshape(3))(a),
+        tracer.vmap(lambda x: x.T)(a), *tracer.jvp(lambda x: x, (a,), (t,)),
+        tracer.vjp(lambda x: x, a)[0], tracer.vjp(lambda x: x, a)[1](t)[0],
+        tracer.jvp(lambda x: const, (a,), (t,))[0],
+        tracer.grad(lambda x: (x.sum(), x), has_aux=True)(a)[1],
+    ]
+    for r in results:
+        assert not any(np.shares_memory(r, x) for x in (a, t, const))
+
+
+def test_clip_gradient_at_its_bounds_follows_jnp_clip():
+    # jnp.clip is maximum then minimum, so a tie shares the derivative (1/2 each)
+    x = np.array([0.5, -1.0, 2.0, 0.3])
+    whole = tracer.grad(lambda x: tnp.clip(x, x.min(), x.max()).sum())(x)
+    np.testing.assert_allclose(whole, np.ones(4))  # clip(x, min(x), max(x)) == x
+    at_bound = tracer.grad(lambda x: tnp.clip(x, 0.0, 1.0).sum())(np.array([0.0, 1.0, 0.5, 2.0]))
+    np.testing.assert_allclose(at_bound, [0.5, 0.5, 1.0, 0.0])

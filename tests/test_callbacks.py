@@ -3,7 +3,7 @@
 Oracles: the callback's own NumPy result (called directly), call logs (how many
 times, in which order, with which values), finite differences for custom_jvp.
 Every behaviour is checked on the interpreter and on the cpu backend (compiled code
-calling Python from numba object mode); test_cuda_callbacks does the cuda side.
+calling Python from numba object mode); tests/backend/cuda/test_callbacks.py does the cuda side.
 """
 
 from __future__ import annotations

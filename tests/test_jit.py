@@ -1,4 +1,6 @@
-"""jit: caching by signature, statics, pytrees, weak scalars, stages, config."""
+"""jit: caching by signature, statics, pytrees, weak scalars, stages, config; the call
+checked against the function's signature (errors name the user's line); results that
+never alias the arguments or each other."""
 
 from __future__ import annotations
 
@@ -10,7 +12,12 @@ import pytest
 
 import tracer as tr
 import tracer.numpy as tnp
+from tests.checks import raises
 from tracer import ops
+
+HERE = "test_jit.py"
+I = "interpreter"
+X = np.arange(3.0)
 
 
 def counting(fun):
@@ -194,3 +201,102 @@ def test_ops_and_tnp_run_eagerly_outside_jit():
     assert type(out) is np.ndarray and out.dtype == np.float32
     s = tnp.sum(np.arange(4))  # an ndarray (subclass with JAX's .at / block_until_ready)
     assert isinstance(s, np.ndarray) and s.shape == () and s == 6
+
+
+# ------------------------------------------------------------------ call checking
+@pytest.mark.parametrize("args,kwargs", [((X,), {}), ((X, X, X), {}), ((X, X), {"z": 1})],
+                         ids=["missing", "extra", "unknown-kw"])
+def test_jit_wrong_arguments_are_tracer_type_errors(args, kwargs):
+    f = tr.jit(lambda x, y: x * y, backend=I)
+    msg = raises(TypeError, lambda: f(*args, **kwargs))
+    assert "jit(<lambda>)" in msg and "(x, y)" in msg and HERE in msg
+
+
+def test_type_error_inside_the_function_is_not_rewritten():
+    def f(x):
+        raise TypeError("mine")
+
+    with pytest.raises(TypeError, match="^mine$"):
+        tr.jit(f, backend=I)(X)
+
+
+def test_static_argument_specs_are_validated():
+    raises(ValueError, lambda: tr.jit(lambda x: x, static_argnums=3))
+    raises(ValueError, lambda: tr.jit(lambda x: x, static_argnames="n"))
+    raises(TypeError, lambda: tr.jit(lambda x: x, static_argnums=1.0))
+    raises(TypeError, lambda: tr.jit(lambda x: x, static_argnums=True))
+    # *args / **kwargs functions may name any position or keyword
+    f = tr.jit(lambda *xs, **kw: xs[0] * xs[1] * kw["k"], static_argnums=1,
+               static_argnames="k", backend=I)
+    np.testing.assert_allclose(f(X, 2, k=3), X * 6)
+    g = tr.jit(lambda x, *, n: x * n, static_argnames="n", backend=I)  # keyword-only
+    np.testing.assert_allclose(g(X, n=2), X * 2)
+
+
+def test_compiled_rejects_other_static_values():
+    jitted = tr.jit(lambda x, n: x * n, static_argnames="n", backend=I)
+    compiled = jitted.lower(X, n=2).compile()
+    np.testing.assert_allclose(compiled(X, n=2), X * 2)
+    msg = raises(ValueError, lambda: compiled(X, n=3))
+    assert "n=2" in msg and "n=3" in msg
+
+
+def test_python_int_overflow_is_an_overflow_error():
+    msg = raises(OverflowError, lambda: tr.jit(lambda x: x, backend=I)(2 ** 70))
+    assert "argument x" in msg and "int64" in msg and HERE in msg
+
+
+def test_non_array_output_names_the_output():
+    msg = raises(TypeError, lambda: tr.jit(lambda x: {"a": (x, "hi")}, backend=I)(X))
+    assert "output['a'][1]" in msg and "str" in msg
+
+
+def test_unsupported_argument_dtype_names_the_argument():
+    msg = raises(TypeError, lambda: tr.jit(lambda x, s: x, backend=I)(X, np.array(["a"])))
+    assert "argument s" in msg
+
+
+def test_big_endian_arguments_are_read_correctly():
+    be = np.arange(4, dtype=">f8")
+    np.testing.assert_array_equal(tr.jit(lambda x: x * 2.0)(be), np.arange(4.0) * 2)
+    np.testing.assert_array_equal(tr.jit(lambda x: x * 2.0, backend=I)(be), np.arange(4.0) * 2)
+
+
+# ------------------------------------------------------------------ results never alias
+@pytest.mark.parametrize("backend", ["cpu", I])
+def test_results_do_not_alias_arguments_or_each_other(backend):
+    x = np.arange(3.0)
+    out = tr.jit(lambda v: v, backend=backend)(x)
+    out[0] = 7.0
+    assert x[0] == 0.0
+    a, b = tr.jit(lambda v: (v * 2, v * 2, v.reshape(3))[:2], backend=backend)(x)
+    a[0] = 7.0
+    assert b[0] == 0.0
+    compiled = tr.jit(lambda v: (v, v), backend=backend).lower(x).compile()
+    c, d = compiled(x)
+    assert c is not x and d is not x and c is not d
+
+
+def test_static_tuples_of_different_element_types_retrace():
+    f = tr.jit(lambda x, c: x * c[0], static_argnums=1, backend=I)
+    assert f(np.arange(3), (2,)).dtype == np.int64
+    assert f(np.arange(3), (2.0,)).dtype == np.float64  # (2,) == (2.0,), but not the trace
+    np.testing.assert_array_equal(f(np.arange(3), (True,)), [0, 1, 2])
+    assert f.cache_info().traces == 3
+    f(np.arange(3), (2,))
+    assert f.cache_info().hits == 1
+
+
+def test_call_check_uses_the_wrappers_own_signature():
+    import functools
+
+    def f(x, y):
+        return x * y
+
+    @functools.wraps(f)
+    def g(x):  # claims f's signature (x, y) through __wrapped__, but takes one argument
+        return f(x, 2.0)
+
+    np.testing.assert_allclose(tr.jit(g, backend=I)(X), X * 2)
+    h = tr.jit(tr.grad(lambda x, n: (x * n).sum()), static_argnames="n", backend=I)
+    np.testing.assert_allclose(h(X, n=3), [3.0] * 3)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import pathlib
+import re
 
 import pytest
 
@@ -124,3 +125,37 @@ def test_no_import_circle_in_backend():
 
     for module in sorted(graph):
         visit(module, [])
+
+
+# ------------------------------------------------------------------ tests named by subject
+
+TESTS = pathlib.Path(__file__).resolve().parent
+TEST_FILES = sorted(TESTS.rglob("*.py"))
+# When or how a test was written (a session or step: `s5a_`, `_s4`, `part3`; the "gaps"
+# of an audit, the "regressions" of a bug hunt) says nothing about what it checks.
+NOT_A_SUBJECT = re.compile(r"_s\d|s\d[a-z]?_|_gaps?\b|gaps?_|session|regression|part\d|step\d")
+# in function names `_s32_` may be a dtype: there only a step with its letter (`_s5a_`)
+NOT_A_TEST_SUBJECT = re.compile(r"(^|_)s\d[a-z](_|$)|_gaps?\b|session|regression")
+
+
+def test_test_files_and_tests_are_named_by_subject():
+    bad = [p.name for p in TEST_FILES if NOT_A_SUBJECT.search(p.stem)]
+    for path in TEST_FILES:
+        bad += [f"{path.name}:{node.lineno} {node.name}"
+                for node in ast.walk(ast.parse(path.read_text()))
+                if isinstance(node, ast.FunctionDef) and node.name.startswith("test")
+                and NOT_A_TEST_SUBJECT.search(node.name)]
+    assert not bad, f"name these after what they test: {bad}"
+
+
+def test_test_files_stay_small():
+    long = [str(p.relative_to(TESTS)) for p in TEST_FILES if len(p.read_text().splitlines()) > 800]
+    assert not long, f"over 800 lines, split by subject: {long}"
+
+
+def test_backend_tests_mirror_the_backend_packages():
+    """tests/backend/<package>/ for each package of tracer/backend (numba, cpu, cuda),
+    and no test file directly in tests/backend/."""
+    packages = {p.parent.name for p in BACKEND.glob("*/__init__.py")}
+    assert packages <= {p.name for p in (TESTS / "backend").iterdir() if p.is_dir()}
+    assert not list((TESTS / "backend").glob("test_*.py"))

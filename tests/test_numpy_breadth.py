@@ -16,6 +16,7 @@ from hypothesis.extra import numpy as hnp
 
 import tracer as tr
 import tracer.numpy as tnp
+from tests.checks import like_numpy, matches, raises_like_numpy
 from tests.test_numpy_core import REAL, arrays, assert_same, compare, run_both
 from tracer.core import ShapedArray
 from tracer.errors import TracerError, TracerTypeError
@@ -530,3 +531,73 @@ def test_compiled_matches_numpy(name, fn):
     for g, w in zip(got if isinstance(got, tuple) else (got,),
                     want if isinstance(want, tuple) else (want,), strict=True):
         assert_same(np.asarray(g), np.asarray(w), rtol=1e-10)
+
+
+@pytest.mark.parametrize("name", ["sum", "prod", "max", "min", "any", "all", "ptp",
+                                  "count_nonzero", "nansum", "nanmax", "argmax", "argmin",
+                                  "cumsum", "cumprod", "nanargmin", "nancumsum", "argsort",
+                                  "nanstd"])
+@pytest.mark.parametrize("axis", [0, -1])
+def test_zero_d_reductions_take_axis_0_and_minus_1(name, axis):
+    x = np.array(2.5)
+    like_numpy(lambda a: getattr(tnp, name)(a, axis=axis),
+               lambda a: getattr(np, name)(a, axis=axis), x)
+
+
+@pytest.mark.parametrize("name,axis", [("sum", 1), ("sum", (0,)), ("argmax", 1),
+                                       ("cumsum", 1), ("argsort", 1), ("mean", 0)])
+def test_zero_d_reductions_still_reject_other_axes(name, axis):
+    raises_like_numpy(lambda a: getattr(tnp, name)(a, axis=axis),
+                      lambda a: getattr(np, name)(a, axis=axis), np.array(2.5))
+
+
+@pytest.mark.parametrize("name", ["nanmean", "nanvar", "nanstd"])
+def test_nan_statistics_refuse_an_integer_dtype_for_float_input(name):
+    raises_like_numpy(lambda a: getattr(tnp, name)(a, dtype=np.int32),
+                      lambda a: getattr(np, name)(a, dtype=np.int32), np.ones(3))
+
+
+@pytest.mark.parametrize("name,dtype", [("std", np.bool_), ("nanstd", np.int16),
+                                        ("nanstd", np.bool_), ("nanvar", np.int16)])
+def test_std_with_an_integer_or_bool_dtype(name, dtype):
+    x = np.array([[2, 3], [4, 6]])
+    like_numpy(lambda a: getattr(tnp, name)(a, dtype=dtype),
+               lambda a: getattr(np, name)(a, dtype=dtype), x)
+    if name.endswith("std"):  # NumPy's sqrt(out=var) cannot write floats into the dtype
+        raises_like_numpy(lambda a: getattr(tnp, name)(a, dtype=dtype, axis=0),
+                          lambda a: getattr(np, name)(a, dtype=dtype, axis=0), x)
+
+
+@pytest.mark.parametrize("name", ["var", "std"])
+@pytest.mark.parametrize("dtype", [None, np.complex64, np.complex128])
+@pytest.mark.parametrize("complex_input", [False, True])
+def test_var_std_keep_an_explicit_complex_dtype(name, dtype, complex_input):
+    x = np.arange(4, dtype=np.float32)
+    if complex_input:
+        x = x + 1j * x[::-1]
+    fn, np_fn = getattr(tnp, name), getattr(np, name)
+    want = np_fn(x, dtype=dtype)
+    got = fn(x, dtype=dtype)
+    assert got.dtype == want.dtype and tr.jit(lambda v: fn(v, dtype=dtype))(x).dtype == want.dtype
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["cumulative_sum", "cumulative_prod"])
+@pytest.mark.parametrize("kw", [{}, {"axis": 0}, {"axis": -1}, {"include_initial": True}])
+def test_cumulative_of_a_zero_d_array(name, kw):
+    like_numpy(lambda a: getattr(tnp, name)(a, **kw), lambda a: getattr(np, name)(a, **kw),
+               np.array(5))
+
+
+def test_diff_with_n_0_returns_the_input_unchecked():
+    matches(tnp.diff(np.array(3), n=0), np.diff(np.array(3), n=0))
+    matches(tnp.diff(np.array([3, 4]), n=0, axis=5), np.diff(np.array([3, 4]), n=0, axis=5))
+
+
+@pytest.mark.parametrize("name", ["convolve", "correlate"])
+@pytest.mark.parametrize("mode", ["full", "same", "valid"])
+@pytest.mark.parametrize("a,v", [([3, 0.5, 7, 1e-3, 0.5], [np.inf, 7, 7]), ([1, 2, 3], [np.nan, 1]),
+                                 ([1, np.inf], [1, 2, 3, 4]), ([1, 2], [1j, np.inf])])
+def test_convolve_never_multiplies_padding_by_inf_or_nan(name, mode, a, v):
+    like_numpy(lambda x, y: getattr(tnp, name)(x, y, mode=mode),
+               lambda x, y: getattr(np, name)(x, y, mode=mode), np.asarray(a), np.asarray(v))

@@ -16,7 +16,9 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+import tracer as tr
 import tracer.numpy as tnp
+from tests.checks import like_numpy, matches, raises_like_numpy
 from tracer.core import ShapedArray, aval_of, count_eqns, typecheck
 from tracer.errors import (DTypeError, ShapeError, TracerError, TracerIndexError,
                            TracerTypeError, TracerValueError)
@@ -699,3 +701,38 @@ def test_eager_results_are_ndarrays():
                   tnp.max(np.arange(3)), tnp.transpose(np.float32(1)), tnp.imag(1.0),
                   tnp.clip(5, 0, 3), tnp.where(True, 1, 2), tnp.reshape(7, ())):
         assert isinstance(value, np.ndarray) and value.shape == ()
+
+
+def test_roll_with_a_tuple_shift_and_no_axis_adds_the_shifts():
+    x = np.arange(6).reshape(2, 3)
+    like_numpy(lambda a: tnp.roll(a, (1, 2)), lambda a: np.roll(a, (1, 2)), x)
+    like_numpy(lambda a: tnp.roll(a, (1, -5), axis=None),
+               lambda a: np.roll(a, (1, -5), axis=None), x)
+
+
+@pytest.mark.filterwarnings("ignore::numpy.exceptions.ComplexWarning")
+@pytest.mark.parametrize("name", ["concatenate", "stack", "vstack", "hstack"])
+@pytest.mark.parametrize("dtype,casting", [(np.float32, "same_kind"), (np.int8, "same_kind"),
+                                           (np.int8, "unsafe"), (None, "no"), (None, "safe"),
+                                           (np.complex64, "safe")])
+def test_joins_check_casting(name, dtype, casting):
+    arrays = (np.array([3, 200, 1], np.uint64), np.array([1 + 2j, 3, 4], np.complex64),
+              np.array([1, 2, 3], np.uint8))
+    for items in (arrays, arrays[::2], (arrays[2], np.array([1.5, 2, 3]))):
+        np_fn = lambda *a: getattr(np, name)(a, dtype=dtype, casting=casting)  # noqa: E731
+        fn = lambda *a: getattr(tnp, name)(a, dtype=dtype, casting=casting)  # noqa: E731
+        try:
+            want = np_fn(*items)
+        except TypeError:
+            raises_like_numpy(fn, np_fn, *items)
+            continue
+        matches(fn(*items), want)
+
+
+def test_clip_follows_numpy_with_nan_and_inverted_bounds():
+    x = np.array([-1.0, 5.0, 9.0, np.nan])
+    np.testing.assert_array_equal(tnp.clip(x, 0, 6), np.clip(x, 0, 6))
+    np.testing.assert_array_equal(tnp.clip(x, 6, 2), np.clip(x, 6, 2))  # a_min > a_max
+    np.testing.assert_array_equal(tr.jit(lambda x: tnp.clip(x, 0, 6))(x), np.clip(x, 0, 6))
+    ints = np.array([-3, 2, 7])
+    assert tnp.clip(ints, 0, 5).dtype == np.clip(ints, 0, 5).dtype

@@ -7,7 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import tracer as tr
 import tracer.numpy as tnp
+from tests.checks import like_numpy
 from tests.test_numpy_linalg import check, sample
 from tracer.core import ShapedArray, aval_of, typecheck
 from tracer.errors import ShapeError, TracerIndexError, TracerTypeError
@@ -293,3 +295,20 @@ def test_at_hypothesis(problem, method):
         return
     v = sample(rshape, np.int64)
     check_at(x, idx, v, method)  # duplicate targets under set: both let the last win
+
+
+@pytest.mark.parametrize("shape,idx", [
+    ((2, 0, 4), (-1, None, np.array([], bool))), ((0, 0), (Ellipsis, np.array([], bool))),
+    ((4, 0), (np.array([], int), None, np.array([], int))), ((0, 3), (np.array([], int), 1)),
+])
+def test_integer_index_arrays_into_an_empty_axis(shape, idx):
+    x = np.zeros(shape, np.float32)
+    like_numpy(lambda a: tnp.getitem(a, idx), lambda a: a[idx], x)
+
+
+def test_traced_indices_into_an_empty_axis_give_an_empty_result_or_raise():
+    f = tr.jit(lambda x, i: x[i])
+    assert f(np.zeros((0, 3)), np.zeros(0, np.int64)).shape == (0, 3)
+    with pytest.raises(tr.TracerError) as err:
+        f(np.zeros((0, 3)), np.array([0]))
+    assert isinstance(err.value, IndexError)

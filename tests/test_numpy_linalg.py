@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 import tracer as tr
 import tracer.numpy as tnp
+from tests.checks import like_numpy
 from tracer.core import aval_of, typecheck
 from tracer.errors import ParamError, ShapeError, TracerError, TracerIndexError
 from tracer.interpret import run_graph
@@ -308,3 +309,12 @@ def test_transposed_operand_is_read_by_blas_not_copied():
     c, d = sample((2, 3, 4)), sample((2, 5))
     check(lambda x: tnp.matmul(tnp.transpose(x, (2, 1, 0)), d), c,
           want=np.matmul(np.transpose(c, (2, 1, 0)), d))
+
+
+@pytest.mark.parametrize("spec,shapes", [
+    ("i->", [(0,)]), ("ij,jk->ik", [(2, 0), (0, 3)]), ("ij,ij->ij", [(1, 0), (3, 1)]),
+    ("i,i->", [(0,), (1,)]), ("ij,jk", [(2, 1), (0, 3)]), ("...i,...i", [(0, 2), (1, 2)]),
+])
+def test_einsum_size_0_labels_win_over_broadcast_1(spec, shapes):
+    arrays = [np.ones(s) for s in shapes]
+    like_numpy(lambda *a: tnp.einsum(spec, *a), lambda *a: np.einsum(spec, *a), *arrays)

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 import tracer as tr
 import tracer.numpy as tnp
+from tests.checks import raises_like_numpy
 from tracer.errors import TracerError
 
 L = tnp.linalg
@@ -363,3 +364,7 @@ def test_errors_are_numpys_and_tracers(call, cls):
     with pytest.raises(cls) as info:
         call()
     assert isinstance(info.value, TracerError)
+
+
+def test_cross_of_a_zero_d_array_is_a_value_error():
+    raises_like_numpy(tnp.cross, np.cross, np.array(3.0), np.ones((3, 2)))

@@ -7,7 +7,9 @@ import itertools
 import numpy as np
 import pytest
 
+import tracer as tr
 import tracer.numpy as tnp
+from tests.checks import like_numpy, matches
 from tracer.core import ShapedArray, aval_of, typecheck
 from tracer.errors import DTypeError, ShapeError, TracerError
 from tracer.interpret import run_graph
@@ -231,3 +233,42 @@ def test_binary_dtypes_for_pairs_match_numpy(name):
                 getattr(tnp, name)(x, y)
             continue
         assert getattr(tnp, name)(x, y).dtype == want, (name, a, b)
+
+
+@pytest.mark.parametrize("scalar", [300, -129, 2.5])
+def test_nextafter_python_int_meets_the_float_loop(scalar):
+    # NumPy: the Python int goes to the float16 loop directly, no int8 overflow
+    i8 = np.array([1, 2], np.int8)
+    like_numpy(lambda a: tnp.nextafter(a, scalar), lambda a: np.nextafter(a, scalar), i8)
+    like_numpy(lambda a: tnp.nextafter(scalar, a), lambda a: np.nextafter(scalar, a), i8)
+
+
+def test_ldexp_of_a_python_int_is_float16_with_an_array_exponent():
+    like_numpy(lambda n: tnp.ldexp(3, n), lambda n: np.ldexp(3, n), np.array([1, 2], np.int8))
+    matches(tnp.ldexp(3, 2), np.ldexp(3, 2))  # both Python: float64
+
+
+@pytest.mark.parametrize("call", [
+    lambda m: m.full((2,), 300, dtype=np.uint8), lambda m: m.full((2,), -1, dtype=np.uint8),
+    lambda m: m.full_like(np.zeros(2, np.int8), -129),
+])
+def test_full_refuses_an_out_of_range_python_int(call):
+    with pytest.raises(OverflowError):
+        call(np)
+    with pytest.raises(tr.TracerError):
+        call(tnp)
+
+
+def test_full_still_casts_other_fill_values_unsafely():
+    matches(tnp.full((2,), 300.0, dtype=np.int32), np.full((2,), 300.0, dtype=np.int32))
+    big = np.int64(300)  # a NumPy integer is cast unsafely (wraps), not checked
+    matches(tnp.full((2,), big, dtype=np.uint8), np.full((2,), big, dtype=np.uint8))
+
+
+@pytest.mark.parametrize("name", ["negative", "absolute", "square", "isnan", "add"])
+def test_python_ints_beyond_int64_raise_a_tracer_error(name):
+    fn = getattr(tnp, name)
+    args = (2**64, 1) if name == "add" else (2**64,)
+    with pytest.raises(tr.TracerError) as err:
+        fn(*args)
+    assert isinstance(err.value, OverflowError)

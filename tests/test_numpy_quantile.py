@@ -11,6 +11,7 @@ from hypothesis.extra import numpy as hnp
 
 import tracer as tr
 import tracer.numpy as tnp
+from tests.checks import like_numpy
 from tests.test_numpy_core import arrays, assert_same, compare
 
 METHODS = ["inverted_cdf", "averaged_inverted_cdf", "closest_observation",
@@ -154,3 +155,19 @@ def test_traced_q_with_an_integer_result_is_refused():
         f(np.arange(5), 1.5)
     assert isinstance(info.value, TypeError)
     assert tr.jit(lambda v: tnp.quantile(v, 0.5, method="lower"))(np.arange(5)) == 2
+
+
+@pytest.mark.parametrize("name,shape,axis", [
+    ("median", (4, 0, 0), 2), ("median", (1, 0, 0), (-3,)), ("median", (0, 3, 4), 1),
+    ("nanmedian", (0,), (0,)), ("nanmedian", (0, 3, 4), 0), ("nanmedian", (0, 3, 4), ()),
+])
+def test_median_of_empty_slices(name, shape, axis):
+    x = np.zeros(shape)
+    like_numpy(lambda a: getattr(tnp, name)(a, axis=axis, keepdims=True),
+               lambda a: getattr(np, name)(a, axis=axis, keepdims=True), x)
+
+
+def test_nanquantile_of_empty_slices_is_nan():
+    x = np.zeros((2, 0, 4))
+    like_numpy(lambda a: tnp.nanquantile(a, 0.5, axis=(1, 2)),
+               lambda a: np.nanquantile(a, 0.5, axis=(1, 2)), x)

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 import tracer as tr
 import tracer.numpy as tnp
+from tests.checks import like_numpy, matches
 from tracer import errors
 
 EXAMPLES = settings(max_examples=25, deadline=None)
@@ -251,3 +252,41 @@ def test_nonzero_rules():
     got = tr.jit(lambda x: tnp.nonzero(x, size=3, fill_value=(7, 8)))(np.eye(2))
     same(got[0], np.int64([0, 1, 7]))
     same(got[1], np.int64([0, 1, 8]))
+
+
+@pytest.mark.parametrize("v", [300, -1, 2.5])
+def test_searchsorted_python_scalar_outside_the_array_dtype(v):
+    a = np.array([0, 2, 3, 200], np.uint8)
+    like_numpy(lambda x: tnp.searchsorted(x, v), lambda x: np.searchsorted(x, v), a)
+
+
+def test_sort_of_complex_treats_signed_zero_real_parts_as_equal():
+    x = np.array([np.inf - 2.25j, -0.0 + 1e-3j, -2.25 - np.inf * 1j, 1e-3 + 0.5j,
+                  complex(0.5, np.inf), complex(0, -np.inf), 3 + 7j])
+    like_numpy(tnp.sort, np.sort, x)
+    got = tnp.sort(x)
+    np.testing.assert_array_equal(np.signbit(got.real), np.signbit(np.sort(x).real))
+
+
+_NAN_COMPLEX = np.array([complex(-0.0, 1), complex(0.0, -1), complex(np.nan, 0), complex(0, np.nan),
+                         1 + 1j, complex(-0.0, -0.0), complex(np.nan, -3), complex(2, np.nan),
+                         complex(np.nan, np.nan), complex(-np.inf, 2)])
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_complex_nan_order_of_sort_argsort_searchsorted(seed):
+    # NumPy: R+Rj < R+nanj < nan+Rj < nan+nanj, each class in its own order
+    z = np.random.default_rng(seed).permutation(_NAN_COMPLEX)
+    like_numpy(tnp.sort, np.sort, z)
+    like_numpy(lambda a: tnp.argsort(a, stable=True), lambda a: np.argsort(a, stable=True), z)
+    like_numpy(lambda a, v: tnp.searchsorted(a, v, side="right"),
+               lambda a, v: np.searchsorted(a, v, side="right"), np.sort(z), z)
+    matches(tnp.lexsort((z, z.real)), np.lexsort((z, z.real)))
+
+
+@pytest.mark.parametrize("equal_nan", [True, False])
+def test_unique_merges_every_complex_with_a_nan_part(equal_nan):
+    z = np.random.default_rng(3).permutation(_NAN_COMPLEX)
+    kw = dict(return_index=True, return_inverse=True, return_counts=True, equal_nan=equal_nan)
+    for got, want in zip(tnp.unique(z, **kw), np.unique(z, **kw), strict=True):
+        matches(got, want)

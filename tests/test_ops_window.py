@@ -17,7 +17,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import tracer as tr
-from tests.backend.test_numba_cpu import _batched, _compare
+from tests.backend.cpu.test_backend import _batched, _compare
 from tests.opdb_window import CASES
 from tests.test_rules_window import geometries
 from tracer import errors, ops

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import given, strategies as st
 
+from tests.checks import raises
 from tracer.tree_util import (DictKey, FlattenedIndexKey, GetAttrKey, PyTreeDef, SequenceKey,
                               keystr, register_dataclass, register_pytree_node,
                               tree_flatten, tree_flatten_with_path, tree_leaves, tree_map,
@@ -376,3 +377,39 @@ def test_key_strings() -> None:
     assert str(GetAttrKey("name")) == ".name"
     assert keystr((SequenceKey(1), DictKey("w"))) == "[1]['w']"
     assert isinstance(tree_structure(1), PyTreeDef)
+
+
+def test_leaf_types_cannot_be_registered_as_nodes():
+    from tracer import tree_util as tu
+    raises(TypeError, lambda: tu.register_dataclass(int, ["real"], []))
+    raises(TypeError, lambda: tu.register_pytree_node(np.ndarray, lambda x: ((), None),
+                                                       lambda a, c: None))
+    raises(TypeError, lambda: tu.register_pytree_node(3, lambda x: ((), None),
+                                                       lambda a, c: None))
+    assert tu.tree_leaves((1, 2.0)) == [1, 2.0]  # ints and floats are still leaves
+
+
+def test_tree_util_bad_arguments():
+    from tracer import tree_util as tu
+
+    class Node:
+        pass
+
+    tu.register_pytree_node(Node, lambda n: 5, lambda aux, children: Node())
+    msg = raises(TypeError, lambda: tu.tree_flatten(Node()))
+    assert "flatten_fn must return (children, aux_data)" in msg
+    raises(TypeError, lambda: tu.tree_unflatten((1, 2), [1, 2]))
+    raises(TypeError, lambda: tu.tree_map(3, (1, 2)))
+
+
+def test_register_dataclass_checks_field_names():
+    import dataclasses
+
+    from tracer import tree_util as tu
+
+    @dataclasses.dataclass
+    class P:
+        a: float
+
+    msg = raises(ValueError, lambda: tu.register_dataclass(P, ["b"], []))
+    assert "'b'" in msg

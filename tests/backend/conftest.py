@@ -20,7 +20,7 @@ if os.environ.get("TRACER_CUDA_REAL") != "1":
 
 
 def pytest_collection_finish(session):
-    """Start the PTX compile job of test_cuda_ptx in the background once collection has
+    """Start the PTX compile job of cuda/test_ptx.py in the background once collection has
     selected its test (not under pytest-xdist, whose workers each collect every test)."""
     if os.environ.get("PYTEST_XDIST_WORKER") is not None or session.config.option.collectonly:
         return

@@ -1,7 +1,7 @@
 """What keeps the cold compile of the cpu backend's numba libraries short.
 
 - A convolution compiles only the plans it runs: the choosing entry point calls
-  each plan's own C entry point through the table of `cpu_lib_conv_core`, resolved
+  each plan's own C entry point through the table of `cpu/lib/conv_core.py`, resolved
   the first time a convolution takes the plan.
 - Sort and the threefry kernels compile a `parallel=True` loop (seconds of numba's
   parfor lowering) only for arrays large enough to run it, in graphs that may use
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import pathlib
 import subprocess
 import sys
 import textwrap
@@ -23,8 +24,8 @@ import tracer as tr
 import tracer.numpy as tnp
 from tracer import ops
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-LARGE = 1 << 15  # cpu_lib_sort / cpu_lib_rng PARALLEL_MIN_ELEMENTS
+REPO = str(pathlib.Path(__file__).resolve().parents[3])  # the repository root
+LARGE = 1 << 15  # cpu/lib/sort.py and numba/lib/rng.py: PARALLEL_MIN_ELEMENTS
 
 
 def _run_child(script: str, tmp_path, **env: str) -> dict:

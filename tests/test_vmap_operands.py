@@ -7,7 +7,7 @@ ever batched on their own (the second operand of call / checkpoint / composite /
 custom_vjp_call, rng_normal's sigma, map's first operand, the last start index of
 dynamic_slice / dynamic_update_slice, reduce_window's init values). Here every operand
 gets its turn, at a random axis (negative axes included), with `config.vmap_fallback`
-off (the default), so each batching rule meets every operand alone; tests/s5a_cases.py
+off (the default), so each batching rule meets every operand alone; tests/operand_cases.py
 adds cases whose start indices, init values and sigma are arrays, not literals.
 """
 
@@ -17,7 +17,7 @@ import zlib
 import numpy as np
 import pytest
 
-from tests import s5a_cases
+from tests import operand_cases
 from tests.op_db import OpCase, all_cases
 from tests.test_vmap import BATCH, _assert_close, _missing_rules, _stack, _variant
 from tracer import config
@@ -29,7 +29,7 @@ def _arrays(case: OpCase) -> list[int]:
     return [i for i, a in enumerate(case.args) if isinstance(a, (np.ndarray, np.generic))]
 
 
-CASES = [c for c in all_cases() + s5a_cases.CASES if len(_arrays(c)) >= 2]
+CASES = [c for c in all_cases() + operand_cases.CASES if len(_arrays(c)) >= 2]
 
 
 def _check_mapping(case: OpCase, mapped: list[int], rng: np.random.Generator) -> None:

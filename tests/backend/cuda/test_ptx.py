@@ -22,6 +22,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import pathlib
 import subprocess
 import sys
 import tempfile
@@ -34,7 +35,7 @@ import pytest
 pytest.importorskip("tracer.backend.cuda.backend", reason="numba-cuda is not installed "
                     "(pip install 'numba-cuda[cu13]')", exc_type=ImportError)
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+REPO = str(pathlib.Path(__file__).resolve().parents[3])  # the repository root
 CC = (9, 0)
 
 
@@ -49,10 +50,10 @@ def start_job() -> subprocess.Popen:
     if _JOB is None:
         out = tempfile.TemporaryFile("w+")
         env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "0", "PYTHONPATH": REPO}
-        _JOB = subprocess.Popen([sys.executable, "-m", "tests.backend.test_cuda_ptx"],
+        _JOB = subprocess.Popen([sys.executable, "-m", "tests.backend.cuda.test_ptx"],
                                 cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)
         _JOB.output = out  # type: ignore[attr-defined]
-        atexit.register(_JOB.kill)  # (a session that ends before the test)
+        atexit.register(_JOB.kill)  # (a pytest run that ends before the test)
     return _JOB
 
 
@@ -124,7 +125,7 @@ def _extra_cases():
     yield "layernorm", layernorm, (x32, np.ones(300, np.float32))
     yield "column sums", lambda x: tnp.sum(x, axis=0), (x32,)
     yield "full sum f16", lambda x: tnp.sum(x), (x16,)
-    for dt in (np.complex64, np.complex128):  # NumPy's special values (cpu_lib_complex)
+    for dt in (np.complex64, np.complex128):  # NumPy's special values (numba/lib/complex_math.py)
         z = np.ones(8, dt)
         yield f"complex math {np.dtype(dt).name}", lambda z, w: (
             ops.sin(z), ops.cos(z), ops.tan(z), ops.tanh(z), ops.exp(z), ops.pow(z, w),

@@ -1,8 +1,8 @@
-"""Regressions of the cuda backend's kernel shapes (on numba's CUDA simulator, see
-conftest.py): reductions over several dims step their index without dividing per
-element, a literal cube is two multiplies, the GEMM indexes with unsigned ints.
-Each test checks the values against the interpreter and the property of the
-generated source that the change is about.
+"""The shape of the cuda backend's generated kernels (on numba's CUDA simulator, see
+conftest.py): reductions and element kernels over several dims step their index without
+dividing per element, a literal cube is two multiplies, the GEMM indexes with unsigned
+ints. Each test checks the values against the interpreter and the property of the
+generated source.
 """
 
 from __future__ import annotations

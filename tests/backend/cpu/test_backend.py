@@ -3,18 +3,11 @@
 Every op-table case runs compiled; to keep numba compiles few, cases are traced
 together into batched graphs (one compile per batch), and a failing batch is
 re-run case by case to name the culprit. Then: fusion counts, fused vs unfused
-results, shape-generic kernels (a new batch size compiles nothing), the
-persistent cache across processes (and a corrupted entry), out-of-bounds
-indices, special float values, and the dump directory.
+results, shape-generic kernels (a new batch size compiles nothing), out-of-bounds
+indices, special float values, and the dump directory. The disk cache: test_cache.py.
 """
 
 from __future__ import annotations
-
-import json
-import os
-import subprocess
-import sys
-import textwrap
 
 import numba
 import numpy as np
@@ -41,7 +34,6 @@ if "cpu" not in backend_names():
     register_backend("cpu", NumbaCpuBackend)
 
 CPU = NumbaCpuBackend()
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RTOL = {2: 2e-3, 4: 4e-6, 8: 1e-12, 16: 1e-12}  # by itemsize (complex: of each part)
 
 
@@ -259,73 +251,6 @@ def test_generated_source_holds_no_sizes():
     x = np.zeros((1234, 567), np.float32)
     source = CPU.compile(_trace(_softmax, [x])).source
     assert "1234" not in source and "567" not in source
-
-
-# ------------------------------------------------------------------ persistent cache
-
-_CHILD = textwrap.dedent("""
-    import json, sys, time
-    import numpy as np
-    sys.path.insert(0, {repo!r})
-    import tracer.numpy as tnp
-    from tracer.backend.cpu.cache import STATS
-    from tracer.backend.cpu.backend import NumbaCpuBackend
-    from tracer.core import ShapedArray
-    from tracer.tracing import trace_flat
-    def fn(x):  # big enough for a parallel kernel, which must be cacheable too
-        e = tnp.exp(x - tnp.max(x, axis=1, keepdims=True))
-        return [e / tnp.sum(e, axis=1, keepdims=True)]
-    graph, _ = trace_flat(fn, [ShapedArray((300, 200), np.float64)])
-    t0 = time.perf_counter()
-    exe = NumbaCpuBackend().compile(graph)
-    x = np.arange(60000.0).reshape(300, 200) / 1e4
-    e = np.exp(x - x.max(1, keepdims=True))
-    ok = bool(np.allclose(exe(x)[0], e / e.sum(1, keepdims=True)))
-    print(json.dumps(dict(compiles=STATS.compiles, disk_hits=STATS.disk_hits, ok=ok,
-                          fresh=exe.fresh_compile, seconds=time.perf_counter() - t0)))
-""")
-
-
-def _child(cache_dir, child=_CHILD):
-    env = dict(os.environ, TRACER_CACHE_DIR=str(cache_dir))
-    proc = subprocess.run([sys.executable, "-c", child.format(repo=REPO)], env=env,
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout.strip().splitlines()[-1])
-
-
-def test_a_new_process_loads_machine_code_from_the_disk_cache(tmp_path):
-    first = _child(tmp_path)
-    assert first["ok"] and first["compiles"] == 1 and first["fresh"]
-    second = _child(tmp_path)
-    assert second["ok"] and second["compiles"] == 0 and second["disk_hits"] == 1
-    assert not second["fresh"]
-    assert any(name.endswith(".nbi") for name in os.listdir(tmp_path / "cpu" / "__pycache__"))
-
-
-def test_two_processes_compiling_the_same_kernel_at_once(tmp_path):
-    env = dict(os.environ, TRACER_CACHE_DIR=str(tmp_path))
-    procs = [subprocess.Popen([sys.executable, "-c", _CHILD.format(repo=REPO)], env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for _ in range(2)]
-    for proc in procs:
-        out, err = proc.communicate(timeout=300)
-        assert proc.returncode == 0, err
-        assert json.loads(out.strip().splitlines()[-1])["ok"]
-    assert _child(tmp_path)["compiles"] == 0  # what they left behind loads cleanly
-
-
-def test_a_corrupted_cache_entry_is_recompiled_not_a_crash(tmp_path):
-    _child(tmp_path)
-    directory = tmp_path / "cpu"
-    for name in os.listdir(directory):
-        if name.endswith(".py"):
-            (directory / name).write_text("this is not python (")
-    for name in os.listdir(directory / "__pycache__"):
-        (directory / "__pycache__" / name).write_bytes(b"\x00garbage")
-    again = _child(tmp_path)
-    assert again["ok"] and again["compiles"] == 1
-    assert _child(tmp_path)["compiles"] == 0  # and the rewritten entry is good again
 
 
 # ------------------------------------------------------------------ out-of-bounds indices

@@ -1,8 +1,8 @@
-"""Op cases of the issue #5 audit (s5a): operand positions no op-table case reaches —
+"""Op cases for operand positions no op-table case reaches —
 operands the table passes as Python scalars or literals (start indices, init values,
 sigma) and multi-operand forms of the call-like ops (custom_vjp_call, checkpoint, call,
 while, scan, conditional with float consts, carries and xs). Shared by
-tests/test_s5a_vmap_gaps.py (loop-and-stack) and tests/test_s5a_ad_gaps.py (finite
+tests/test_vmap_operands.py (loop-and-stack) and tests/test_ad_operands.py (finite
 differences through tests/ad_table_support.py)."""
 
 from __future__ import annotations
@@ -58,28 +58,28 @@ def _cond(p: Any, x: Any, y: Any, w: Any) -> Any:
 
 
 CASES: list[OpCase] = [
-    OpCase("dynamic_slice:s5a_array_starts_3d",
+    OpCase("dynamic_slice:array_starts_3d",
            lambda x, i, j, k: ops.dynamic_slice(x, [i, j, k], [1, 2, 2]),
            (X234, I(1), I(0), I(2))),
-    OpCase("dynamic_update_slice:s5a_array_starts_3d",
+    OpCase("dynamic_update_slice:array_starts_3d",
            lambda x, u, i, j, k: ops.dynamic_update_slice(x, u, [i, j, k]),
            (X234, X234[:1, 1:, :2] * 3, I(1), I(0), I(2))),
-    OpCase("dynamic_update_slice:s5a_scalar", lambda x, u: ops.dynamic_update_slice(x, u, []),
+    OpCase("dynamic_update_slice:scalar", lambda x, u: ops.dynamic_update_slice(x, u, []),
            (np.float64(1.5), np.float64(-2.0))),
-    OpCase("reduce_window:s5a_variadic_array_inits",
+    OpCase("reduce_window:variadic_array_inits",
            lambda x, y, lo, hi: tuple(ops.reduce_window([x, y], [lo, hi], _min_max, [1, 2, 2],
                                                         [1, 1, 1])),
            (X234, X234[::-1] * 2, np.float64(np.inf), np.float64(-np.inf))),
-    OpCase("reduce:s5a_variadic_array_inits",
+    OpCase("reduce:variadic_array_inits",
            lambda x, y, z, o: tuple(ops.reduce([x, y], [z, o], _sum_mul, [1])),
            (X234, X234 + 2, np.float64(0.0), np.float64(1.0))),
-    OpCase("rng_normal:s5a_array_sigma", lambda mu, s: ops.rng_normal(mu, s, (3,)),
+    OpCase("rng_normal:array_sigma", lambda mu, s: ops.rng_normal(mu, s, (3,)),
            (np.float64(0.5), np.float64(0.0))),
-    OpCase("custom_vjp_call:s5a_two_operands", lambda x, y: _sin_times(x, y), (X3, Y3)),
-    OpCase("checkpoint:s5a_three_operands_and_closure",
+    OpCase("custom_vjp_call:two_operands", lambda x, y: _sin_times(x, y), (X3, Y3)),
+    OpCase("checkpoint:three_operands_and_closure",
            lambda x, y, w: checkpoint(lambda a, b: tnp.sin(a * b) * w + a)(x, y),
            (X3, Y3, X3[::-1])),
-    OpCase("scan:s5a_consts_carries_xs", _scan, (X3, Y3, np.float64(0.7))),
-    OpCase("while:s5a_consts_and_carries", _while, (X3, Y3, np.float64(0.7))),
-    OpCase("conditional:s5a_three_operands", _cond, (np.float64(0.3), X3, Y3, np.float64(1.2))),
+    OpCase("scan:consts_carries_xs", _scan, (X3, Y3, np.float64(0.7))),
+    OpCase("while:consts_and_carries", _while, (X3, Y3, np.float64(0.7))),
+    OpCase("conditional:three_operands", _cond, (np.float64(0.3), X3, Y3, np.float64(1.2))),
 ]

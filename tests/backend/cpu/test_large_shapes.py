@@ -1,6 +1,7 @@
-"""Regressions found by fuzzing the cpu backend's large-shape paths (threaded loop
-nests and gathers, chunked reductions, BLAS vs loop products) against the
-interpreter. Each test asserts the path it needs from the generated source."""
+"""The cpu backend's large-shape paths against the interpreter: a threaded gather in a
+loop body, window folds with empty output rows and their threading, and the buffers of
+wrapped index arrays a gather reads. Each test asserts the path it needs from the
+generated source."""
 
 from __future__ import annotations
 

@@ -27,7 +27,7 @@ from tracer.tree_util import tree_flatten
 def _batched_inputs(p: support.Plan) -> tuple[list[Any], list[Any], list[Any] | None]:
     """Two points (the plan's and one 2% away), two tangents, two cotangents; integer
     inputs stay the same in both."""
-    rng = support.seed_of("s5a" + p.name)
+    rng = support.seed_of("batched " + p.name)
     args = [np.stack([a, support.near(rng, a) if d else a]) for a, d in zip(p.args, p.diff_in)]
     vs = [np.stack([v, support.direction(rng, a) if d else v])
           for v, a, d in zip(p.v, p.args, p.diff_in)]

@@ -7,7 +7,9 @@ ml_dtypes and XLA convert. Promotion follows JAX's lattice (bf16 with any intege
 bf16, with float16 float32). Each case runs on the interpreter and the cpu backend and
 is checked against the float32 computation rounded to bfloat16: bit for bit for
 element-wise ops (1 bfloat16 ulp for the cpu backend's own transcendental functions),
-within the final rounding for reductions and matmul.
+within the final rounding for reductions and matmul. Also: reduce_precision to
+bfloat16 (against ml_dtypes), tracer.random with dtype=bfloat16 (JAX's numbers bit for
+bit, skipped without JAX), and the all_reduce max / min identities.
 """
 
 from __future__ import annotations
@@ -22,12 +24,12 @@ from hypothesis import given, settings, strategies as st
 
 import tracer as tr
 import tracer.numpy as tnp
+import tracer.random as trr
+from tests.half_support import BACKENDS, BF16, F32, jit_run, same_bits, ulps
 from tracer import dtypes, ops
 from tracer.backend.numba.lib.scalar_math import bf16_bits, bf16_to_f32
-
-BF16 = np.dtype(ml_dtypes.bfloat16)
-F32 = np.dtype(np.float32)
-BACKENDS = ["interpreter", "cpu"]
+from tracer.ops import collectives as coll
+from tracer.transforms.api_vmap import vmap
 
 # bfloat16 values as their bits: any pattern (NaN, inf, subnormals) or a moderate value.
 _ANY = st.integers(0, 0xFFFF)
@@ -357,3 +359,132 @@ def test_grad_of_a_bfloat16_function(mode):
     want = tr.grad(f)(w.astype(F32), x.astype(F32))
     assert got.dtype == BF16 and got.shape == w.shape
     np.testing.assert_allclose(got.astype(F32), want, rtol=2 ** -5, atol=2 ** -6)
+
+
+# ------------------------------------------------------------------ reduce_precision
+
+# (x, x rounded to bfloat16): ties go to the even mantissa (1 + 3 * 2**-8 is halfway
+# between 1 + 2**-7, odd, and 1 + 2**-6, even), overflow to inf, subnormals kept.
+_GOLDEN = [(1 + 2 ** -8, 1.0), (1 + 3 * 2 ** -8, 1 + 2 ** -6), (1 + 2 ** -8 + 2 ** -20,
+                                                               1 + 2 ** -7),
+           (-(1 + 2 ** -8), -1.0), (3.4e38, np.inf), (-3.4e38, -np.inf),
+           (3.3961e38, 3.3895313892515355e38), (1e-40, 2.0 ** -133), (np.inf, np.inf)]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_reduce_precision_8_7_is_rounding_to_bfloat16(backend):
+    x = np.array([v for v, _ in _GOLDEN] + [np.nan, -np.nan, 0.0, -0.0], F32)
+    got = np.asarray(jit_run(lambda v: ops.reduce_precision(v, 8, 7), backend, x))
+    golden = np.array([w for _, w in _GOLDEN], F32)
+    np.testing.assert_array_equal(got[:len(_GOLDEN)], golden)
+    same_bits(got, x.astype(BF16).astype(F32))
+    assert np.isnan(got[-4]) and np.isnan(got[-3]) and np.signbit(got[-1])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@settings(max_examples=20, deadline=None)
+@given(bits=st.lists(st.integers(0, 2 ** 32 - 1), min_size=1, max_size=40))
+def test_reduce_precision_8_7_matches_ml_dtypes_on_any_bits(backend, bits):
+    x = np.array(bits, np.uint32).view(F32)
+    got = np.asarray(jit_run(lambda v: ops.reduce_precision(v, 8, 7), backend, x))
+    same_bits(got, x.astype(BF16).astype(F32))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@settings(max_examples=15, deadline=None)
+@given(bits=st.lists(st.integers(0, 2 ** 16 - 1), min_size=1, max_size=30),
+       exponent_bits=st.integers(1, 9), mantissa_bits=st.integers(0, 8))
+def test_reduce_precision_of_bfloat16_operands(backend, bits, exponent_bits, mantissa_bits):
+    x = np.array(bits, np.uint16).view(BF16)
+
+    def f(v):
+        return [ops.reduce_precision(v, exponent_bits, mantissa_bits),
+                ops.reduce_precision(v[0], exponent_bits, mantissa_bits)]
+    got = jit_run(f, backend, x)
+    want = np.asarray(ops.reduce_precision(x.astype(F32), exponent_bits, mantissa_bits))
+    same_bits(got[0], want.astype(BF16))  # exact: the result fits bfloat16
+    same_bits(got[1], want[0].astype(BF16))
+
+
+# ------------------------------------------------------------------ tracer.random
+
+_SAMPLERS = {
+    "uniform": lambda r, k: r.uniform(k, (300,), BF16),
+    "uniform_bounds": lambda r, k: r.uniform(k, (300,), BF16, -3.3, 7.1),
+    "uniform_array_bounds": lambda r, k: r.uniform(k, (2, 3), BF16,
+                                                   np.array([[0], [5]], BF16), 9.0),
+    "normal": lambda r, k: r.normal(k, (300,), BF16),
+    "exponential": lambda r, k: r.exponential(k, (300,), BF16),
+    "gumbel": lambda r, k: r.gumbel(k, (300,), BF16),
+    "truncated_normal": lambda r, k: r.truncated_normal(k, -1.0, 2.0, (300,), BF16),
+    "bernoulli": lambda r, k: r.bernoulli(k, np.full((40,), 0.3, BF16)),
+    "categorical": lambda r, k: r.categorical(k, np.array([[0.1, 2.0, -1.0]] * 20, BF16)),
+    "beta": lambda r, k: r.beta(k, 2.0, 0.5, (20,), BF16),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_SAMPLERS))
+def test_bfloat16_samplers_equal_jax_bit_for_bit(name):
+    jax = pytest.importorskip("jax")
+    if not jax.config.jax_threefry_partitionable:
+        pytest.skip("these are JAX's numbers with jax_threefry_partitionable=True")
+    for seed in (0, 7):
+        got = _SAMPLERS[name](trr, trr.key(seed))
+        with jax.enable_x64(True):  # tracer.random's int64 / float64 defaults: JAX's x64 mode
+            want = _SAMPLERS[name](jax.random, jax.random.PRNGKey(seed))
+        same_bits(got, np.asarray(want))
+
+
+def test_bfloat16_gamma_is_within_a_few_ulp_of_jax():
+    jax = pytest.importorskip("jax")
+    alpha = np.array([0.3, 1.0, 2.5, 7.0], BF16)
+    got = np.asarray(trr.gamma(trr.key(1), alpha, dtype=BF16))
+    want = np.asarray(jax.random.gamma(jax.random.PRNGKey(1), alpha, dtype=BF16))
+    assert ulps(got, want) <= 4
+
+
+@pytest.mark.parametrize("name", ["uniform_bounds", "normal", "gumbel", "truncated_normal"])
+def test_bfloat16_samplers_are_the_same_compiled(name):
+    fn = _SAMPLERS[name]
+    want = fn(trr, trr.key(3))
+    for backend in BACKENDS:
+        same_bits(jit_run(lambda k: fn(trr, k), backend, trr.key(3)), want)
+
+
+def test_bfloat16_uniform_takes_8_random_bits_as_jax():
+    """JAX draws 8 bits for a 7-bit mantissa: the values are multiples of 2**-7."""
+    u = np.asarray(trr.uniform(trr.key(0), (4096,), BF16)).astype(F32)
+    assert np.all((u * 128) == np.round(u * 128)) and u.min() >= 0 and u.max() < 1
+    assert len(np.unique(u)) == 128
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_stream_rng_ops_of_bfloat16(backend):
+    """ops.rng_uniform / rng_normal (the process-stream ops) on bfloat16 parameters:
+    bfloat16 samples in [a, b), on the 2**-7 grid of the draw, and normal moments."""
+    a, b = np.array(1, BF16), np.array(3, BF16)
+    u, z, s, batched = jit_run(lambda a, b: (
+        ops.rng_uniform(a, b, (4000,)), ops.rng_normal(a, b, (4000,)),
+        ops.rng_uniform(a, b, ()), vmap(lambda lo: ops.rng_uniform(lo, b, (5,)))(
+            ops.broadcast_in_dim(a, (2,), ()))), backend, a, b)
+    assert {u.dtype, z.dtype, s.dtype, batched.dtype} == {BF16} and batched.shape == (2, 5)
+    u32 = u.astype(F32)
+    assert u32.min() >= 1 and u32.max() < 3 and 1 <= float(s) < 3
+    assert len(np.unique(u32)) > 64 and abs(u32.mean() - 2) < 0.1
+    z32 = z.astype(F32)
+    assert abs(z32.mean() - 1) < 0.2 and abs(z32.std() - 3) < 0.3
+
+
+# ------------------------------------------------------------------ all_reduce identities
+
+@pytest.mark.parametrize("comp, np_op", [(ops.max, np.max), (ops.min, np.min)])
+@pytest.mark.parametrize("backend", ["eager", "cpu"])
+def test_all_reduce_max_min_of_bfloat16(comp, np_op, backend):
+    sign = -1.0 if np_op is np.max else 1.0  # values all on the side where 0 would win
+    x = (sign * np.array([[3.0, 0.5, np.inf], [7.0, 2.25, 1.0], [1.5, 9.0, 4.0]])).astype(BF16)
+
+    def f(v):
+        return vmap(lambda r: coll.all_reduce(r, comp, axis_name="i"), axis_name="i")(v)
+    got = f(x) if backend == "eager" else jit_run(f, backend, x)
+    want = np.broadcast_to(np_op(x.astype(F32), axis=0), x.shape).astype(BF16)
+    same_bits(got, want)

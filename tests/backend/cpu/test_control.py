@@ -1,4 +1,4 @@
-"""cpu backend: control flow (`cpu_emit_control`) and the cache keys of helper libraries.
+"""cpu backend: control flow (`cpu/emit/control.py`).
 
 A large control-flow sub-graph that occurs more than once becomes one njit function of
 the generated module, called at each occurrence; one that occurs once stays inline.
@@ -9,7 +9,6 @@ here so that small graphs, quick to compile, show the structure.)
 from __future__ import annotations
 
 import re
-import sys
 
 import numpy as np
 import pytest
@@ -174,46 +173,3 @@ def test_the_gamma_rejection_loop_tests_its_condition_once_per_round():
                 visit(sub)
     visit(graph)
     assert len(conditions) == 2 and max(conditions) <= 3
-
-
-# ------------------------------------------------------------------ library keys
-
-PROBE = "tracer.backend.cpu.lib.keyed_probe"
-
-
-@pytest.fixture
-def probe_library(tmp_path, monkeypatch):
-    path = tmp_path / "keyed_probe.py"
-    monkeypatch.setitem(cpu_cache._LIBRARIES, PROBE, str(path))
-    yield path
-    sys.modules.pop(PROBE, None)
-    cpu_cache._SOURCES.pop(PROBE, None)
-    if hasattr(tr.backend.cpu.lib, "keyed_probe"):
-        delattr(tr.backend.cpu.lib, "keyed_probe")
-
-
-def test_a_library_is_keyed_by_the_source_it_was_imported_from(probe_library):
-    probe_library.write_text("from ...numba.lib.scalar_math import maximum\n\n\n"
-                             "def probe():\n    return 1\n")
-    source = f"from {PROBE} import probe\n"
-    key = cpu_cache.module_key(source)  # (imports the library, recording its source)
-    module = sys.modules[PROBE]
-    assert cpu_cache.library_source(PROBE).imports == ("tracer.backend.numba.lib.scalar_math",)
-    probe_library.write_text("def probe():\n    return 2\n")  # edited while the process runs
-    assert cpu_cache.module_key(source) == key and module.probe() == 1
-    # a new process imports the new source, and keys it differently
-    del sys.modules[PROBE]
-    del cpu_cache._SOURCES[PROBE]
-    assert cpu_cache.module_key(source) != key and sys.modules[PROBE].probe() == 2
-
-
-def test_a_key_covers_the_libraries_a_used_library_imports(monkeypatch):
-    source = "from tracer.backend.numba.lib.rng import threefry2x32_fill\n"
-    key = cpu_cache.module_key(source)
-    mathlib = "tracer.backend.numba.lib.scalar_math"
-    assert mathlib in cpu_cache.library_source("tracer.backend.numba.lib.rng").imports
-    unused = "tracer.backend.cpu.lib.sort"
-    monkeypatch.setitem(cpu_cache._SOURCES, unused, cpu_cache.LibrarySource("0" * 64, ()))
-    assert cpu_cache.module_key(source) == key
-    monkeypatch.setitem(cpu_cache._SOURCES, mathlib, cpu_cache.LibrarySource("0" * 64, ()))
-    assert cpu_cache.module_key(source) != key

@@ -1,11 +1,11 @@
-"""Derivatives at operand positions no op-table case reaches (issue #5 audit, s5a).
+"""Derivatives at operand positions no op-table case reaches (issue #5).
 
 An instrumented run of the suite (the ops' jvp / transpose rules wrapped to record which
 operands carried tangents or were undefined) showed every differentiable op checked by
 tests/test_ad_table.py, but some operands never differentiated: the update of a 0-d
 dynamic_update_slice, the second operand of a custom_vjp call, the consts, extra carries
 and xs of scan / while / cond bodies, the operands of a checkpoint beyond the first. The
-cases in tests/s5a_cases.py reach them; here they go through the table's own checks
+cases in tests/operand_cases.py reach them; here they go through the table's own checks
 (tests/ad_table_support.py): jvp against central differences in float64, the pairing
 <vjp(u), v> = <u, jvp(v)>, second order (jvp of jvp against differences, jvp of vjp
 through the pairing), and first order again under jit on the interpreter and cpu.
@@ -19,23 +19,23 @@ import pytest
 
 import tracer as tr
 from tests import ad_table_support as support
-from tests import s5a_cases
+from tests import operand_cases
 from tracer.errors import TracerError
 
-CASES = {c.name: c for c in s5a_cases.CASES}
+CASES = {c.name: c for c in operand_cases.CASES}
 # the table's own reason: a custom_vjp bwd supports one reverse pass only
-FIRST_ORDER_ONLY = {"custom_vjp_call:s5a_two_operands"}
-NOT_DIFFERENTIABLE = {"rng_normal:s5a_array_sigma"}
+FIRST_ORDER_ONLY = {"custom_vjp_call:two_operands"}
+NOT_DIFFERENTIABLE = {"rng_normal:array_sigma"}
 # cpu: the call-like ops and the 0-d / array-start updates in one compile (~10 s);
 # tests/test_ad_table.py already compiles scan / while / conditional / reduce /
 # reduce_window derivatives on cpu, and numba compiles of loop derivatives are slow
-ON_CPU = ["custom_vjp_call:s5a_two_operands", "checkpoint:s5a_three_operands_and_closure",
-          "dynamic_update_slice:s5a_scalar", "dynamic_update_slice:s5a_array_starts_3d"]
+ON_CPU = ["custom_vjp_call:two_operands", "checkpoint:three_operands_and_closure",
+          "dynamic_update_slice:scalar", "dynamic_update_slice:array_starts_3d"]
 
 
 @pytest.fixture
 def registered(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The s5a cases in the table support's registry (plan / skip_reason look there)."""
+    """The operand cases in the table support's registry (plan / skip_reason look there)."""
     for name, case in CASES.items():
         monkeypatch.setitem(support.CASES, name, case)
 
@@ -57,7 +57,7 @@ def test_derivatives_match_finite_differences(name: str, registered: None) -> No
 
 
 def test_rng_normal_has_no_derivative_to_check(registered: None) -> None:
-    reason = support.skip_reason("rng_normal:s5a_array_sigma")
+    reason = support.skip_reason("rng_normal:array_sigma")
     assert reason is not None and "no differentiable op" in reason
 
 

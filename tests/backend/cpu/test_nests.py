@@ -1,4 +1,4 @@
-"""Column reductions on threads (cpu_nests: a nest reducing its outer dim with
+"""Column reductions on threads (cpu/nests.py: a nest reducing its outer dim with
 monoids): each chunk of rows folds into its own partial result, the partials
 combine in chunk order. Checked against the interpreter on shapes large enough for
 the threaded path, with the path itself asserted from the generated source."""

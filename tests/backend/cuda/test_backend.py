@@ -122,7 +122,7 @@ def test_op_table_case_matches_the_interpreter(case):
 def test_every_op_runs_on_the_device_or_is_a_listed_host_op():
     on_host = sorted(set(OPS) - device_ops())
     assert on_host == sorted(HOST_OPS - device_ops()), \
-        "an op without device code must be listed in cuda_emit_ops.HOST_OPS (or get a kernel)"
+        "an op without device code must be listed in cuda/emit/host.py HOST_OPS (or get a kernel)"
     assert HOST_OPS <= set(OPS), f"HOST_OPS names unknown ops: {sorted(HOST_OPS - set(OPS))}"
     assert not HOST_OPS & device_ops() and set(HOST_FALLBACKS) <= device_ops()
     assert sorted(HOST_OPS) == ["cholesky", "custom_call", "custom_lin", "eigh", "fft", "lu",

@@ -1,0 +1,48 @@
+"""Assertions several test files share: a bad call raises a TracerError that is also the
+matching built-in; a tracer.numpy function gives NumPy's values and dtype, eagerly and
+under `tr.jit`, or raises what NumPy raises."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, Callable
+
+import numpy as np
+import pytest
+
+import tracer as tr
+
+
+def raises(cls: type[BaseException], fn: Callable[[], Any]) -> str:
+    """The message of the `cls` that `fn()` raises, which must also be a TracerError."""
+    with pytest.raises(cls) as info:
+        fn()
+    assert isinstance(info.value, tr.TracerError), type(info.value)
+    return str(info.value)
+
+
+def matches(got: Any, want: Any) -> None:
+    """Same dtype and shape, values to 1e-12 (NaN meets NaN)."""
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype and got.shape == want.shape, (got, want)
+    np.testing.assert_allclose(got, want, rtol=1e-12, equal_nan=True)
+
+
+def like_numpy(fn: Callable[..., Any], np_fn: Callable[..., Any], *arrays: Any) -> None:
+    """`fn` eagerly and under jit (arrays traced) both match NumPy's `np_fn`."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        want = np_fn(*arrays)
+        matches(fn(*arrays), want)
+        matches(tr.jit(fn)(*arrays), want)
+
+
+def raises_like_numpy(fn: Callable[..., Any], np_fn: Callable[..., Any], *args: Any) -> None:
+    """Where NumPy raises an IndexError / TypeError / ValueError, `fn` raises a
+    TracerError that is the same built-in."""
+    with pytest.raises(Exception) as np_err:
+        np_fn(*args)
+    builtin = next(b for b in (IndexError, TypeError, ValueError) if isinstance(np_err.value, b))
+    with pytest.raises(tr.TracerError) as err:
+        fn(*args)
+    assert isinstance(err.value, builtin)
