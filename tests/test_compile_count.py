@@ -51,9 +51,10 @@ PROGRAMS = textwrap.dedent("""
 """)
 
 # Today's counts on an empty cache: generated modules (one per program structure) and
-# every function numba compiles for them. Lower them when a change compiles less.
+# every function numba compiles for them, the helper libraries' kernels included (their
+# machine code lives in the cache directory too). Lower them when a change compiles less.
 MODULES = 4
-NUMBA_BUDGET = 15
+NUMBA_BUDGET = 20
 
 
 def _run(cache_dir: str) -> dict:
