@@ -27,7 +27,8 @@ from ..numba.codegen import (
     host_name,
     store_value,
     used_names,
-    write_docstring,
+    module_code,
+    write_header,
 )
 from ..numba.fusion import LoopNest, Plan, RowGroup
 from ..numba.scalar import DTYPE_ALIASES, HALVES
@@ -132,16 +133,9 @@ def _host_function(mod: ModuleBuilder, name: str, body: SourceWriter) -> SourceW
 
 
 def _module_text(mod: ModuleBuilder, graph: Graph, host: SourceWriter) -> str:
-    code = SourceWriter()
-    for kernel in [*mod.kernels, host]:
-        code.line("")
-        code.line("")
-        code.embed(kernel)
+    code = module_code(mod, host)
     w = SourceWriter()
-    write_docstring(w, "cpu", graph)
-    if used_names(["math"], code.text()):
-        w.line("import math")
-        w.line("")
+    write_header(w, "cpu", graph, code.text())
     w.line("import numba")
     w.line("import numpy as np")
     aliases = {a: np.dtype(d).name.replace("bool", "bool_") for d, a in DTYPE_ALIASES.items()}

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from ...core import Eqn, Graph, Literal
-from ..numba.codegen import Ref, host_name, used_names, write_docstring
+from ..numba.codegen import Ref, host_name, module_code, used_names, write_header
 from ..numba.fusion import LoopNest, Plan, RowGroup
 from ..numba.lower import lower_batched_inner_products
 from ..numba.scalar import DTYPE_ALIASES
@@ -92,18 +92,11 @@ def _outputs(top: CudaGraphEmitter, graph: Graph,
 
 
 def _module_text(mod: CudaModuleBuilder, graph: Graph, host: SourceWriter) -> str:
-    code = SourceWriter()
-    for kernel in [*mod.kernels, host]:
-        code.line("")
-        code.line("")
-        code.embed(kernel)
+    code = module_code(mod, host)
     for alias in used_names([*DTYPE_ALIASES.values(), "f16"], code.text()):
         mod.use(alias)  # (dtype constructors, from cuda.lib.mathlib)
     w = SourceWriter()
-    write_docstring(w, "cuda", graph)
-    if used_names(["math"], code.text()):
-        w.line("import math")
-        w.line("")
+    write_header(w, "cuda", graph, code.text())
     w.line("import numpy as np")
     w.line("from numba import cuda")
     w.line("from tracer.backend.cuda.lib import arrays as rt, launch")

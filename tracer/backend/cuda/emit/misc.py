@@ -4,8 +4,8 @@ collectives when the compiled graph is one replica."""
 from __future__ import annotations
 
 from ....core import Eqn
-from ....errors import TracerValueError
 from ...numba.codegen import Ref
+from ...numba.collectives import collective_case
 from ...numba.scalar import literal
 from ..emitter import DeviceGraphEmitter
 from .common import OpEmitter, bind_all, operand_refs
@@ -30,26 +30,16 @@ def _get_dimension_size(ge: DeviceGraphEmitter, eqn: Eqn) -> None:
 
 
 def _collective(ge: DeviceGraphEmitter, eqn: Eqn) -> None:
-    """Across the processes of a job: on the host (MPI on host buffers). One replica (as
-    on the CPU backend): all_reduce, all_gather, reduce_scatter, all_to_all are the
-    identity, replica_id is 0, collective_permute copies if (0, 0) is a pair and gives
-    zeros otherwise."""
-    p, out = eqn.params, eqn.outputs[0]
-    if p.get("axis_size", 1) != 1 and p.get("axis_name") is None:
+    """Across the processes of a job: on the host (MPI on host buffers); for one replica,
+    `numba.collectives.collective_case`."""
+    out, case = eqn.outputs[0], collective_case(eqn)
+    if case == "processes":
         run_on_host(ge, eqn)
-        return
-    if p.get("axis_size", 1) != 1:
-        raise TracerValueError(f"{eqn.op.name}: a collective over axis {p['axis_name']!r} of "
-                               f"size {p['axis_size']} ran outside vmap(..., axis_name="
-                               f"{p['axis_name']!r})")
-    if eqn.op.name == "replica_id":
+    elif case == "replica_id" or (case == "zeros" and not out.aval.ndim):
         ge.bind(out, Ref(literal(0, out.aval.dtype), out.aval))
-    elif eqn.op.name == "collective_permute" and (0, 0) not in p["source_target_pairs"]:
-        if out.aval.ndim:
-            ge.bind(out, ge.view(f"rt.zeros({ge.shape_tuple(out)}, np.{out.aval.dtype.name})",
-                                 out.aval, "zeros"))
-        else:
-            ge.bind(out, Ref(literal(0, out.aval.dtype), out.aval))
+    elif case == "zeros":
+        ge.bind(out, ge.view(f"rt.zeros({ge.shape_tuple(out)}, np.{out.aval.dtype.name})",
+                             out.aval, "zeros"))
     else:
         ge.bind(out, ge.ref(eqn.inputs[0]))
 

@@ -1,0 +1,26 @@
+"""What a compiled collective does, the same on both numba backends."""
+
+from __future__ import annotations
+
+from ...core import Eqn
+from ...errors import TracerValueError
+
+
+def collective_case(eqn: Eqn) -> str:
+    """'processes': across the processes of an MPI job (a host step that calls MPI through
+    the op's reference). Else one replica (inside vmap, collectives were batched away):
+    'replica_id' is 0, 'zeros' for a collective_permute whose pairs do not include
+    (0, 0), 'identity' for all_reduce, all_gather, reduce_scatter, all_to_all and the
+    other permutes."""
+    p = eqn.params
+    if p.get("axis_size", 1) != 1 and p.get("axis_name") is None:
+        return "processes"
+    if p.get("axis_size", 1) != 1:
+        raise TracerValueError(f"{eqn.op.name}: a collective over axis {p['axis_name']!r} of "
+                               f"size {p['axis_size']} ran outside vmap(..., axis_name="
+                               f"{p['axis_name']!r})")
+    if eqn.op.name == "replica_id":
+        return "replica_id"
+    if eqn.op.name == "collective_permute" and (0, 0) not in p["source_target_pairs"]:
+        return "zeros"
+    return "identity"
