@@ -53,6 +53,12 @@ def _wait(step: Any) -> float:
     return time.perf_counter() - t0
 
 
+def _default_mode() -> str:
+    """tracer's own default compile_mode (the benchmark package runs sync otherwise)."""
+    from tracer.config import SETTINGS
+    return next(s.default for s in SETTINGS if s.name == "compile_mode")
+
+
 def _tiers(step: Any) -> str:
     info = step.cache_info() if hasattr(step, "cache_info") else None
     return str(getattr(info, "tiers", ""))
@@ -153,9 +159,8 @@ def main(argv: list[str] | None = None) -> dict[str, dict]:
     for model in opts.models:
         results = {}
         for fw_name in ["tracer"] + ([] if opts.no_jax else ["jax"]):
-            env = dict(os.environ, TRACER_CACHE_DIR=tempfile.mkdtemp(prefix="tracer-latency-"))
-            if opts.mode:
-                env["TRACER_COMPILE_MODE"] = opts.mode
+            env = dict(os.environ, TRACER_CACHE_DIR=tempfile.mkdtemp(prefix="tracer-latency-"),
+                       TRACER_COMPILE_MODE=opts.mode or _default_mode())
             results[fw_name] = measure(model, fw_name, env, opts.timeout, not opts.no_busy)
         report(model, results)
         all_results[model] = results
