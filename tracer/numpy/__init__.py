@@ -27,7 +27,7 @@ from ..errors import TracerTypeError
 from ..tracing import Tracer as _Tracer
 from . import _accumulate, _build, _calculus, _creation, _edit, _einsum, _floats, _indexing
 from . import _linalg, _methods, _nan, _pad, _predicates, _quantile, _rearrange, _reductions
-from . import _eager, _shape, _sorting, _stats, _ufuncs, _vectorize
+from . import _eager, _shape, _sorting, _stats, _take, _ufuncs, _vectorize
 from . import fft as fft, linalg as linalg
 from ._accumulate import *  # noqa: F401,F403
 from ._build import *  # noqa: F401,F403
@@ -37,6 +37,7 @@ from ._edit import *  # noqa: F401,F403
 from ._einsum import *  # noqa: F401,F403
 from ._floats import *  # noqa: F401,F403
 from ._indexing import *  # noqa: F401,F403
+from ._take import *  # noqa: F401,F403
 from ._linalg import *  # noqa: F401,F403
 from ._nan import *  # noqa: F401,F403
 from ._pad import *  # noqa: F401,F403
@@ -130,7 +131,7 @@ _methods.install()
 
 __all__ = [
     *_creation.__all__, *_ufuncs.__all__, *_reductions.__all__, *_shape.__all__,
-    *_rearrange.__all__, *_pad.__all__, *_linalg.__all__, *_indexing.__all__,
+    *_rearrange.__all__, *_pad.__all__, *_linalg.__all__, *_indexing.__all__, *_take.__all__,
     *_accumulate.__all__, *_build.__all__, *_calculus.__all__, *_nan.__all__, *_stats.__all__,
     *_sorting.__all__, *_edit.__all__, *_einsum.__all__, *_floats.__all__,
     *_predicates.__all__, *_quantile.__all__, *_vectorize.__all__,

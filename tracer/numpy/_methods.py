@@ -17,7 +17,8 @@ from .. import dtypes, ops
 from ..errors import ShapeError, TracerTypeError
 from ..tracing import Tracer, install_methods
 from . import _protocols, _reductions, _shape, _sorting, _ufuncs
-from ._indexing import getitem, index_update, take
+from ._indexing import getitem, index_update
+from ._take import take
 from ._linalg import diagonal, dot, matmul, trace
 from ._promotion import error
 

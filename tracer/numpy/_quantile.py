@@ -20,7 +20,7 @@ from ..errors import DTypeError, TracerTypeError, TracerValueError
 from ..tracing import Tracer
 from . import _reductions as red
 from . import _ufuncs as uf
-from ._indexing import take_along_axis
+from ._take import take_along_axis
 from ._promotion import (as_result, asarray_like, cast, check_out, constant, desc, dtype_of,
                          error, normalize_axes)
 from ._rearrange import concatenate
