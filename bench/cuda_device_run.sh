@@ -5,9 +5,10 @@
 #
 #     OUT=/tmp/out bash bench/cuda_device_run.sh [TESTS_SECONDS] [BENCH_SECONDS] [PYTEST_ARGS...]
 #
-# Writes env.txt, tests.log, bench.txt and gemm_tiles.txt under $OUT. Wheels in .whl/ (for
-# example rocket-fft, which the machine's image lacks) are installed into a private folder
-# first; a numba-cuda wheel there is used only when the image's own fails the smoke test.
+# Writes env.txt, tests.log, bench.txt and gemm_tiles.txt under $OUT. Wheels in .whl/ are
+# installed into a private folder ahead of the image's packages: rocket-fft, which the GPU
+# image lacks, and NumPy 2.4 (the image's NumPy 2.5 removed np.row_stack, which its own
+# numba-cuda 0.30.4 still registers, so numba.cuda cannot compile a kernel there).
 set -u
 OUT=${OUT:-/tmp/tracer-gpu}
 mkdir -p "$OUT"
@@ -17,15 +18,9 @@ shift $(( $# < 2 ? $# : 2 ))
 PY=${PYTHON:-python3}
 export PYTHONUNBUFFERED=1 TRACER_CACHE_DIR=/tmp/tracer-cache XLA_PYTHON_CLIENT_PREALLOCATE=false
 SITE=/tmp/tracer-site
-FALLBACK=/tmp/tracer-site-cuda
-for wheel in .whl/*.whl; do
-    [ -e "$wheel" ] || continue
-    case "$wheel" in
-        *numba_cuda*) target=$FALLBACK ;;
-        *) target=$SITE ;;
-    esac
-    $PY -m pip install -q --no-index --no-deps --no-compile --target "$target" "$wheel"
-done
+if ls .whl/*.whl >/dev/null 2>&1; then
+    $PY -m pip install -q --no-index --no-deps --no-compile --upgrade --target "$SITE" .whl/*.whl
+fi
 export PYTHONPATH=$PWD:$SITE
 
 smoke() {
@@ -51,11 +46,7 @@ for name in ("numpy", "numba", "numba_cuda", "llvmlite", "scipy", "rocket_fft", 
     except Exception as error:  # a report: any failure is printed, not fatal
         print(f"{name:<12} absent ({type(error).__name__}: {error})")
 EOF
-    if ! smoke; then
-        echo "the image's numba-cuda failed the smoke test: using the carried wheel"
-        export PYTHONPATH=$PWD:$FALLBACK:$SITE
-        smoke
-    fi
+    smoke
 } >"$OUT/env.txt" 2>&1
 echo "PYTHONPATH=$PYTHONPATH" >>"$OUT/env.txt"
 
