@@ -61,8 +61,8 @@ echo "tests exit status $?" >>"$OUT/env.txt"
 timeout "$BENCH_SECONDS" $PY -m bench.bench_cuda >"$OUT/bench.txt" 2>&1
 echo "bench exit status $?" >>"$OUT/env.txt"
 
-# The GEMM with other tile shapes (tile_m,tile_n,tile_k,thread_m,thread_n; default first).
-for tiles in 128,128,16,8,8 64,64,8,4,4 128,64,8,8,8; do
+# The GEMM with other tile shapes (tile_m,tile_n,tile_k,thread_m,thread_n); GEMM_TILES="" skips.
+for tiles in ${GEMM_TILES-128,128,16,8,8 64,64,8,4,4 128,64,8,8,8}; do
     echo "== TRACER_CUDA_GEMM_TILES=$tiles" >>"$OUT/gemm_tiles.txt"
     TRACER_CUDA_GEMM_TILES=$tiles timeout 35 $PY -m bench.bench_cuda matmul \
         >>"$OUT/gemm_tiles.txt" 2>&1
