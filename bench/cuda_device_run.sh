@@ -5,6 +5,8 @@
 #
 #     OUT=/tmp/out bash bench/cuda_device_run.sh [TESTS_SECONDS] [BENCH_SECONDS] [PYTEST_ARGS...]
 #
+# WORKLOADS="gelu sum" runs only those bench workloads; GEMM_TILES="" skips the tile sweep.
+#
 # Writes env.txt, tests.log, bench.txt and gemm_tiles.txt under $OUT. Wheels in .whl/ are
 # installed into a private folder ahead of the image's packages: rocket-fft, which the GPU
 # image lacks, and NumPy 2.4 (the image's NumPy 2.5 removed np.row_stack, which its own
@@ -58,7 +60,7 @@ TRACER_CUDA_REAL=1 timeout "$TESTS_SECONDS" $PY -m pytest -o addopts="" -p no:ca
     "${@:-tests/backend/cuda}" >"$OUT/tests.log" 2>&1
 echo "tests exit status $?" >>"$OUT/env.txt"
 
-timeout "$BENCH_SECONDS" $PY -m bench.bench_cuda >"$OUT/bench.txt" 2>&1
+timeout "$BENCH_SECONDS" $PY -m bench.bench_cuda ${WORKLOADS:-} >"$OUT/bench.txt" 2>&1
 echo "bench exit status $?" >>"$OUT/env.txt"
 
 # The GEMM with other tile shapes (tile_m,tile_n,tile_k,thread_m,thread_n); GEMM_TILES="" skips.
