@@ -1,4 +1,5 @@
-"""The numba `cpu` backend against NumPy, hand-written numba and JAX (when installed).
+"""The numba `cpu` backend against NumPy, hand-written numba, JAX, PyTorch (eager and
+torch.compile) and PyTensor's numba backend (each when installed).
 
     python -m bench.bench_cpu            # all workloads
     python -m bench.bench_cpu softmax    # the workloads whose name contains "softmax"
@@ -24,7 +25,9 @@ import numpy as np
 
 import tracer as tr
 import tracer.numpy as tnp
-from bench.common import report, timeit, try_import_jax
+from bench.common import report, timed_rows, timeit, try_import_jax
+from bench.machine import bound as machine_bound
+from bench.peers import pytensor_rows, torch_numpy, torch_rows, try_import_torch
 from tracer import ops
 from tracer.backend.cpu.lib.fastmath import exp_f32, tanh_f32
 
@@ -34,8 +37,9 @@ F32 = np.float32
 C = F32(0.7978845608028654)  # sqrt(2 / pi)
 
 def _run(title: str, rows: list[tuple[str, Callable[[], Any]]], baseline: str,
-         rtol: float = 1e-5) -> None:
+         rtol: float = 1e-5, bound: float | None = None) -> None:
     """Check every implementation against the first one, time them, report."""
+    rows = timed_rows(rows)
     expected = np.asarray(rows[0][1]())
     atol = rtol * float(np.max(np.abs(expected), initial=1.0))  # sums of many products
     for name, fn in rows[1:]:
@@ -43,7 +47,15 @@ def _run(title: str, rows: list[tuple[str, Callable[[], Any]]], baseline: str,
                                    err_msg=f"{title}: {name}")
     times = [(name, timeit(fn)) for name, fn in rows]
     RESULTS[title] = dict(times)
-    report(title, times, baseline)
+    report(title, times, baseline, bound=bound)
+
+def _peer_rows(fn: Callable[..., Any], *args: np.ndarray) -> list:
+    """torch, torch.compile and PyTensor rows of `fn(*arrays, np_)`, a workload written
+    once against a NumPy-like namespace."""
+    torch = try_import_torch()
+    tnp_ = torch_numpy(torch) if torch else None
+    rows = torch_rows(lambda *a: fn(*a, tnp_), *args) if torch else []
+    return rows + pytensor_rows(lambda pt, *a: fn(*a, pt), *args)
 
 def _jax_rows(jax: Any, fn: Callable[..., Any], *args: np.ndarray) -> list:
     if jax is None:
@@ -75,7 +87,8 @@ def gelu(n: int = 1 << 24) -> None:
     rows = [("tracer cpu", lambda: f(x)), ("numpy", lambda: _gelu(x, np)),
             ("numba (hand-written)", lambda: _fresh(_gelu_numba, x))]
     rows += _jax_rows(jax, lambda x: _gelu(x, jax.numpy) if jax else None, x)
-    _run(f"GELU, float32[{n}]", rows, "tracer cpu")
+    rows += _peer_rows(_gelu, x)
+    _run(f"GELU, float32[{n}]", rows, "tracer cpu", bound=machine_bound(2 * x.nbytes))
 
 # ------------------------------------------------------------------ reductions
 
@@ -110,7 +123,10 @@ def softmax(rows: int = 4096, cols: int = 1024) -> None:
             impls.append(("numba (hand-written)", lambda: _fresh(_softmax_numba, x)))
         if jax is not None:
             impls += _jax_rows(jax, lambda x, fn=fn: fn(x, jax.numpy), x)
-        _run(f"{name}, float32[{rows},{cols}]", impls, "tracer cpu")
+        impls += _peer_rows(fn, x)
+        moved = x.nbytes * (2 if fn is _softmax else 1)  # read x (and write the result)
+        _run(f"{name}, float32[{rows},{cols}]", impls, "tracer cpu",
+             bound=machine_bound(moved))
 
 # ------------------------------------------------------------------ BLAS
 
@@ -122,7 +138,9 @@ def matmul(n: int = 1024) -> None:
         f = tr.jit(lambda a, b: a @ b, backend="cpu")
         rows = [("tracer cpu", lambda: f(a, b)), ("numpy", lambda: a @ b)]
         rows += _jax_rows(jax, lambda a, b: a @ b, a, b)
-        _run(f"matmul {np.dtype(dtype).name}[{n},{n}]", rows, "tracer cpu", rtol=1e-3)
+        rows += _peer_rows(lambda a, b, np_: a @ b, a, b)
+        _run(f"matmul {np.dtype(dtype).name}[{n},{n}]", rows, "tracer cpu", rtol=1e-3,
+             bound=machine_bound(flops=2 * n**3, dtype=np.dtype(dtype).name))
 
 def mlp(batch: int = 256, width: int = 1024) -> None:
     rng = np.random.default_rng(3)
@@ -138,7 +156,9 @@ def mlp(batch: int = 256, width: int = 1024) -> None:
             ("numpy", lambda: forward(x, w1, b1, w2, np))]
     if jax is not None:
         rows += _jax_rows(jax, lambda *a: forward(*a, jax.numpy), x, w1, b1, w2)
-    _run(f"MLP forward, batch {batch}, width {width}", rows, "tracer cpu", rtol=1e-3)
+    rows += _peer_rows(forward, x, w1, b1, w2)
+    _run(f"MLP forward, batch {batch}, width {width}", rows, "tracer cpu", rtol=1e-3,
+         bound=machine_bound(flops=2 * 2 * batch * width * width))
 
 # ------------------------------------------------------------------ overheads
 
@@ -151,6 +171,7 @@ def dispatch() -> None:
             ("tracer cpu (executable)", lambda: exe(x, y, z)[0]),
             ("numpy", lambda: x * y + z)]
     rows += _jax_rows(jax, lambda a, b, c: a * b + c, x, y, z)
+    rows += _peer_rows(lambda a, b, c, np_: a * b + c, x, y, z)
     _run("dispatch, 3 tiny float32[4]", rows, "numpy")
 
 def loop(steps: int = 1000) -> None:

@@ -46,7 +46,12 @@ def try_import_torch() -> Any:
 
 
 def try_import_pytensor() -> Any:
-    return _optional("pytensor")
+    pytensor = _optional("pytensor")
+    if pytensor is not None:
+        # Python float literals as float32 constants (float64 by default, which would
+        # upcast the float32 workloads); float64 inputs stay float64.
+        pytensor.config.floatX = "float32"
+    return pytensor
 
 
 # ------------------------------------------------------------------ PyTorch
@@ -78,9 +83,10 @@ def torch_rows(fn: Callable[..., Any], *args: np.ndarray, compiled: bool = True,
 
 
 def torch_grad_rows(loss: Callable[..., Any], argnums: Sequence[int], *args: np.ndarray,
-                    compiled: bool = True) -> list[Row]:
-    """Rows returning (loss, gradients w.r.t. `argnums`) by autograd, eager and with
-    the loss under `torch.compile` (AOTAutograd compiles its backward too)."""
+                    compiled: bool = True, value: bool = True) -> list[Row]:
+    """Rows returning (loss, *gradients w.r.t. `argnums`) by autograd (only the
+    gradients without `value`), eager and with the loss under `torch.compile`
+    (AOTAutograd compiles its backward too)."""
     torch = try_import_torch()
     if torch is None:
         return []
@@ -89,9 +95,9 @@ def torch_grad_rows(loss: Callable[..., Any], argnums: Sequence[int], *args: np.
     def value_and_grad(fn: Callable[..., Any]) -> Callable[..., Any]:
         def step(*xs: Any) -> Any:
             xs = [x.detach().requires_grad_(i in argnums) for i, x in enumerate(xs)]
-            value = fn(*xs)
-            grads = torch.autograd.grad(value, [xs[i] for i in argnums])
-            return value.detach(), *grads
+            loss_value = fn(*xs)
+            grads = torch.autograd.grad(loss_value, [xs[i] for i in argnums])
+            return (loss_value.detach(), *grads) if value else grads
         return step
     rows = [("torch", lambda: value_and_grad(loss)(*tensors))]
     if compiled:

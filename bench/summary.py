@@ -72,10 +72,17 @@ def _workload_lines(s: dict[str, Any], width: int) -> list[str]:
              f"{s['ratio_to_best']:6.2f}{mark}  {bound:>10} {to_bound}"]
     peers = " · ".join(f"{n} {fmt(t)}" for n, t in s["peers_s"].items())
     lines.append(f"    peers: {peers}")
-    if s["first_call_s"]:
-        first = " · ".join(f"{n} {fmt(t)}" for n, t in s["first_call_s"].items())
+    compiled = {n: t for n, t in s["first_call_s"].items() if _compiles(t, s["times_s"].get(n))}
+    if compiled:
+        first = " · ".join(f"{n} {fmt(t)}" for n, t in compiled.items())
         lines.append(f"    first call (compile + run): {first}")
     return lines
+
+
+def _compiles(first: float, steady: float | None) -> bool:
+    """A first call visibly slower than the steady one: a compile (the table shows only
+    those; the JSON file keeps every row's first call)."""
+    return steady is not None and first > 2 * steady + 1e-3
 
 
 def fmt(seconds: float | None) -> str:
