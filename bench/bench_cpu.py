@@ -27,7 +27,8 @@ import tracer as tr
 import tracer.numpy as tnp
 from bench.common import report, timed_rows, timeit, try_import_jax
 from bench.machine import bound as machine_bound
-from bench.peers import pytensor_rows, torch_numpy, torch_rows, try_import_torch
+from bench.peers import (pytensor_rows, torch_numpy, torch_rows, try_import_pytensor,
+                         try_import_torch)
 from tracer import ops
 from tracer.backend.cpu.lib.fastmath import exp_f32, tanh_f32
 
@@ -185,8 +186,25 @@ def loop(steps: int = 1000) -> None:
         for _ in range(steps):
             v = v * F32(0.999) + np.sin(v)
         return v
-    _run(f"fori_loop of {steps} steps, float32[16]", [("tracer cpu", lambda: f(c)),
-                                                     ("numpy", numpy_loop)], "tracer cpu")
+    rows = [("tracer cpu", lambda: f(c)), ("numpy", numpy_loop)] + _loop_peer_rows(steps, c)
+    _run(f"fori_loop of {steps} steps, float32[16]", rows, "tracer cpu")
+
+def _loop_peer_rows(steps: int, c: np.ndarray) -> list:
+    """The loop in torch (a Python loop, as torch users write it) and in PyTensor (scan)."""
+    torch = try_import_torch()
+    rows = []
+    if torch is not None:
+        def torch_loop(v: Any) -> Any:
+            for _ in range(steps):
+                v = v * 0.999 + torch.sin(v)
+            return v
+        rows += torch_rows(torch_loop, c, compiled=False, suffix=" (loop)")
+    pytensor = try_import_pytensor()
+    if pytensor is not None:
+        rows += pytensor_rows(lambda pt, c: pytensor.scan(
+            lambda v: v * 0.999 + pt.sin(v), outputs_info=c, n_steps=steps,
+            return_updates=False)[-1], c, suffix=" (scan)")
+    return rows
 
 _CHILD = textwrap.dedent("""
     import sys, time

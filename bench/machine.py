@@ -3,8 +3,9 @@
 A workload that streams `bytes_moved` bytes and does `flops` floating-point operations
 cannot take less than max(bytes / bandwidth, flops / peak). Both rates are measured
 here, not taken from a data sheet: the bandwidth is NumPy copying a 256 MiB array
-(read + write, one thread), the peak is NumPy's BLAS multiplying 2048x2048 matrices
-of the dtype (all cores). So the bound is what this machine's own best code attains;
+(read + write, one thread), the peak is NumPy's BLAS multiplying 1024x1024 matrices
+of the dtype (with the threads BLAS is given; best of 10: a loaded machine has quiet
+moments). So the bound is what this machine's own best code attains;
 threaded streaming code can beat a one-thread copy a little (a ratio below 1). Set
 `TRACER_BENCH_CPU_BANDWIDTH` (bytes/s) or `TRACER_BENCH_CPU_FLOPS` (flop/s, float32)
 to use known figures instead.
@@ -57,10 +58,10 @@ def _measure_bandwidth() -> float:
 def _measure_flops(dtype: str) -> float:
     if dtype == "float32" and "TRACER_BENCH_CPU_FLOPS" in os.environ:
         return float(os.environ["TRACER_BENCH_CPU_FLOPS"])
-    n = 2048
+    n = 1024
     a = np.random.default_rng(0).standard_normal((n, n)).astype(dtype)
     out = np.empty_like(a)
-    seconds = _best_of(lambda: np.matmul(a, a, out=out), 3)
+    seconds = _best_of(lambda: np.matmul(a, a, out=out), 10)
     return 2 * n**3 / seconds
 
 

@@ -23,7 +23,7 @@ import tempfile
 from types import ModuleType
 from typing import Callable
 
-from bench import machine, summary
+from bench import summary
 from bench.common import RECORDS
 
 
@@ -68,6 +68,17 @@ def _fresh_caches() -> str:
     return root
 
 
+def _limit_threads(n: int) -> None:
+    """Every framework's thread pools to `n` threads (a loaded machine punishes pools that
+    spin: one thread each is the fair comparison there). Set before any is imported."""
+    for var in ("NUMBA_NUM_THREADS", "TRACER_NUM_THREADS", "OMP_NUM_THREADS",
+                "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "TRACER_BENCH_TORCH_THREADS"):
+        os.environ[var] = str(n)
+    flags = os.environ.get("XLA_FLAGS", "")
+    if n == 1:
+        os.environ["XLA_FLAGS"] = f"{flags} --xla_cpu_multi_thread_eigen=false".strip()
+
+
 def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("suites", nargs="*", metavar="SUITE[:WORKLOAD,...]",
@@ -76,6 +87,9 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--warm-caches", action="store_true",
                         help="keep the compile caches the environment names (first calls "
                              "may then be cache hits)")
+    parser.add_argument("--threads", type=int, metavar="N",
+                        help="limit every framework (tracer, numba, BLAS, OpenMP, torch, XLA) "
+                             "to N threads")
     opts = parser.parse_args(argv)
     for suite in opts.suites:
         if suite.split(":")[0] not in SUITES:
@@ -85,6 +99,8 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> None:
     opts = _parse(argv)
+    if opts.threads:
+        _limit_threads(opts.threads)
     root = None if opts.warm_caches else _fresh_caches()
     try:
         for suite in opts.suites or list(SUITES):
@@ -100,6 +116,7 @@ def main(argv: list[str] | None = None) -> None:
             shutil.rmtree(root, ignore_errors=True)
     print("\n" + summary.format_table([summary.summarize(r) for r in RECORDS]))
     if opts.json:
+        from bench import machine  # NumPy (and its BLAS threads) only after _limit_threads
         summary.write_json(opts.json, RECORDS, machine.describe())
         print(f"saved {len(RECORDS)} workloads to {opts.json}")
 
