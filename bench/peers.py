@@ -63,9 +63,15 @@ def torch_numpy(torch: Any) -> SimpleNamespace:
         def reduce(x: Any, axis: int | None = None, keepdims: bool = False) -> Any:
             return fn(x) if axis is None else fn(x, dim=axis, keepdim=keepdims)
         return reduce
+    def pad(x: Any, widths: Sequence[tuple[int, int]]) -> Any:
+        # np.pad's constant zeros; torch's F.pad lists (lo, hi) from the last axis back.
+        flat = [w for lo_hi in reversed(widths) for w in lo_hi]
+        return torch.nn.functional.pad(x, flat)
     return SimpleNamespace(tanh=torch.tanh, exp=torch.exp, log=torch.log, sqrt=torch.sqrt,
-                           dot=torch.dot, maximum=torch.maximum, max=reduction(torch.amax),
-                           sum=reduction(torch.sum), mean=reduction(torch.mean))
+                           sin=torch.sin, dot=torch.dot, maximum=torch.maximum,
+                           max=reduction(torch.amax), sum=reduction(torch.sum),
+                           mean=reduction(torch.mean), pad=pad,
+                           stack=lambda xs, axis=0: torch.stack(xs, dim=axis))
 
 
 def torch_rows(fn: Callable[..., Any], *args: np.ndarray, compiled: bool = True,
