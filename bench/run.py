@@ -70,7 +70,10 @@ def _fresh_caches() -> str:
 
 def _limit_threads(n: int) -> None:
     """Every framework's thread pools to `n` threads (a loaded machine punishes pools that
-    spin: one thread each is the fair comparison there). Set before any is imported."""
+    spin: one thread each is the fair comparison there), set before any is imported, and
+    the process to `n` CPUs: a pool no variable sizes (XLA's) shares those too."""
+    cpus = sorted(os.sched_getaffinity(0))
+    os.sched_setaffinity(0, cpus[:n])
     for var in ("NUMBA_NUM_THREADS", "TRACER_NUM_THREADS", "OMP_NUM_THREADS",
                 "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "TRACER_BENCH_TORCH_THREADS"):
         os.environ[var] = str(n)
