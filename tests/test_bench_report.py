@@ -5,12 +5,17 @@ JSON file holds, and `python -m bench.run`'s suites and --json end to end."""
 from __future__ import annotations
 
 import json
+import os
+from unittest import mock
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bench import common, run, summary
+# bench/__init__ sets TRACER_COMPILE_MODE=sync for the benchmarks; the tests that share
+# this process keep their own environment.
+with mock.patch.dict(os.environ):
+    from bench import common, run, summary
 
 
 @pytest.fixture
