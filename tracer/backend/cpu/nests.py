@@ -205,7 +205,7 @@ def _last_reads(plan: Plan) -> dict[int, int]:
     opaque: set[int] = set()
     for k, step in enumerate(plan.steps):
         if isinstance(step, OpStep):
-            opaque |= _op_reads(plan, step.eqn)
+            opaque |= op_reads(plan, step.eqn)
             continue
         for nest in step.nests if isinstance(step, RowGroup) else [step]:
             last.update((v, k) for v in nest_reads(plan, nest))
@@ -213,7 +213,7 @@ def _last_reads(plan: Plan) -> dict[int, int]:
     return {v: k for v, k in last.items() if v not in opaque}
 
 
-def _op_reads(plan: Plan, eqn: Eqn) -> set[int]:
+def op_reads(plan: Plan, eqn: Eqn) -> set[int]:
     """ids of the values an op's emitter reads: its inputs, and what it reads through
     the producers the plan leaves to it (a gather computes its index array's wrap of
     negative indices per element: the wrapped rows and columns are read then)."""
@@ -401,6 +401,15 @@ def _loops(body: LoopBody, shape_atom: Atom, dims: list[int], parallel: bool,
 
 def _emit_body(body: LoopBody, nest: LoopNest, outs: Outs, index: Index,
                kept: list[int], accs: list[Accumulator] | None) -> None:
+    donors = getattr(body.ge, "donors", {})
+    if any(id(v) in donors for v in nest.stores):
+        # A store into a donated input's buffer: every value first (each reads the
+        # input at this index), then the stores, so no read sees an output.
+        values = [(v, _named(body, v, index)) for v in nest.stores]
+        for v, name in values:
+            value = store_value(name, v.aval.dtype, body.ge.mod)
+            body.w.line(f"{outs[id(v)].at(body.unsigned(index))} = {value}")
+        return
     reduces = iter(range(len(nest.reduces)))
     for root in _ordered_roots(nest):
         if isinstance(root, Var):
