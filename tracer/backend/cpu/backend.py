@@ -69,6 +69,7 @@ class NumbaExecutable:
                  n_inputs: int, serial: Callable[[], "NumbaExecutable"]):
         self.source = module.source
         self.fresh_compile = fresh_compile
+        self.donors = module.donors  # inputs an output is written into
         self._host = host
         self._dims = np.array(module.dims, np.int64)
         self._call = launcher(module, host, self._dims, n_inputs)
