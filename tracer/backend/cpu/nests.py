@@ -171,10 +171,12 @@ class _Pool:
     """The top-level buffers nests write, for reuse once no later step reads their
     value (a chain of stencil steps then needs two buffers, not one per step: each
     fresh buffer costs page faults on every call). Only values that nothing but loop
-    nests read qualify: an op's emitter may keep a view of its operand."""
+    nests read qualify: an op's emitter may keep a view of its operand. A nest whose
+    last reader reads it only at its own index (element-wise) may write in place."""
 
     last_read: dict[int, int]  # id(value) -> position of its last reader
     held: list[tuple[str, Var, int]] = field(default_factory=list)  # (name, value, written at)
+    in_place: set[int] = field(default_factory=set)  # values stored over what they read
 
 
 _POOLS: "weakref.WeakKeyDictionary[GraphEmitter, _Pool]" = weakref.WeakKeyDictionary()
@@ -188,14 +190,53 @@ def _buffer(ge: GraphEmitter, plan: Plan, step: LoopNest | RowGroup, v: Var) -> 
     if pool is None:
         pool = _POOLS[ge] = _Pool(_last_reads(plan))
     here = next(k for k, s in enumerate(plan.steps) if s is step)
+    own_index = _read_at_own_index(plan, step)
     for k, (name, w, written) in enumerate(pool.held):
-        if w.aval.shape == v.aval.shape and w.aval.dtype == v.aval.dtype and \
-                max(written, pool.last_read.get(id(w), here)) < here:
+        last = pool.last_read.get(id(w), here + 1)
+        if w.aval.shape == v.aval.shape and w.aval.dtype == v.aval.dtype and written < here \
+                and (last < here or (last == here and id(w) in own_index)):
             pool.held[k] = (name, v, here)
+            if last == here:
+                pool.in_place.add(id(v))
             return name
-    name = ge.alloc(v)
+    name = _operand_buffer(ge, plan, pool, here, own_index, v) or ge.alloc(v)
     pool.held.append((name, v, here))
     return name
+
+
+def _operand_buffer(ge: GraphEmitter, plan: Plan, pool: _Pool, here: int,
+                    own_index: set[int], v: Var) -> str | None:
+    """The buffer of a value this nest reads last, only at its own index, that an op
+    wrote (a product's result, then its element-wise activation written over it), or
+    None. Only a top-level buffer parameter qualifies, never a view an op made."""
+    buffers = {p.name for p in ge.mod.params if p.kind == "buffer"} - \
+        set(ge.out_params.values())
+    for w in (o for i in own_index if i in plan.producers for o in plan.producers[i].outputs):
+        ref = ge.env.get(id(w))
+        if id(w) in own_index and pool.last_read.get(id(w)) == here and ref is not None \
+                and ref.name in buffers and not ref.lead and w.aval == v.aval \
+                and all(name != ref.name for name, _, _ in pool.held):
+            pool.in_place.add(id(v))
+            return ref.name
+    return None
+
+
+def _read_at_own_index(plan: Plan, step: LoopNest | RowGroup) -> set[int]:
+    """ids of the values a nest without reductions reads only at its own index (each
+    element read before the same element is stored; `_buffer` checks the shape)."""
+    if not isinstance(step, LoopNest) or step.reduces:
+        return set()
+    identity = tuple(range(len(step.shape)))
+    return {v for v, maps in nest_reads(plan, step).items() if maps == {identity}}
+
+
+def writes_in_place(ge: GraphEmitter, nest: LoopNest) -> bool:
+    """Whether a store of `nest` overwrites a value the nest reads (a donated input,
+    or a pool buffer): then the nest computes every value before it stores any."""
+    pool = _POOLS.get(ge)
+    in_place = pool.in_place if pool is not None else set()
+    donors = getattr(ge, "donors", {})
+    return any(id(v) in donors or id(v) in in_place for v in nest.stores)
 
 
 def _last_reads(plan: Plan) -> dict[int, int]:
@@ -401,10 +442,9 @@ def _loops(body: LoopBody, shape_atom: Atom, dims: list[int], parallel: bool,
 
 def _emit_body(body: LoopBody, nest: LoopNest, outs: Outs, index: Index,
                kept: list[int], accs: list[Accumulator] | None) -> None:
-    donors = getattr(body.ge, "donors", {})
-    if any(id(v) in donors for v in nest.stores):
-        # A store into a donated input's buffer: every value first (each reads the
-        # input at this index), then the stores, so no read sees an output.
+    if writes_in_place(body.ge, nest):
+        # A store over a value the nest reads at this index: every value first, then
+        # the stores, so no read sees a store.
         values = [(v, _named(body, v, index)) for v in nest.stores]
         for v, name in values:
             value = store_value(name, v.aval.dtype, body.ge.mod)
