@@ -24,7 +24,7 @@ from typing import Sequence
 from ...core import Graph, Var
 from ..numba.fusion import LoopNest, OpStep, Plan, RowGroup, nest_reads
 from ..numba.scalar import HALVES
-from .nests import op_reads
+from .buffers import op_reads
 
 
 def donated_outputs(graph: Graph, plan: Plan, donated: Sequence[int]) -> dict[int, int]:
