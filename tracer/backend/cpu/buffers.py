@@ -54,7 +54,7 @@ def nest_buffer(ge: GraphEmitter, plan: Plan, step: LoopNest | RowGroup, v: Var)
 
 
 def _operand_buffer(ge: GraphEmitter, plan: Plan, pool: _Pool, here: int,
-                    own_index: set[int], v: Var) -> str | None:
+                    own_index: list[int], v: Var) -> str | None:
     """The buffer of a value this nest reads last, only at its own index, that an op
     wrote (a product's result, then its element-wise activation written over it), or
     None. Only a top-level buffer parameter qualifies, never a view an op made."""
@@ -70,13 +70,13 @@ def _operand_buffer(ge: GraphEmitter, plan: Plan, pool: _Pool, here: int,
     return None
 
 
-def _read_at_own_index(plan: Plan, step: LoopNest | RowGroup) -> set[int]:
+def _read_at_own_index(plan: Plan, step: LoopNest | RowGroup) -> list[int]:
     """ids of the values a nest without reductions reads only at its own index (each
     element read before the same element is stored; `_buffer` checks the shape)."""
     if not isinstance(step, LoopNest) or step.reduces:
-        return set()
-    identity = tuple(range(len(step.shape)))
-    return {v for v, maps in nest_reads(plan, step).items() if maps == {identity}}
+        return []
+    identity = tuple(range(len(step.shape)))  # (in the nest's order: the same code each run)
+    return [v for v, maps in nest_reads(plan, step).items() if maps == {identity}]
 
 
 def writes_in_place(ge: GraphEmitter, nest: LoopNest) -> bool:
