@@ -141,6 +141,8 @@ class NumbaCpuBackend:
         flops = prepared.blas_flops
         if flops and (flops < blas.BLAS_PARALLEL_MIN_FLOPS or thread_count() == 1):
             host = blas.single_threaded(host)
+        elif flops:
+            host = blas.threads_while_idle(host, thread_count())
         return NumbaExecutable(prepared.module, host, fresh, prepared.n_inputs,
                                functools.partial(self._serial, prepared.graph,
                                                  tuple(sorted(prepared.module.donors))))
