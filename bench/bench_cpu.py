@@ -4,7 +4,11 @@
     python -m bench.bench_cpu softmax    # the workloads whose name contains "softmax"
 
 Each workload checks that the implementations agree, then prints medians and
-ratios (`bench.common.report`); the last line is the whole table as JSON.
+ratios (`bench.common.report`) and the issue's target ratios (`target ratio: A / B`);
+the last line is the whole table as JSON. GELU runs with fresh results and with its
+input donated (tracer and JAX: each timed call gets a fresh copy, made before the clock
+starts), beside a copy of the array (the bandwidth bound); `mlp_grad` is the MLP
+loss + gradient beside the same gradient written by hand in numba and NumPy.
 Cold compile and warm start are measured in fresh processes with their own
 cache directory, so they include nothing this process already compiled.
 """
