@@ -73,6 +73,21 @@ def test_small_products_run_blas_on_one_thread_and_restore_it():
     assert seen == [1] and getter() == found[1]
 
 
+@pytest.mark.parametrize("load, want_one", [(9.0, True), (0.5, False)])
+def test_large_products_run_blas_on_one_thread_only_while_the_machine_is_busy(
+        monkeypatch, load, want_one):
+    from tracer.backend.cpu import blas as cpu_blas
+    found = cpu_blas._scipy_openblas()
+    if found is None or found[1] < 2:
+        pytest.skip("SciPy's OpenBLAS is not found here or runs one thread")
+    getter = cpu_blas._scipy_openblas_functions()[1]
+    monkeypatch.setattr(cpu_blas.os, "getloadavg", lambda: (load, load, load))
+    monkeypatch.setattr(cpu_blas, "_busy_reading", [0.0, False])  # (read afresh)
+    seen = []
+    cpu_blas.threads_while_idle(lambda: seen.append(getter()), cores=2)()
+    assert seen == [1 if want_one else found[1]] and getter() == found[1]
+
+
 def test_the_largest_product_is_counted_inside_control_flow():
     from tracer.backend.cpu.blas import largest_product_flops
 

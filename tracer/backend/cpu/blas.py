@@ -6,13 +6,16 @@ layer: 25 MFLOP) the threads save little on a quiet machine and cost 10x when an
 process keeps the cores busy (measured: 60 ms against 4 ms on one thread, two cores
 under load): each product waits for its slowest thread. An executable whose largest
 product is below BLAS_PARALLEL_MIN_FLOPS sets SciPy's OpenBLAS to one thread around
-its call and restores the process's setting after it.
+its call and restores the process's setting after it; a larger one does the same
+while the machine is busier than its cores (`threads_while_idle`).
 """
 
 from __future__ import annotations
 
 import ctypes
 import functools
+import os
+import time
 from typing import Callable
 
 from ...core import Graph, subgraphs
@@ -61,6 +64,38 @@ def _scipy_openblas() -> tuple[Callable[[int], None], int] | None:
     """(set_num_threads, the process's thread count) of SciPy's OpenBLAS."""
     found = _scipy_openblas_functions()
     return None if found is None else (found[0], int(found[1]()))
+
+
+BUSY_CHECK_SECONDS = 1.0  # how long one reading of the load average is trusted
+_busy_reading = [0.0, False]  # (when read, whether busier than the cores)
+
+
+def machine_busy(cores: int) -> bool:
+    """Whether more threads are runnable than `cores` (the 1-minute load average,
+    read at most once per BUSY_CHECK_SECONDS): then BLAS threads wait on each other."""
+    now = time.monotonic()
+    if now - _busy_reading[0] > BUSY_CHECK_SECONDS:
+        try:
+            busy = os.getloadavg()[0] > cores
+        except OSError:  # no load average on this system: assume idle
+            busy = False
+        _busy_reading[:] = [now, busy]
+    return bool(_busy_reading[1])
+
+
+def threads_while_idle(call: Callable[..., None], cores: int) -> Callable[..., None]:
+    """`call` with SciPy's OpenBLAS on one thread while the machine is busier than its
+    cores (a large product then ran 10x slower on threads, measured under load: each
+    waits for its slowest thread), on the process's threads otherwise."""
+    found = _scipy_openblas()
+    if found is None or found[1] <= 1:
+        return call
+    one_thread = single_threaded(call)
+
+    def blas_threads_if_idle(*args: object) -> None:
+        (one_thread if machine_busy(cores) else call)(*args)
+
+    return blas_threads_if_idle
 
 
 def single_threaded(call: Callable[..., None]) -> Callable[..., None]:
