@@ -21,7 +21,9 @@ stays compiled in memory). numba's handling of every other function is unchanged
 
 from __future__ import annotations
 
+import functools
 import glob
+import hashlib
 import os
 import shutil
 import threading
@@ -101,9 +103,12 @@ class TracerLocator(caching._CacheLocator):
         return str(self._lineno)  # (two lambdas of one function share a name)
 
 
+@functools.cache
 def _source_hash(path: str) -> str:
-    st = os.stat(path)
-    return caching._hash_source_file(path, st.st_mtime, st.st_size).hex()
+    """The SHA-256 of a library's source: its machine code is valid wherever that text
+    is (a new checkout or install keeps the cache; an edit invalidates it)."""
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
 
 
 def _ours(cache: Any) -> bool:
