@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from .. import blas_threads
+from ..blas_threads import openblas_functions
+from ..blas_threads import single_threaded as single_threaded_in
 
 SCIPY_LIBS = "scipy.libs"
 
@@ -13,10 +14,10 @@ SCIPY_LIBS = "scipy.libs"
 def scipy_openblas_functions() -> tuple[Callable[[int], None], Callable[[], int]] | None:
     """(set_num_threads, get_num_threads) of SciPy's OpenBLAS, loaded first."""
     import scipy.linalg.cython_blas  # noqa: F401 - loads the library numba calls
-    return blas_threads.openblas_functions(SCIPY_LIBS)
+    return openblas_functions(SCIPY_LIBS)
 
 
 def single_threaded(call: Callable[..., Any]) -> Callable[..., Any]:
     """`call` with SciPy's OpenBLAS on one thread while it runs."""
     scipy_openblas_functions()
-    return blas_threads.single_threaded(call, SCIPY_LIBS)
+    return single_threaded_in(call, SCIPY_LIBS)
