@@ -14,7 +14,6 @@ to one thread around its call and restores the process's setting after it.
 
 from __future__ import annotations
 
-import ctypes
 import functools
 from typing import Any, Callable
 
@@ -47,6 +46,7 @@ def largest_product_flops(graph: Graph) -> float:
 def openblas_functions(libs_dir: str) -> tuple[Callable[[int], None], Callable[[], int]] | None:
     """(set_num_threads, get_num_threads) of the OpenBLAS loaded from the wheel folder
     `libs_dir` ("numpy.libs", "scipy.libs"), or None when this process has none."""
+    import ctypes  # (here: `import tracer` does not pay for it)
     try:
         with open("/proc/self/maps", encoding="utf-8") as f:
             paths = sorted({line.split()[-1] for line in f if libs_dir in line
