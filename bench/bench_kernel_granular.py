@@ -37,10 +37,15 @@ seconds are several times a quiet machine's, the ratios are what to read):
 So per-nest functions cost more than one function cold for a small model (numba's
 fixed cost per function), and an edit recompiles 4 of 93 parts yet still pays a
 quarter of the whole: the host that calls the parts dominates. What is left for
-kernel-granular caching to pay: a call from the host that neither links the callee
-nor costs seconds per hundred calls (an intrinsic calling the part's native entry
-point by address, the addresses passed in like `dims`), then content-addressed part
-modules on disk.
+kernel-granular caching to pay:
+- a call from the host that neither links the callee nor costs seconds per hundred
+  calls (an intrinsic calling the part's native entry point by address, the addresses
+  passed in like `dims`);
+- parts on disk by content: numba names a function's cache files after the file its
+  code object says it came from, so each part must be compiled from a file of its own
+  (`tracer_<hash of versions + canonical text>.py`, claimed by `TracerLocator` with
+  that hash as its stamp), and the compile worker must receive the parts' texts with
+  the host's.
 """
 
 from __future__ import annotations
