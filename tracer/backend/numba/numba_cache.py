@@ -103,10 +103,16 @@ class TracerLocator(caching._CacheLocator):
         return str(self._lineno)  # (two lambdas of one function share a name)
 
 
-@functools.cache
 def _source_hash(path: str) -> str:
     """The SHA-256 of a library's source: its machine code is valid wherever that text
     is (a new checkout or install keeps the cache; an edit invalidates it)."""
+    st = os.stat(path)
+    return _content_hash(path, st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=64)
+def _content_hash(path: str, mtime_ns: int, size: int) -> str:
+    """(read once per version of the file: a library's functions all ask at import)"""
     with open(path, "rb") as f:
         return hashlib.sha256(f.read()).hexdigest()
 
