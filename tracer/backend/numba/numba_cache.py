@@ -112,7 +112,8 @@ def _source_hash(path: str) -> str:
 
 @functools.lru_cache(maxsize=64)
 def _content_hash(path: str, mtime_ns: int, size: int) -> str:
-    """(read once per version of the file: a library's functions all ask at import)"""
+    """The SHA-256 of one version of a file, read once (a library's functions all ask
+    as it is imported)."""
     with open(path, "rb") as f:
         return hashlib.sha256(f.read()).hexdigest()
 
