@@ -21,7 +21,13 @@ was numba's per-function LLVM optimization of the one host function
 lowering (x2.2, x2.8) and its quadratic analyses (`def_reach`,
 `fixup_var_define_in_scope`, `InlineClosureLikeCalls`: x3.5 to x5 per doubling, small
 below a few hundred instructions). Not linear: what is left is numba working on one
-function per program.
+function per program. This script's own rows in that run (each child a new process
+with an empty cache, so the helper libraries' compile, ~4-5 s of typing, is in every
+row): 5, 43, 85, 173, 345 instructions: 4.6, 21.9, 23.5, 30.7, 68.7 s (LLVM 1.4, 7.9,
+6.1, 12.3, 40.9 s); at about 1,000 instructions a child passed its 1,200 s limit.
+Splitting the host into 250-line parts (linked: LLVM still optimizes the whole) made a
+1,072-line chain 0.70x as long to compile in two paired runs, but the 1,332-line
+transformer step of `bench_latency` 1.05x: SPLIT_LINES stays where it is.
 """
 
 from __future__ import annotations
