@@ -35,6 +35,7 @@ from ... import profiler
 from ...core import Graph, subgraphs
 from ..numba.fusion import INDEX_OPS
 from ..numba.lower import lower
+from ..blas_threads import BLAS_PARALLEL_MIN_FLOPS, largest_product_flops
 from ..numba.scalar import SCALAR_EMITTERS, storage_dtype
 from . import blas, cache, threads
 from .emit.table import OP_EMITTERS
@@ -128,7 +129,7 @@ class NumbaCpuBackend:
         signature = [_param_type(p) for p in module.params]
         signature.append(numba.types.Array(numba.types.int64, 1, "C"))
         return Prepared(module, module.host, tuple(signature), len(graph.inputs),
-                        blas.largest_product_flops(graph), graph)
+                        largest_product_flops(graph), graph)
 
     def load(self, prepared: "Prepared") -> NumbaExecutable:
         """The executable of a prepared module: compiled now, or loaded from memory or
@@ -139,7 +140,7 @@ class NumbaCpuBackend:
         profiler.record("numba compile" if fresh else "cache load", "compile", start,
                         time.perf_counter_ns())
         flops = prepared.blas_flops
-        if flops and (flops < blas.BLAS_PARALLEL_MIN_FLOPS or thread_count() == 1):
+        if flops and (flops < BLAS_PARALLEL_MIN_FLOPS or thread_count() == 1):
             host = blas.single_threaded(host)
         elif flops:
             host = blas.threads_while_idle(host, thread_count())
