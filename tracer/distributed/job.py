@@ -74,6 +74,7 @@ class Job:
         self.sequence = 0  # collectives entered so far (the signature check compares it)
         self.failed = False
         self._scratch = np.empty(0, np.uint8)
+        self._slots = (np.empty(0, np.uint8), np.empty((self.size, 0), np.uint8))
         self._install_excepthook()
         atexit.register(self._finish_sends)  # (runs before mpi4py's MPI_Finalize)
 
@@ -95,6 +96,12 @@ class Job:
         if self._scratch.nbytes < nbytes:
             self._scratch = np.empty(nbytes, np.uint8)
         return self._scratch[:nbytes]
+
+    def slot_buffers(self, nbytes: int) -> tuple[np.ndarray, np.ndarray]:
+        """A reused slot of `nbytes` (uint8) and a (size, nbytes) table to gather slots in."""
+        if self._slots[0].nbytes != nbytes:
+            self._slots = (np.zeros(nbytes, np.uint8), np.empty((self.size, nbytes), np.uint8))
+        return self._slots
 
     def allgather(self, comm: Any, x: np.ndarray, op: str) -> np.ndarray:
         """(group size, *x.shape): every member's x in group order."""

@@ -41,9 +41,22 @@ def _monoid(to_apply: Graph) -> str | None:
     return eqn.op.name if same else None
 
 
+_combiners: dict[tuple[int, np.dtype], tuple[Graph, Combine]] = {}  # per eqn, not per call
+
+
 def combiner(to_apply: Graph, dtype: np.dtype) -> Combine:
     """The reduction computation on whole arrays: a NumPy ufunc for the plain monoids
     (same rounding as the op's reference), else the computation's reference graph."""
+    hit = _combiners.get((id(to_apply), dtype))
+    if hit is not None and hit[0] is to_apply:
+        return hit[1]
+    if len(_combiners) > 1024:
+        _combiners.clear()
+    combine = _combiners[id(to_apply), dtype] = to_apply, _make_combiner(to_apply, dtype)
+    return combine[1]
+
+
+def _make_combiner(to_apply: Graph, dtype: np.dtype) -> Combine:
     name = _monoid(to_apply)
     if name in _UFUNCS and dtype.kind in ("fiuc" if name in ("add", "mul") else "fiu"):
         ufunc = _UFUNCS[name]
