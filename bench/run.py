@@ -51,7 +51,7 @@ SUITES: dict[str, tuple[str, Callable[[ModuleType, list[str]], None]]] = {
     "numpy": ("bench_numpy", _filtered("main")),
     "export": ("bench_export", lambda module, selected: module.main()),
     "cuda": ("bench_cuda", _filtered("main")),
-    "mpi": ("bench_mpi", lambda module, selected: module.main()),
+    "mpi": ("bench_mpi", lambda module, selected: module.main([])),
 }
 
 
