@@ -37,7 +37,9 @@ _GRACE_S = 1.0  # how long a failing rank lets the others print before it aborts
 def as_bytes(x: np.ndarray) -> list[Any]:
     """An MPI buffer of x's bytes: every dtype (bfloat16 included) moves the same way."""
     from mpi4py import MPI
-    return [np.ascontiguousarray(x).reshape(-1).view(np.uint8), MPI.BYTE]
+    if not x.flags.c_contiguous:
+        x = np.ascontiguousarray(x)
+    return [x.reshape(-1).view(np.uint8), MPI.BYTE]
 
 
 class ReplicaError(TracerError, RuntimeError):

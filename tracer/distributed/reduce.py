@@ -17,6 +17,7 @@ count), which is why tracer moves the bytes and folds them itself:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -80,6 +81,19 @@ def _bounds(size: int, n: int) -> list[int]:
     return [size * k // n for k in range(n + 1)]
 
 
+@functools.lru_cache(maxsize=256)
+def _layout(size: int, n: int, rank: int, item: int) -> tuple[tuple[list[int], list[int]], ...]:
+    """Byte (counts, displacements) of the all-to-all that brings block `rank` of every
+    member here (own block: 0 bytes), its receive side, and the all-gather of the blocks."""
+    starts = _bounds(size, n)
+    counts = [(starts[k + 1] - starts[k]) * item for k in range(n)]
+    displs = [s * item for s in starts[:n]]
+    mine = counts[rank]
+    send = [c if k != rank else 0 for k, c in enumerate(counts)]
+    recv = [mine if k != rank else 0 for k in range(n)]
+    return (send, displs), (recv, [k * mine for k in range(n)]), (counts, displs)
+
+
 def _gathered(job: Job, comm: Any, flat: np.ndarray, op: str) -> list[np.ndarray]:
     """Every member's `flat`, in member order, in the job's scratch buffer."""
     n = comm.Get_size()
@@ -92,16 +106,14 @@ def _block_rows(job: Job, comm: Any, flat: np.ndarray, op: str) -> list[np.ndarr
     """Block `rank` of every member's `flat`, in member order: ours in place, the others'
     received by an all-to-all into the job's scratch buffer."""
     n, rank, item = comm.Get_size(), comm.Get_rank(), flat.itemsize
-    starts = _bounds(flat.size, n)
-    mine = starts[rank + 1] - starts[rank]
-    send = [(starts[k + 1] - starts[k]) * item if k != rank else 0 for k in range(n)]
-    recv = [mine * item if k != rank else 0 for k in range(n)]
-    rows = job.scratch(n * mine * item).view(flat.dtype).reshape(n, mine)
-    job.wait([comm.Ialltoallv([flat.view(np.uint8), (send, [s * item for s in starts[:n]]),
-                               job.MPI.BYTE],
-                              [rows.view(np.uint8), (recv, [k * mine * item for k in range(n)]),
-                               job.MPI.BYTE])], op)
-    return [flat[starts[k]:starts[k + 1]] if k == rank else rows[k] for k in range(n)]
+    send, recv, (counts, displs) = _layout(flat.size, n, rank, item)
+    mine = counts[rank] // item
+    rows = job.scratch(n * counts[rank]).view(flat.dtype).reshape(n, mine)
+    byte = job.MPI.BYTE
+    job.wait([comm.Ialltoallv([flat.view(np.uint8), send, byte],
+                              [rows.view(np.uint8), recv, byte])], op)
+    start = displs[rank] // item
+    return [flat[start:start + mine] if k == rank else rows[k] for k in range(n)]
 
 
 def reduce_scatter_flat(job: Job, comm: Any, flat: np.ndarray, combine: Combine,
@@ -119,9 +131,11 @@ def all_reduce_flat(job: Job, comm: Any, flat: np.ndarray, combine: Combine,
     elif flat.nbytes * n <= SMALL_BYTES:
         fold(_gathered(job, comm, flat, op), combine, out)
     else:
-        starts, rank, item = _bounds(flat.size, n), comm.Get_rank(), flat.itemsize
-        reduce_scatter_flat(job, comm, flat, combine, out[starts[rank]:starts[rank + 1]], op)
-        counts = [(starts[k + 1] - starts[k]) * item for k in range(n)]
-        job.wait([comm.Iallgatherv(job.MPI.IN_PLACE, [out.view(np.uint8), (
-            counts, [s * item for s in starts[:n]]), job.MPI.BYTE])], op)
+        rank, item = comm.Get_rank(), flat.itemsize
+        counts, displs = _layout(flat.size, n, rank, item)[2]
+        start = displs[rank] // item
+        reduce_scatter_flat(job, comm, flat, combine,
+                            out[start:start + counts[rank] // item], op)
+        job.wait([comm.Iallgatherv(job.MPI.IN_PLACE, [out.view(np.uint8), (counts, displs),
+                                                      job.MPI.BYTE])], op)
     return out
