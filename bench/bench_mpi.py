@@ -4,7 +4,8 @@
     python -m bench.bench_mpi --allreduce 2 4   # only the all-reduce tables, on 2 and 4
 
 Each job (one numba thread per rank, oversubscribed past the machine's cores) times,
-in the same run, an all-reduce of 1, 2^16 and 2^22 float32 through tracer (`jit` of
+in the same run, an all-reduce of 1, 2^16, the MLP's gradient (235,146) and 2^22
+float32 through tracer (`jit` of
 `ops.all_reduce`, with and without the signature check) and through mpi4py's own
 `Allreduce` on NumPy buffers, and the ways compiled code can reach MPI: a host step
 (numba object mode, what tracer does) or MPI's C `MPI_Allreduce` through a ctypes
@@ -32,8 +33,9 @@ from typing import Any
 
 import numpy as np
 
-SIZES = (1, 1 << 16, 1 << 22)
 BATCH, LAYERS, STEPS, LR = 128, (784, 256, 128, 10), 30, np.float32(0.05)
+GRADIENT = sum(a * b + b for a, b in itertools.pairwise(LAYERS))  # the MLP's, all-reduced
+SIZES = (1, 1 << 16, GRADIENT, 1 << 22)
 
 
 # ------------------------------------------------------------------ inside the job
