@@ -6,15 +6,16 @@
 Each job (one numba thread per rank, oversubscribed past the machine's cores) times,
 in the same run, an all-reduce of 1, 2^16, the MLP's gradient (235,146) and 2^22
 float32 through tracer (`jit` of `ops.all_reduce`, with and without the signature
-check) and through mpi4py's own `Allreduce` on NumPy buffers, and the ways compiled code can reach MPI: a host step
-(numba object mode, what tracer does) or MPI's C `MPI_Allreduce` through a ctypes
-function pointer. Ratios are paired: each round times every way in turn, and the
-ratio to mpi4py is the median over rounds of that round's ratio (a shared machine's
-load moves within seconds). Then it trains the MLP 784-256-128-10 (global batch 128,
-SGD, gradients summed by one all-reduce) and reports throughput against one process
-(one numba/BLAS thread, and two), the final weights' distance to the one-process run
-on the same global batches, and what data parallelism costs a step: the same step
-without the all-reduce, on the same rows, timed in the same rounds (wall and CPU).
+check) and through mpi4py's own `Allreduce` on NumPy buffers, and the ways compiled
+code can reach MPI: a host step (numba object mode, what tracer does) or MPI's C
+`MPI_Allreduce` through a ctypes function pointer. Ratios are paired: each round
+times every way in turn, and the ratio to mpi4py is the median over rounds of that
+round's ratio (a shared machine's load moves within seconds). Then it trains the MLP
+784-256-128-10 (global batch 128, SGD, gradients summed by one all-reduce) and
+reports throughput against one process (one numba/BLAS thread, and two), the final
+weights' distance to the one-process run on the same global batches, and what data
+parallelism costs a step: the same step without the all-reduce, on the same rows,
+timed in the same rounds (wall and CPU).
 """
 
 from __future__ import annotations
