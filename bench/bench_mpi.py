@@ -39,20 +39,19 @@ SIZES = (1, 1 << 16, GRADIENT, 1 << 22)
 
 
 # ------------------------------------------------------------------ inside the job
-def _paired(comm: Any, fns: dict[str, Callable[[], Any]], number: int,
+def _paired(comm: Any, loops: dict[str, Callable[[int], Any]], number: int,
             rounds: int = 25) -> dict[str, list[float]]:
-    """Seconds per call of each fn (the slowest rank's) in each of `rounds` rounds in
-    which every fn runs one synchronized loop in turn: paired, so load that comes and
-    goes hits them alike."""
-    for fn in fns.values():
-        fn()
-    times: dict[str, list[float]] = {name: [] for name in fns}
+    """Seconds per call of each way (the slowest rank's) in each of `rounds` rounds in
+    which every way runs one synchronized loop of `number` calls in turn: paired, so
+    load that comes and goes hits them alike."""
+    for loop in loops.values():
+        loop(1)
+    times: dict[str, list[float]] = {name: [] for name in loops}
     for _ in range(rounds):
-        for name, fn in fns.items():
+        for name, loop in loops.items():
             comm.Barrier()
             t0 = time.perf_counter()
-            for _ in range(number):
-                fn()
+            loop(number)
             times[name].append(comm.allreduce((time.perf_counter() - t0) / number, op=_max()))
     return times
 
@@ -108,22 +107,28 @@ def _host_step_allreduce(comm: Any) -> Callable[[np.ndarray, np.ndarray, int], A
     return run
 
 
-def _unchecked(step: Callable[[np.ndarray], Any], x: np.ndarray) -> Any:
+def _repeat(count: int, fn: Callable[..., Any], *args: Any) -> None:
+    for _ in range(count):
+        fn(*args)
+
+
+def _unchecked(count: int, step: Callable[[np.ndarray], Any], x: np.ndarray) -> None:
+    """`count` calls with the signature check off (set once: the switch costs µs)."""
     import tracer as tr
     with tr.config.override(distributed_checks=False):
-        return step(x)
+        _repeat(count, step, x)
 
 
 def _size_row(comm: Any, size: int, step: Callable[[np.ndarray], Any],
               c_loop: Callable[..., Any], host_loop: Callable[..., Any]) -> dict[str, list[float]]:
     x = np.full(size, comm.rank + 1, np.float32)
     y = np.empty_like(x)
-    fns = {"mpi4py Allreduce": lambda: comm.Allreduce(x, y),
-           "tracer all_reduce": lambda: step(x),
-           "tracer, checks off": lambda: _unchecked(step, x),
-           "njit -> C MPI_Allreduce": lambda: c_loop(x, y, 1),
-           "njit -> host step -> mpi4py": lambda: host_loop(x, y, 1)}
-    return _ratios(_paired(comm, fns, max(2, min(100, (1 << 22) // (size * 16)))),
+    loops = {"mpi4py Allreduce": lambda k: _repeat(k, comm.Allreduce, x, y),
+             "tracer all_reduce": lambda k: _repeat(k, step, x),
+             "tracer, checks off": lambda k: _unchecked(k, step, x),
+             "njit -> C MPI_Allreduce": lambda k: _repeat(k, c_loop, x, y, 1),
+             "njit -> host step -> mpi4py": lambda k: _repeat(k, host_loop, x, y, 1)}
+    return _ratios(_paired(comm, loops, max(2, min(100, (1 << 22) // (size * 16)))),
                    "mpi4py Allreduce")
 
 
