@@ -53,8 +53,8 @@ def combiner(to_apply: Graph, dtype: np.dtype) -> Combine:
         return hit[1]
     if len(_combiners) > 1024:
         _combiners.clear()
-    combine = _combiners[id(to_apply), dtype] = to_apply, _make_combiner(to_apply, dtype)
-    return combine[1]
+    entry = _combiners[id(to_apply), dtype] = to_apply, _make_combiner(to_apply, dtype)
+    return entry[1]
 
 
 def _make_combiner(to_apply: Graph, dtype: np.dtype) -> Combine:
