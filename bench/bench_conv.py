@@ -18,6 +18,7 @@ from typing import Any, Callable
 import numpy as np
 
 import tracer as tr
+import tracer.numpy as tnp
 from bench.common import report, timeit, try_import_jax
 from tracer import ops
 
@@ -87,6 +88,31 @@ def pointwise_1x1() -> None:
     _layer("conv 1x1 32x256x28x28 -> 64", (32, 256, 28, 28), (64, 256, 1, 1), 1)
 
 
+def im2col_conv(xp: Any, x: Any, w: Any) -> Any:
+    """A 3x3 'same' convolution (NCHW / OIHW, stride 1) as users write im2col with the
+    array namespace `xp`: pad, nine shifted slices, stack, reshape, one broadcast
+    matmul of the (O, C*9) filters by the (N, C*9, H*W) columns."""
+    n, c, h, wd = x.shape
+    padded = xp.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    taps = [padded[:, :, i:i + h, j:j + wd] for i in range(3) for j in range(3)]
+    cols = xp.stack(taps, axis=2).reshape(n, c * 9, h * wd)
+    return (w.reshape(w.shape[0], c * 9) @ cols).reshape(n, w.shape[0], h, wd)
+
+
+def numpy_style_im2col() -> None:
+    """The im2col above written once, run by NumPy, by tracer.numpy under jit and by
+    jax.numpy under jax.jit: (64, 576) @ (32, 576, 3136)."""
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((32, 64, 56, 56)).astype(F32)
+    w = rng.standard_normal((64, 64, 3, 3)).astype(F32)
+    fn = tr.jit(lambda x, w: im2col_conv(tnp, x, w))
+    rows = [("numpy", lambda: im2col_conv(np, x, w)), ("tracer cpu", lambda: fn(x, w))]
+    jax = try_import_jax()
+    if jax is not None:
+        rows += _jax_rows(lambda x, w: im2col_conv(jax.numpy, x, w), x, w)
+    _run("im2col in NumPy-like code 32x64x56x56, 64 3x3 filters", rows, "tracer cpu")
+
+
 def training_step() -> None:
     """Forward and both gradients of a 3x3 layer: the transposed convolutions."""
     rng = np.random.default_rng(1)
@@ -115,7 +141,8 @@ def training_step() -> None:
 
 
 WORKLOADS = {"resnet_3x3": resnet_3x3, "strided_3x3": strided_3x3,
-             "pointwise_1x1": pointwise_1x1, "training_step": training_step}
+             "pointwise_1x1": pointwise_1x1, "training_step": training_step,
+             "numpy_style_im2col": numpy_style_im2col}
 
 
 def main(selected: list[str]) -> None:

@@ -61,6 +61,22 @@ class CpuModuleBuilder(ModuleBuilder):
 class CpuGraphEmitter(GraphEmitter):
     inline_indices = True
 
+    def __init__(self, mod: ModuleBuilder, w: SourceWriter, top: bool = False):
+        super().__init__(mod, w, top)
+        # id(value) -> the graph output that is a reshape of it, and nothing else reads
+        # it: the value is written straight into the output's buffer (a view)
+        self.reshaped_outputs: dict[int, Var] = {}
+        self.output_views: dict[str, Var] = {}  # name of such a view -> its output
+
+    def alloc(self, var: Var, hint: str | None = None) -> str:
+        out = self.reshaped_outputs.get(id(var)) if self.top else None
+        if out is None:
+            return super().alloc(var, hint)
+        name = self.fresh(hint or "buf")
+        self.w.line(f"{name} = {self.out_param(out)}.reshape({self.shape_tuple(var)})")
+        self.output_views[name] = out
+        return name
+
     def emit_op(self, eqn: Eqn) -> None:
         OP_EMITTERS.get(eqn.op.name, emit_fallback)(self, eqn)
 
@@ -77,11 +93,29 @@ def generate(graph: Graph, parallel_ok: bool, fuse: bool = True) -> Module:
     body = SourceWriter()
     top = CpuGraphEmitter(mod, body, top=True)
     top.outputs = [id(a) for a in graph.outputs]
+    top.reshaped_outputs = _reshaped_outputs(graph)
     refs = top.emit_graph(graph, [_host_input(mod, body, v, k)
                                   for k, v in enumerate(graph.inputs)])
     outputs = _finish_outputs(top, graph, refs)
     host = _host_function(mod, name, body)
     return Module(_module_text(mod, graph, host), name, mod.params, outputs, mod.sizes)
+
+
+def _reshaped_outputs(graph: Graph) -> dict[int, Var]:
+    """id(value) -> graph output, for each output that is a reshape of a value computed
+    here that nothing else reads (it can be computed in the output's buffer)."""
+    reads: dict[int, int] = {}
+    for atom in [a for e in graph.eqns for a in e.inputs] + list(graph.outputs):
+        reads[id(atom)] = reads.get(id(atom), 0) + 1
+    inputs = {id(v) for v in graph.inputs}
+    found = {}
+    for eqn in graph.eqns:
+        src, out = eqn.inputs[0] if eqn.inputs else None, eqn.outputs[0]
+        if eqn.op.name == "reshape" and isinstance(src, Var) and id(src) not in inputs \
+                and reads[id(src)] == 1 and reads.get(id(out), 0) == 1 and \
+                any(out is o for o in graph.outputs) and src.aval.ndim and out.aval.ndim:
+            found[id(src)] = out
+    return found
 
 
 def _host_input(mod: ModuleBuilder, w: SourceWriter, var: Var, k: int) -> Ref:
