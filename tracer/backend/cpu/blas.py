@@ -6,7 +6,8 @@ layer: 25 MFLOP) the threads save little on a quiet machine and cost 10x when an
 process keeps the cores busy (measured: 60 ms against 4 ms on one thread, two cores
 under load): each product waits for its slowest thread. An executable whose largest
 product is below BLAS_PARALLEL_MIN_FLOPS sets SciPy's OpenBLAS to one thread around
-its call and restores the process's setting after it.
+its call and restores the process's setting after it. A batched product is one BLAS
+call per matrix of the batch, so what counts is the size of one call.
 """
 
 from __future__ import annotations
@@ -23,15 +24,18 @@ _GETTERS = ("scipy_openblas_get_num_threads", "openblas_get_num_threads")
 
 
 def largest_product_flops(graph: Graph) -> float:
-    """2 * m * n * k of the largest `dot_general` in `graph` (and its sub-graphs)."""
+    """2 * m * n * k of the largest matrix product of a `dot_general` in `graph` (and
+    its sub-graphs): one BLAS call, one matrix of a batched product."""
     largest = 0.0
     for eqn in graph.eqns:
         if eqn.op.name == "dot_general":
             lhs = eqn.inputs[0].aval
-            k = 1
+            k = batch = 1
             for d in eqn.params["lhs_contracting_dims"]:
                 k *= lhs.shape[d]
-            largest = max(largest, 2.0 * eqn.outputs[0].aval.size * k)
+            for d in eqn.params["lhs_batch_dims"]:
+                batch *= lhs.shape[d]
+            largest = max(largest, 2.0 * eqn.outputs[0].aval.size * k / max(batch, 1))
         for sub in subgraphs(eqn.params):
             largest = max(largest, largest_product_flops(sub))
     return largest

@@ -13,7 +13,8 @@
   product over those dims with the lhs broadcast along them, when the broadcast is
   smaller than the result: one BLAS call per stack element writes the result in place,
   reading each rhs matrix where it is stored (neither operand nor result is
-  transposed by a copy).
+  transposed by a copy), when the matrices are large enough for BLAS and the
+  broadcast writes less than those copies would.
 - A float `dot_general` small in some dim (rows, columns or contraction below
   `BLAS_MIN_SIZE`) but with real work becomes mul + add-reduce over a product shape
   where a loop nest beats BLAS: a batched product (no `np.dot` call per batch
@@ -167,8 +168,10 @@ def _broadcast_batched_dot(eqn: Eqn, dot: Eqn) -> list[Eqn]:
     `dot` that keeps the batch dims first and moves some rhs free dims (in order) in
     front of the lhs free dims, the rest after them: those dims become batch dims
     (the lhs broadcast along them, in front of its non-batch dims). [] where the
-    product would not be a BLAS call per matrix without copies, or the broadcast
-    would write more than the transposing copy it saves."""
+    product would not be a BLAS call per matrix without copies, a matrix would be
+    small for BLAS (one call for the whole stack is faster), or the broadcast would
+    write more than the copies it saves (the rhs stack made one matrix, the result
+    transposed)."""
     p = dot.params
     lhs, rhs = dot.inputs
     nb, lb, rb = len(p["lhs_batch_dims"]), p["lhs_batch_dims"], p["rhs_batch_dims"]
@@ -186,7 +189,11 @@ def _broadcast_batched_dot(eqn: Eqn, dot: Eqn) -> list[Eqn]:
     new_batch = [rfree[d - nb - nm] for d in moved]
     sizes = tuple(rhs.aval.shape[d] for d in new_batch)
     rb_new = (*rb, *new_batch)
-    if math.prod(sizes) * lhs.aval.size > eqn.outputs[0].aval.size or \
+    rows, columns, contraction = _sizes(dot)
+    per_matrix = (rows, columns // max(math.prod(sizes), 1), contraction)
+    if math.prod(sizes) * lhs.aval.size > rhs.aval.size + eqn.outputs[0].aval.size or \
+            min(per_matrix) < BLAS_MIN_SIZE or \
+            not _blas_reads(lhs.aval.ndim, tuple(lb), tuple(p["lhs_contracting_dims"]), True) or \
             not _blas_reads(rhs.aval.ndim, rb_new, tuple(p["rhs_contracting_dims"]), False):
         return []
     s = len(sizes)
