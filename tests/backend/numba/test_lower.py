@@ -192,7 +192,33 @@ def test_im2col_convolution_in_numpy_code_matches_numpy():
     np.testing.assert_allclose(f(x, w), want, rtol=1e-5, atol=1e-5)
     conv = np.asarray(ops.conv(x, w, (1, 1), "SAME"))
     np.testing.assert_allclose(want, conv, rtol=1e-4, atol=1e-4)
-    assert "out0[j" not in f.lower(x, w).compile().source  # the product fills the output
+    source = f.lower(x, w).compile().source
+    assert "out0[j" not in source  # the result is written into the output, not copied
+    # one GEMM of the filters by the stacked slices, which their loop nest writes in
+    # the order BLAS reads (C*9, images, H*W): no copy of the columns, no loop of calls
+    assert source.count("np.dot(") == 1 and "ascontiguousarray" not in source
+    assert "for batch" not in source
+
+
+def test_an_operand_reshaped_from_a_loop_nest_is_written_in_blas_order():
+    """A product reading reshape(x * 2) in an order BLAS cannot read gets the transpose
+    in front of the reshape: the nest computing x * 2 writes it, the product copies
+    nothing; the values are the reference's."""
+    def f(w, x):
+        cols = (x * 2).reshape(6, 40, 35)        # (stack, contraction, columns)
+        return ops.dot_general(w, cols, (((1,), (1,)), ((), ())))
+
+    rng = np.random.default_rng(9)
+    w, x = rng.standard_normal((33, 40)), rng.standard_normal((6, 8, 5, 35))
+    graph, _ = trace_flat(lambda w, x: [f(w, x)],
+                          [ShapedArray(w.shape, np.float64), ShapedArray(x.shape, np.float64)])
+    lowered = typecheck(lower(graph))
+    [dot] = [e for e in lowered.eqns if e.op.name == "dot_general"]
+    assert dot.params["rhs_contracting_dims"] == (0,) and dot.inputs[1].aval.shape == (40, 6, 35)
+    _close(run_graph(lowered, [w, x], check=True)[0], run_graph(graph, [w, x])[0])
+    jitted = tr.jit(f)
+    assert "ascontiguousarray" not in jitted.lower(w, x).compile().source
+    _close(jitted(w, x), np.einsum("mk,skn->msn", w, 2 * x.reshape(6, 40, 35)))
 
 
 @pytest.mark.parametrize("perm,batch", [((2, 0, 1, 3), False), ((0, 2, 1, 3), True)])
