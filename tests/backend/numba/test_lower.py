@@ -200,10 +200,10 @@ def test_im2col_convolution_in_numpy_code_matches_numpy():
     assert "for batch" not in source
 
 
-def test_an_operand_reshaped_from_a_loop_nest_is_written_in_blas_order():
-    """A product reading reshape(x * 2) in an order BLAS cannot read gets the transpose
-    in front of the reshape: the nest computing x * 2 writes it, the product copies
-    nothing; the values are the reference's."""
+def test_an_operand_from_a_loop_nest_is_written_in_blas_order():
+    """A product reading reshape(x * 2) (or x * 2) in an order BLAS cannot read gets
+    the transpose in front of the reshape: the nest computing x * 2 writes it, the
+    product copies nothing; the values are the reference's."""
     def f(w, x):
         cols = (x * 2).reshape(6, 40, 35)        # (stack, contraction, columns)
         return ops.dot_general(w, cols, (((1,), (1,)), ((), ())))
@@ -219,6 +219,10 @@ def test_an_operand_reshaped_from_a_loop_nest_is_written_in_blas_order():
     jitted = tr.jit(f)
     assert "ascontiguousarray" not in jitted.lower(w, x).compile().source
     _close(jitted(w, x), np.einsum("mk,skn->msn", w, 2 * x.reshape(6, 40, 35)))
+    cols = x.reshape(6, 40, 35)  # the nest's value read directly, without a reshape
+    direct = tr.jit(lambda w, c: ops.dot_general(w, c * 2, (((1,), (1,)), ((), ()))))
+    assert "ascontiguousarray" not in direct.lower(w, cols).compile().source
+    _close(direct(w, cols), np.einsum("mk,skn->msn", w, 2 * cols))
 
 
 @pytest.mark.parametrize("perm,batch", [((2, 0, 1, 3), False), ((0, 2, 1, 3), True)])

@@ -109,9 +109,9 @@ def _reshaped_outputs(graph: Graph) -> dict[int, Var]:
         reads[id(atom)] = reads.get(id(atom), 0) + 1
     inputs = {id(v) for v in graph.inputs}
     found = {}
-    for eqn in graph.eqns:
-        src, out = eqn.inputs[0] if eqn.inputs else None, eqn.outputs[0]
-        if eqn.op.name == "reshape" and isinstance(src, Var) and id(src) not in inputs \
+    for eqn in (e for e in graph.eqns if e.op.name == "reshape"):
+        src, out = eqn.inputs[0], eqn.outputs[0]
+        if isinstance(src, Var) and id(src) not in inputs \
                 and reads[id(src)] == 1 and reads.get(id(out), 0) == 1 and \
                 any(out is o for o in graph.outputs) and src.aval.ndim and out.aval.ndim:
             found[id(src)] = out

@@ -124,12 +124,12 @@ def _fold_transposes(eqn: Eqn, defs: dict[int, Eqn]) -> Eqn:
 
 def operands_in_blas_order(graph: Graph) -> Graph:
     """`graph` (top level) with each dot_general operand that BLAS cannot read as
-    stored, and that is a reshape of a loop-nest value only it reads, computed in the
-    order BLAS reads (batch, rows, columns): the transpose goes in front of the
-    reshape, where the producer's loop nest writes it, and the product is one BLAS call
-    per batch element (none: one call) instead of a transposing copy. (im2col's stack
-    of shifted slices, reshaped to (images, C*9, H*W), is written as (C*9, images,
-    H*W): the filters times it is one GEMM.)"""
+    stored, and that is a loop-nest value (or a reshape of one) only it reads, computed
+    in the order BLAS reads (batch, rows, columns): the transpose joins the producer's
+    loop nest (in front of the reshape), and the product is one BLAS call per batch
+    element (none: one call) instead of a transposing copy. (im2col's stack of shifted
+    slices, reshaped to (images, C*9, H*W), is written as (C*9, images, H*W): the
+    filters times it is one GEMM.)"""
     defs = {id(v): e for e in graph.eqns for v in e.outputs}
     reads = _read_counts(graph)
     eqns: list[Eqn] = []
@@ -156,11 +156,12 @@ def _dot_reading_blas_order(dot: Eqn, defs: dict[int, Eqn], reads: dict[int, int
         x = inputs[k]
         free = _free_dims(x.aval.ndim, contracting, batch)
         order = [*batch, *free, *contracting] if k == 0 else [*batch, *contracting, *free]
-        reshape = defs.get(id(x)) if isinstance(x, Var) else None
+        src = defs.get(id(x)) if isinstance(x, Var) else None
         if _blas_of(dot) is None or _blas_reads(x.aval.ndim, batch, contracting, k == 0) or \
-                reshape is None or reshape.op.name != "reshape" or reads.get(id(x)) != 1:
+                src is None or reads.get(id(x)) != 1:
             continue
-        eqns = _reshape_in_order(reshape, order, defs, reads)
+        eqns = _reshape_in_order(src, order, defs, reads) if src.op.name == "reshape" else \
+            _transposed(x, tuple(order), src.source) if is_loop_op(src) else []
         if eqns:
             made += eqns
             inputs[k] = eqns[-1].outputs[0]
@@ -184,13 +185,16 @@ def _reshape_in_order(reshape: Eqn, order: list[int], defs: dict[int, Eqn],
     groups = _dim_runs(x.aval.shape, reshape.outputs[0].aval.shape)
     if groups is None:
         return []
-    perm = tuple(d for j in order for d in groups[j])
-    moved = Var(x.aval.update(shape=tuple(x.aval.shape[d] for d in perm)))
+    [transpose] = _transposed(x, tuple(d for j in order for d in groups[j]), reshape.source)
     out = reshape.outputs[0].aval
     result = Var(out.update(shape=tuple(out.shape[j] for j in order)))
-    return [Eqn(ops.shape.transpose_p, (x,), {"permutation": perm}, (moved,), reshape.source),
-            Eqn(reshape.op, (moved,), {"new_sizes": result.aval.shape}, (result,),
-                reshape.source)]
+    return [transpose, Eqn(reshape.op, transpose.outputs, {"new_sizes": result.aval.shape},
+                           (result,), reshape.source)]
+
+
+def _transposed(x: Var, perm: tuple[int, ...], source: Any) -> list[Eqn]:
+    moved = Var(x.aval.update(shape=tuple(x.aval.shape[d] for d in perm)))
+    return [Eqn(ops.shape.transpose_p, (x,), {"permutation": perm}, (moved,), source)]
 
 
 def _dim_runs(shape: Sequence[int], new: Sequence[int]) -> list[list[int]] | None:
