@@ -7,14 +7,13 @@
 - A `transpose` of a `dot_general` result that swaps the lhs and rhs free dims (what
   reverse mode makes of `x @ w`'s weight gradient) is the product with its operands
   swapped, which BLAS writes in the wanted order: no transposed copy.
-- A `transpose` of a `dot_general` result that moves rhs free dims in front of the lhs
-  free dims (NumPy's `w @ x` of a matrix by a stack of matrices: the product is
-  (rows, stack, columns), matmul's result (stack, rows, columns)) is the batched
-  product over those dims with the lhs broadcast along them, when the broadcast is
-  smaller than the result: one BLAS call per stack element writes the result in place,
-  reading each rhs matrix where it is stored (neither operand nor result is
-  transposed by a copy), when the matrices are large enough for BLAS and the
-  broadcast writes less than those copies would.
+- A `dot_general` operand BLAS cannot read as stored (a copy into (batch, rows,
+  columns) order) that a loop nest computes, directly or through a reshape that only
+  merges dims, is written in that order by the nest itself: the transpose joins the
+  nest, in front of the reshape. im2col's stacked slices (images, C*9, H*W) are then
+  written as (C*9, images, H*W), and the filters times them is one GEMM with threads
+  (one thread synchronization, where 32 calls of one per image each wait for the
+  slowest thread: on a loaded machine that cost 2x) and no copy of the columns.
 - A float `dot_general` small in some dim (rows, columns or contraction below
   `BLAS_MIN_SIZE`) but with real work becomes mul + add-reduce over a product shape
   where a loop nest beats BLAS: a batched product (no `np.dot` call per batch
@@ -33,7 +32,6 @@
 from __future__ import annotations
 
 import math
-import operator
 from typing import Any, Sequence
 
 import numpy as np
@@ -222,27 +220,18 @@ def fold_transposes_of_dots(graph: Graph) -> Graph:
     defs = {id(v): e for e in graph.eqns for v in e.outputs}
     uses, outputs = _readers(graph), {id(v) for v in graph.outputs}
     reads = {k: len(readers) + (k in outputs) for k, readers in uses.items()}
-    eqns: list[Eqn] = []
-    for e in graph.eqns:
-        eqns.extend(_product_in_order(e, defs, reads) or [e])
-    if len(eqns) == len(graph.eqns) and all(map(operator.is_, eqns, graph.eqns)):
+    eqns = tuple(_swapped_dot(e, defs, reads) or e for e in graph.eqns)
+    if all(a is b for a, b in zip(eqns, graph.eqns, strict=True)):
         return graph
-    return dce(Graph(graph.inputs, tuple(eqns), graph.outputs, graph.name))
+    return dce(Graph(graph.inputs, eqns, graph.outputs, graph.name))
 
 
-def _product_in_order(eqn: Eqn, defs: dict[int, Eqn], reads: dict[int, int]) -> list[Eqn]:
-    """The eqns computing the transpose `eqn` of a dot_general only it reads as a
-    product that BLAS writes in the transposed order ([] where there is none)."""
+def _swapped_dot(eqn: Eqn, defs: dict[int, Eqn], reads: dict[int, int]) -> Eqn | None:
     if eqn.op.name != "transpose" or not isinstance(eqn.inputs[0], Var):
-        return []
+        return None
     dot = defs.get(id(eqn.inputs[0]))
     if dot is None or dot.op.name != "dot_general" or reads[id(eqn.inputs[0])] != 1:
-        return []
-    swapped = _swapped_dot(eqn, dot)
-    return [swapped] if swapped is not None else _broadcast_batched_dot(eqn, dot)
-
-
-def _swapped_dot(eqn: Eqn, dot: Eqn) -> Eqn | None:
+        return None
     p = dot.params
     lhs, rhs = (a.aval.ndim for a in dot.inputs)
     nb = len(p["lhs_batch_dims"])
@@ -256,50 +245,6 @@ def _swapped_dot(eqn: Eqn, dot: Eqn) -> Eqn | None:
               "lhs_batch_dims": p["rhs_batch_dims"], "rhs_batch_dims": p["lhs_batch_dims"],
               "precision": p["precision"] and p["precision"][::-1]}
     return Eqn(dot.op, dot.inputs[::-1], params, eqn.outputs, dot.source)
-
-
-def _broadcast_batched_dot(eqn: Eqn, dot: Eqn) -> list[Eqn]:
-    """[broadcast_in_dim of the lhs, batched dot_general] for a transpose `eqn` of
-    `dot` that keeps the batch dims first and moves some rhs free dims (in order) in
-    front of the lhs free dims, the rest after them: those dims become batch dims
-    (the lhs broadcast along them, in front of its non-batch dims). [] where the
-    product would not be a BLAS call per matrix without copies, a matrix would be
-    small for BLAS (one call for the whole stack is faster), or the broadcast would
-    write more than the copies it saves (the rhs stack made one matrix, the result
-    transposed)."""
-    p = dot.params
-    lhs, rhs = dot.inputs
-    nb, lb, rb = len(p["lhs_batch_dims"]), p["lhs_batch_dims"], p["rhs_batch_dims"]
-    lfree = _free_dims(lhs.aval.ndim, p["lhs_contracting_dims"], lb)
-    rfree = _free_dims(rhs.aval.ndim, p["rhs_contracting_dims"], rb)
-    perm = tuple(eqn.params["permutation"])
-    nm = len(lfree)
-    first = perm.index(nb) if nm else 0  # where the lhs free dims went
-    moved, kept = perm[nb:first], perm[first + nm:]
-    if first <= nb or perm[:nb] != tuple(range(nb)) or \
-            perm[first:first + nm] != tuple(range(nb, nb + nm)) or \
-            list(moved) != sorted(moved) or list(kept) != sorted(kept) or \
-            tuple(lb) != tuple(range(nb)) or _blas_of(dot) is None:
-        return []
-    new_batch = [rfree[d - nb - nm] for d in moved]
-    sizes = tuple(rhs.aval.shape[d] for d in new_batch)
-    rb_new = (*rb, *new_batch)
-    rows, columns, contraction = _sizes(dot)
-    per_matrix = (rows, columns // max(math.prod(sizes), 1), contraction)
-    if math.prod(sizes) * lhs.aval.size > rhs.aval.size + eqn.outputs[0].aval.size or \
-            min(per_matrix) < BLAS_MIN_SIZE or \
-            not _blas_reads(lhs.aval.ndim, tuple(lb), tuple(p["lhs_contracting_dims"]), True) or \
-            not _blas_reads(rhs.aval.ndim, rb_new, tuple(p["rhs_contracting_dims"]), False):
-        return []
-    s = len(sizes)
-    shape = (*lhs.aval.shape[:nb], *sizes, *lhs.aval.shape[nb:])
-    wide = Var(lhs.aval.update(shape=shape))
-    bdims = (*range(nb), *range(nb + s, lhs.aval.ndim + s))
-    broadcast = Eqn(ops.shape.broadcast_in_dim_p, (lhs,),
-                    {"shape": shape, "broadcast_dimensions": bdims}, (wide,), dot.source)
-    params = {**p, "lhs_batch_dims": tuple(range(nb + s)), "rhs_batch_dims": rb_new,
-              "lhs_contracting_dims": tuple(d + s for d in p["lhs_contracting_dims"])}
-    return [broadcast, Eqn(dot.op, (wide, rhs), params, eqn.outputs, dot.source)]
 
 
 def _blas_reads(rank: int, batch: tuple[int, ...], contracting: tuple[int, ...],
