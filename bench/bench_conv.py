@@ -7,6 +7,9 @@ im2col + BLAS.
 Each workload checks that the implementations agree, then prints medians and ratios
 (`bench.common.report`); the last line is the whole table as JSON. The headline is
 a ResNet-style layer: 32x64x56x56 float32 input, 64x64x3x3 filters, stride 1, SAME.
+`numpy_style_im2col` is that layer as users write it in NumPy (pad, nine slices,
+stack, reshape, one broadcast matmul), the same code run by NumPy, tracer.numpy and
+jax.numpy: what tracer makes of ordinary array code, not of `ops.conv`.
 """
 
 from __future__ import annotations
