@@ -8,6 +8,9 @@ multi-channel image convolution, so it has no row here.
 Each workload checks that the implementations agree, then prints medians and ratios
 (`bench.common.report`); the last line is the whole table as JSON. The headline is
 a ResNet-style layer: 32x64x56x56 float32 input, 64x64x3x3 filters, stride 1, SAME.
+`numpy_style_im2col` is that layer as users write it in NumPy (pad, nine slices,
+stack, reshape, one broadcast matmul), the same code run by NumPy, tracer.numpy and
+jax.numpy: what tracer makes of ordinary array code, not of `ops.conv`.
 """
 
 from __future__ import annotations
@@ -19,9 +22,10 @@ from typing import Any, Callable
 import numpy as np
 
 import tracer as tr
+import tracer.numpy as tnp
 from bench.common import report, timed_rows, timeit, try_import_jax
 from bench.machine import bound as machine_bound
-from bench.peers import torch_grad_rows, torch_rows, try_import_torch
+from bench.peers import torch_grad_rows, torch_numpy, torch_rows, try_import_torch
 from tracer import ops
 
 RESULTS: dict[str, dict[str, float]] = {}
@@ -109,6 +113,36 @@ def pointwise_1x1() -> None:
     _layer("conv 1x1 32x256x28x28 -> 64", (32, 256, 28, 28), (64, 256, 1, 1), 1)
 
 
+def im2col_conv(xp: Any, x: Any, w: Any) -> Any:
+    """A 3x3 'same' convolution (NCHW / OIHW, stride 1) as users write im2col with the
+    array namespace `xp`: pad, nine shifted slices, stack, reshape, one broadcast
+    matmul of the (O, C*9) filters by the (N, C*9, H*W) columns."""
+    n, c, h, wd = x.shape
+    padded = xp.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    taps = [padded[:, :, i:i + h, j:j + wd] for i in range(3) for j in range(3)]
+    cols = xp.stack(taps, axis=2).reshape(n, c * 9, h * wd)
+    return (w.reshape(w.shape[0], c * 9) @ cols).reshape(n, w.shape[0], h, wd)
+
+
+def numpy_style_im2col() -> None:
+    """The im2col above written once, run by NumPy, by tracer.numpy under jit and by
+    jax.numpy under jax.jit: (64, 576) @ (32, 576, 3136)."""
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((32, 64, 56, 56)).astype(F32)
+    w = rng.standard_normal((64, 64, 3, 3)).astype(F32)
+    fn = tr.jit(lambda x, w: im2col_conv(tnp, x, w))
+    rows = [("numpy", lambda: im2col_conv(np, x, w)), ("tracer cpu", lambda: fn(x, w))]
+    jax = try_import_jax()
+    if jax is not None:
+        rows += _jax_rows(lambda x, w: im2col_conv(jax.numpy, x, w), x, w)
+    torch = try_import_torch()
+    if torch is not None:  # (the same NumPy-like code, on torch's namespace)
+        rows += torch_rows(lambda x, w: im2col_conv(torch_numpy(torch), x, w), x, w)
+    flops = 2 * 64 * 64 * 9 * 32 * 56 * 56
+    _run("im2col in NumPy-like code 32x64x56x56, 64 3x3 filters", rows, "tracer cpu",
+         bound=machine_bound(flops=flops))
+
+
 def training_step() -> None:
     """Forward and both gradients of a 3x3 layer: the transposed convolutions."""
     rng = np.random.default_rng(1)
@@ -147,7 +181,8 @@ def _torch_lax_conv(x: Any, w: Any, strides: tuple[int, int], padding: str) -> A
 
 
 WORKLOADS = {"resnet_3x3": resnet_3x3, "strided_3x3": strided_3x3,
-             "pointwise_1x1": pointwise_1x1, "training_step": training_step}
+             "pointwise_1x1": pointwise_1x1, "training_step": training_step,
+             "numpy_style_im2col": numpy_style_im2col}
 
 
 def main(selected: list[str]) -> None:

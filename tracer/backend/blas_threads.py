@@ -28,15 +28,19 @@ _GETTERS = ("scipy_openblas_get_num_threads", "scipy_openblas_get_num_threads64_
 
 
 def largest_product_flops(graph: Graph) -> float:
-    """2 * m * n * k of the largest `dot_general` in `graph` (and its sub-graphs)."""
+    """2 * m * n * k of the largest matrix product of a `dot_general` in `graph` (and
+    its sub-graphs): one BLAS call, one matrix of a batched product (a batched product
+    is one call per matrix, so what decides threads is the size of one call)."""
     largest = 0.0
     for eqn in graph.eqns:
         if eqn.op.name == "dot_general":
             lhs = eqn.inputs[0].aval
-            k = 1
+            k = batch = 1
             for d in eqn.params["lhs_contracting_dims"]:
                 k *= lhs.shape[d]
-            largest = max(largest, 2.0 * eqn.outputs[0].aval.size * k)
+            for d in eqn.params["lhs_batch_dims"]:
+                batch *= lhs.shape[d]
+            largest = max(largest, 2.0 * eqn.outputs[0].aval.size * k / max(batch, 1))
         for sub in subgraphs(eqn.params):
             largest = max(largest, largest_product_flops(sub))
     return largest

@@ -401,3 +401,21 @@ def test_index_maps_of_index_maps_keep_their_order_of_operations():
     f = lambda x: [ops.rev(ops.slice(ops.slice(x, (0, 0), (4, 16), (1, 5)), (0, 2), (4, 4)),  # noqa
                            (1,))]
     _compare(f, [x])
+
+
+def test_a_value_only_reshaped_into_an_output_is_computed_in_the_output():
+    """exp(x) reshaped as the result is written by its loop nest straight into the
+    output's buffer (no copy loop at the end); a value also read elsewhere, or an
+    output returned twice, keeps its own buffer: results never share memory."""
+    x = np.linspace(-2, 2, 24).reshape(4, 6)
+    f = tr.jit(lambda x: tnp.exp(x).reshape(3, 8))
+    assert "out0.reshape" in f.lower(x).compile().source
+    np.testing.assert_allclose(f(x), np.exp(x).reshape(3, 8), rtol=1e-15)
+    g = tr.jit(lambda x: (tnp.exp(x).reshape(3, 8), tnp.exp(x).sum()))
+    got, total = g(x)
+    np.testing.assert_allclose(got, np.exp(x).reshape(3, 8), rtol=1e-15)
+    np.testing.assert_allclose(total, np.exp(x).sum(), rtol=1e-14)
+    h = tr.jit(lambda x: (tnp.exp(x).reshape(3, 8),) * 2)
+    first, second = h(x)
+    assert not np.shares_memory(first, second)
+    np.testing.assert_allclose(second, np.exp(x).reshape(3, 8), rtol=1e-15)

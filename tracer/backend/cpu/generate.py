@@ -69,6 +69,22 @@ class CpuGraphEmitter(GraphEmitter):
         donor = self.donors.get(id(var))
         return donor[1] if donor is not None else super().out_param(var)
 
+    def __init__(self, mod: ModuleBuilder, w: SourceWriter, top: bool = False):
+        super().__init__(mod, w, top)
+        # id(value) -> the graph output that is a reshape of it, and nothing else reads
+        # it: the value is written straight into the output's buffer (a view)
+        self.reshaped_outputs: dict[int, Var] = {}
+        self.output_views: dict[str, Var] = {}  # name of such a view -> its output
+
+    def alloc(self, var: Var, hint: str | None = None) -> str:
+        out = self.reshaped_outputs.get(id(var)) if self.top else None
+        if out is None:
+            return super().alloc(var, hint)
+        name = self.fresh(hint or "buf")
+        self.w.line(f"{name} = {self.out_param(out)}.reshape({self.shape_tuple(var)})")
+        self.output_views[name] = out
+        return name
+
     def emit_op(self, eqn: Eqn) -> None:
         OP_EMITTERS.get(eqn.op.name, emit_fallback)(self, eqn)
 
@@ -92,11 +108,30 @@ def generate(graph: Graph, parallel_ok: bool, fuse: bool = True,
         plan = plan_graph(graph, fuse, top.inline_indices)  # (as emit_graph plans it)
         top.donors = {out: (k, in_refs[k].name)
                       for out, k in donated_outputs(graph, plan, donated).items()}
+    top.reshaped_outputs = {src: out for src, out in _reshaped_outputs(graph).items()
+                            if id(out) not in top.donors}
     refs = top.emit_graph(graph, in_refs)
     outputs = _finish_outputs(top, graph, refs)
     host = _host_function(mod, name, body)
     return Module(_module_text(mod, graph, host), name, mod.params, outputs, mod.sizes,
                   frozenset(k for k, _ in top.donors.values()))
+
+
+def _reshaped_outputs(graph: Graph) -> dict[int, Var]:
+    """id(value) -> graph output, for each output that is a reshape of a value computed
+    here that nothing else reads (it can be computed in the output's buffer)."""
+    reads: dict[int, int] = {}
+    for atom in [a for e in graph.eqns for a in e.inputs] + list(graph.outputs):
+        reads[id(atom)] = reads.get(id(atom), 0) + 1
+    inputs = {id(v) for v in graph.inputs}
+    found = {}
+    for eqn in (e for e in graph.eqns if e.op.name == "reshape"):
+        src, out = eqn.inputs[0], eqn.outputs[0]
+        if isinstance(src, Var) and id(src) not in inputs \
+                and reads[id(src)] == 1 and reads.get(id(out), 0) == 1 and \
+                any(out is o for o in graph.outputs) and src.aval.ndim and out.aval.ndim:
+            found[id(src)] = out
+    return found
 
 
 def _host_input(mod: ModuleBuilder, w: SourceWriter, var: Var, k: int) -> Ref:

@@ -7,6 +7,13 @@
 - A `transpose` of a `dot_general` result that swaps the lhs and rhs free dims (what
   reverse mode makes of `x @ w`'s weight gradient) is the product with its operands
   swapped, which BLAS writes in the wanted order: no transposed copy.
+- A `dot_general` operand BLAS cannot read as stored (a copy into (batch, rows,
+  columns) order) that a loop nest computes, directly or through a reshape that only
+  merges dims, is written in that order by the nest itself: the transpose joins the
+  nest, in front of the reshape. im2col's stacked slices (images, C*9, H*W) are then
+  written as (C*9, images, H*W), and the filters times them is one GEMM with threads
+  (one thread synchronization, where 32 calls of one per image each wait for the
+  slowest thread: on a loaded machine that cost 2x) and no copy of the columns.
 - A float `dot_general` small in some dim (rows, columns or contraction below
   `BLAS_MIN_SIZE`) but with real work becomes mul + add-reduce over a product shape
   where a loop nest beats BLAS: a batched product (no `np.dot` call per batch
@@ -35,6 +42,7 @@ from ...interpret import eval_graph
 from ...passes.dce import dce
 from ...passes.rewrite import rewrite
 from ...tracing import trace_flat
+from .fusion import is_loop_op
 from .scalar import HALVES
 
 _BLAS_DTYPES = frozenset(np.dtype(t) for t in (np.float32, np.float64, np.complex64,
@@ -72,7 +80,8 @@ LOOP_MIN_WORK = 1 << 15
 
 def lower(graph: Graph) -> Graph:
     """Every cpu lowering, in order."""
-    graph = lower_small_dots(fold_transposes_of_dots(fold_transposes_into_dots(graph)))
+    graph = operands_in_blas_order(fold_transposes_into_dots(graph))
+    graph = lower_small_dots(fold_transposes_of_dots(graph))
     return lower_batched_inner_products(graph)
 
 
@@ -109,6 +118,99 @@ def _fold_transposes(eqn: Eqn, defs: dict[int, Eqn]) -> Eqn:
     if all(a is b for a, b in zip(inputs, eqn.inputs, strict=True)):
         return eqn
     return Eqn(eqn.op, tuple(inputs), params, eqn.outputs, eqn.source)
+
+
+def operands_in_blas_order(graph: Graph) -> Graph:
+    """`graph` (top level) with each dot_general operand that BLAS cannot read as
+    stored, and that is a loop-nest value (or a reshape of one) only it reads, computed
+    in the order BLAS reads (batch, rows, columns): the transpose joins the producer's
+    loop nest (in front of the reshape), and the product is one BLAS call per batch
+    element (none: one call) instead of a transposing copy. (im2col's stack of shifted
+    slices, reshaped to (images, C*9, H*W), is written as (C*9, images, H*W): the
+    filters times it is one GEMM.)"""
+    defs = {id(v): e for e in graph.eqns for v in e.outputs}
+    reads = _read_counts(graph)
+    eqns: list[Eqn] = []
+    for e in graph.eqns:
+        eqns.extend(_dot_reading_blas_order(e, defs, reads) if e.op.name == "dot_general"
+                    else [e])
+    if len(eqns) == len(graph.eqns):
+        return graph
+    return dce(Graph(graph.inputs, tuple(eqns), graph.outputs, graph.name))
+
+
+def _read_counts(graph: Graph) -> dict[int, int]:
+    uses, outputs = _readers(graph), {id(v) for v in graph.outputs}
+    return {k: len(readers) + (k in outputs) for k, readers in uses.items()}
+
+
+def _dot_reading_blas_order(dot: Eqn, defs: dict[int, Eqn], reads: dict[int, int]) -> list[Eqn]:
+    """[transpose, reshape, ..., dot] for `dot` with its operands made readable by BLAS
+    where their producers can write them so; [dot] where none can."""
+    made: list[Eqn] = []
+    inputs, params = list(dot.inputs), dict(dot.params)
+    for k, side in enumerate(("lhs", "rhs")):
+        batch, contracting = params[f"{side}_batch_dims"], params[f"{side}_contracting_dims"]
+        x = inputs[k]
+        free = _free_dims(x.aval.ndim, contracting, batch)
+        order = [*batch, *free, *contracting] if k == 0 else [*batch, *contracting, *free]
+        src = defs.get(id(x)) if isinstance(x, Var) else None
+        if _blas_of(dot) is None or _blas_reads(x.aval.ndim, batch, contracting, k == 0) or \
+                src is None or reads.get(id(x)) != 1:
+            continue
+        eqns = _reshape_in_order(src, order, defs, reads) if src.op.name == "reshape" else \
+            _transposed(x, tuple(order), src.source) if is_loop_op(src) else []
+        if eqns:
+            made += eqns
+            inputs[k] = eqns[-1].outputs[0]
+            at = {d: j for j, d in enumerate(order)}
+            params[f"{side}_batch_dims"] = tuple(at[d] for d in batch)
+            params[f"{side}_contracting_dims"] = tuple(at[d] for d in contracting)
+    if not made:
+        return [dot]
+    return [*made, Eqn(dot.op, tuple(inputs), params, dot.outputs, dot.source)]
+
+
+def _reshape_in_order(reshape: Eqn, order: list[int], defs: dict[int, Eqn],
+                      reads: dict[int, int]) -> list[Eqn]:
+    """[transpose, reshape] computing transpose(reshape(x), order) as the reshape of a
+    transpose of x, when x is a loop-nest value only the reshape reads (its nest then
+    writes the transpose) and each result dim is a run of x's dims; else []."""
+    x = reshape.inputs[0]
+    src = defs.get(id(x)) if isinstance(x, Var) else None
+    if src is None or reads.get(id(x)) != 1 or not is_loop_op(src):
+        return []
+    groups = _dim_runs(x.aval.shape, reshape.outputs[0].aval.shape)
+    if groups is None:
+        return []
+    [transpose] = _transposed(x, tuple(d for j in order for d in groups[j]), reshape.source)
+    out = reshape.outputs[0].aval
+    result = Var(out.update(shape=tuple(out.shape[j] for j in order)))
+    return [transpose, Eqn(reshape.op, transpose.outputs, {"new_sizes": result.aval.shape},
+                           (result,), reshape.source)]
+
+
+def _transposed(x: Var, perm: tuple[int, ...], source: Any) -> list[Eqn]:
+    moved = Var(x.aval.update(shape=tuple(x.aval.shape[d] for d in perm)))
+    return [Eqn(ops.shape.transpose_p, (x,), {"permutation": perm}, (moved,), source)]
+
+
+def _dim_runs(shape: Sequence[int], new: Sequence[int]) -> list[list[int]] | None:
+    """For each dim of `new`, the run of `shape`'s dims it merges (None unless the
+    reshape only merges runs of dims, all of size > 1)."""
+    if 0 in shape or 1 in shape or 1 in new:
+        return None
+    runs, i = [], 0
+    for size in new:
+        run, have = [], 1
+        while have < size and i < len(shape):
+            have *= shape[i]
+            run.append(i)
+            i += 1
+        if have != size:
+            return None
+        runs.append(run)
+    return runs
 
 
 def fold_transposes_of_dots(graph: Graph) -> Graph:

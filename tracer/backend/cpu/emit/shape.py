@@ -10,8 +10,12 @@ from .common import for_each
 
 
 def _reshape(ge: GraphEmitter, eqn: Eqn) -> None:
-    """A general reshape of a C-contiguous array is a view (unit reshapes are fused)."""
+    """A general reshape of a C-contiguous array is a view (unit reshapes are fused);
+    one of a value computed in its output's buffer is that buffer."""
     x, out = ge.ref(eqn.inputs[0]), eqn.outputs[0]
+    if getattr(ge, "output_views", {}).get(x.name) is out:
+        ge.bind(out, Ref(ge.out_param(out), out.aval))
+        return
     name = ge.fresh("reshape")
     ge.w.line(f"{name} = {x.name}.reshape({ge.shape_tuple(out)})")
     ge.bind(out, Ref(name, out.aval))
