@@ -35,7 +35,7 @@ from ..numba.fusion import INDEX_OPS
 from ..numba.lower import lower
 from ..numba.scalar import HALVES, SCALAR_EMITTERS, storage_dtype
 from ..numba.source import SourceWriter
-from . import blas, cache, threads
+from . import blas, cache, strided, threads
 from .emit.table import OP_EMITTERS
 from .generate import Module, generate
 from .options import thread_count
@@ -49,8 +49,9 @@ def _uses_blas(graph: Graph) -> bool:
     return False
 
 
-def _array_type(dtype: np.dtype, ndim: int) -> Any:
-    return numba.types.Array(numba.from_dtype(storage_dtype(dtype)), ndim, "C")
+def _array_type(dtype: np.dtype, ndim: int, layout: str = "C", readonly: bool = False) -> Any:
+    return numba.types.Array(numba.from_dtype(storage_dtype(dtype)), ndim, layout,
+                             readonly=readonly)
 
 
 _USES_THREADS = re.compile(r"parallel=True|\w_parallel\b")
@@ -64,12 +65,14 @@ class NumbaExecutable:
     GNU OpenMP process)."""
 
     def __init__(self, module: Module, host: Callable[..., Any], fresh_compile: bool,
-                 n_inputs: int, serial: Callable[[], "NumbaExecutable"]):
+                 n_inputs: int, serial: Callable[[], "NumbaExecutable"],
+                 strided_host: strided.StridedHost):
         self.source = module.source
         self.fresh_compile = fresh_compile
         self._host = host
         self._dims = np.array(module.dims, np.int64)
-        self._call = _launcher(module, host, self._dims, n_inputs)
+        self.strided = strided_host  # what happened to non-contiguous inputs (counters)
+        self._call = _launcher(module, host, self._dims, n_inputs, strided_host)
         self._threaded = bool(_USES_THREADS.search(module.source))
         self._serial: Callable[[], NumbaExecutable] | NumbaExecutable = serial
 
@@ -88,21 +91,24 @@ class NumbaExecutable:
 
 
 def _launcher(module: Module, host: Callable[..., Any], dims: np.ndarray,
-              n_inputs: int) -> Callable[..., list[np.ndarray]]:
+              n_inputs: int, strided_host: strided.StridedHost) -> Callable[..., list[np.ndarray]]:
     """A Python function specialized to this module's parameters, so a call does no
     more than check input layouts, allocate the buffers and call the host function."""
     env: dict[str, Any] = {"host": host, "dims": dims, "ndarray": np.ndarray, "empty": np.empty,
-                           "uint16": np.uint16, "prepare": _prepare, "asarray": np.asarray,
+                           "uint16": np.uint16, "strided": strided_host, "asarray": np.asarray,
                            "array": np.array, "np": np}
     w = SourceWriter()
     names: list[str] = []
     with w.block(f"def launch({', '.join(f'a{k}' for k in range(n_inputs))})"):
+        if module.in_place:
+            w.line("in_place = False")
         for p in module.params:
-            names.append(_launch_param(w, env, p))
+            names.append(_launch_param(w, env, p, p.name in module.in_place))
         if "parallel" in module.source:  # (numba's thread count is per calling thread)
             env["set_threads"], env["threads"] = numba.set_num_threads, thread_count()
             w.line("set_threads(threads)")
-        w.line(f"host({', '.join(names + ['dims'])})")
+        call = "(strided.host() if in_place else host)" if module.in_place else "host"
+        w.line(f"{call}({', '.join(names + ['dims'])})")
         outs = []
         for k, (kind, payload) in enumerate(module.outputs):
             if kind == "param":
@@ -118,16 +124,25 @@ def _launcher(module: Module, host: Callable[..., Any], dims: np.ndarray,
     return env["launch"]
 
 
-def _launch_param(w: SourceWriter, env: dict[str, Any], p: Any) -> str:
-    """Lines that produce host parameter `p`; returns the name to pass."""
+def _launch_param(w: SourceWriter, env: dict[str, Any], p: Any, in_place: bool) -> str:
+    """Lines that produce host parameter `p`; returns the name to pass. An input that
+    is not a C-contiguous ndarray is copied, unless `in_place` (the kernel only reads
+    it element by element) and `strided` admits it (see `strided`)."""
     f16 = p.value.dtype in HALVES  # float16 / bfloat16: the kernel sees uint16 bits
-    if p.kind == "const":
-        env[p.name] = p.value.view(np.uint16) if f16 else p.value
+    if p.kind == "const":  # (the host's C-layout code reads it: contiguous, once)
+        value = np.ascontiguousarray(p.value)
+        env[p.name] = value.view(np.uint16) if f16 else value
         return p.name
     if p.kind == "input":
         a = f"a{p.index}"
         with w.block(f"if type({a}) is not ndarray or not {a}.flags.c_contiguous"):
-            w.line(f"{a} = prepare({a})")
+            if in_place:
+                with w.block(f"if type({a}) is ndarray and strided.admit({a})"):
+                    w.line("in_place = True")
+                with w.block("else"):
+                    w.line(f"{a} = strided.copy({a})")
+            else:
+                w.line(f"{a} = strided.copy({a})")
         return f"{a}.view(uint16)" if f16 else a
     shape = tuple(p.value.shape)
     if f16:
@@ -138,11 +153,6 @@ def _launch_param(w: SourceWriter, env: dict[str, Any], p: Any) -> str:
     return p.name
 
 
-def _prepare(x: Any) -> np.ndarray:
-    """A C-contiguous array (read-only ones are fine: kernels never write their inputs)."""
-    return np.ascontiguousarray(x)
-
-
 @dataclass(frozen=True)
 class Prepared:
     """A generated module and the argument types of its host function."""
@@ -150,6 +160,7 @@ class Prepared:
     module: Module
     function: str
     signature: tuple
+    strided_signature: tuple  # in-place inputs in numba's 'A' layout (see `strided`)
     n_inputs: int
     blas_flops: float  # of its largest BLAS product (0: none)
     graph: Graph       # the lowered graph (to build a serial version where threads cannot run)
@@ -175,24 +186,22 @@ class NumbaCpuBackend:
 
     def _generate(self, graph: Graph, parallel_ok: bool) -> "Prepared":
         module = generate(graph, parallel_ok=parallel_ok, fuse=self.fuse)
-        signature = [_param_type(p) for p in module.params]
-        signature.append(numba.types.Array(numba.types.int64, 1, "C"))
-        return Prepared(module, module.host, tuple(signature), len(graph.inputs),
+        dims = numba.types.Array(numba.types.int64, 1, "C")
+        signature = (*(_param_type(p) for p in module.params), dims)
+        strided_signature = (*(_param_type(p, p.name in module.in_place)
+                               for p in module.params), dims)
+        return Prepared(module, module.host, signature, strided_signature, len(graph.inputs),
                         blas.largest_product_flops(graph), graph)
 
     def load(self, prepared: "Prepared") -> NumbaExecutable:
         """The executable of a prepared module: compiled now, or loaded from memory or
         from the disk cache."""
-        start = time.perf_counter_ns()
-        host, fresh = cache.compile_module(prepared.module.source, prepared.function,
-                                           prepared.signature)
-        profiler.record("numba compile" if fresh else "cache load", "compile", start,
-                        time.perf_counter_ns())
-        flops = prepared.blas_flops
-        if flops and (flops < blas.BLAS_PARALLEL_MIN_FLOPS or thread_count() == 1):
-            host = blas.single_threaded(host)
+        host, fresh = _compiled_host(prepared, prepared.signature)
+        source, sig = prepared.module.source, prepared.strided_signature
+        variant = strided.StridedHost(functools.partial(_compiled_host, prepared, sig, True),
+                                      functools.partial(cache.in_memory, source, sig))
         return NumbaExecutable(prepared.module, host, fresh, prepared.n_inputs,
-                               functools.partial(self._serial, prepared.graph))
+                               functools.partial(self._serial, prepared.graph), variant)
 
     def _serial(self, graph: Graph) -> NumbaExecutable:
         """The same lowered graph compiled without threads (see NumbaExecutable)."""
@@ -203,9 +212,32 @@ class NumbaCpuBackend:
         cache.clear_memory()
 
 
-def _param_type(p: Any) -> Any:
-    """Inputs and buffers hold a ShapedArray, constants the array itself."""
-    return _array_type(p.value.dtype, p.value.ndim)
+def _compiled_host(prepared: Prepared, signature: tuple, host_only: bool = False) -> Any:
+    """The host function compiled for `signature` (or loaded from memory or disk), and
+    whether numba compiled it (unless `host_only`)."""
+    start = time.perf_counter_ns()
+    dispatcher, fresh = cache.compile_module(prepared.module.source, prepared.function,
+                                             signature)
+    profiler.record("numba compile" if fresh else "cache load", "compile", start,
+                    time.perf_counter_ns())
+    # The machine code for exactly `signature`, called without numba's dispatch: the
+    # launcher picks the version (and makes inputs C-contiguous for the first), where
+    # the dispatcher would compile again for a writable or a mixed-layout call (it
+    # converts types only once compiling is disabled, and then finds the two versions
+    # ambiguous). Its wrapper still checks each array's dtype and rank.
+    host = dispatcher.overloads[signature].entry_point
+    flops = prepared.blas_flops
+    if flops and (flops < blas.BLAS_PARALLEL_MIN_FLOPS or thread_count() == 1):
+        host = blas.single_threaded(host)
+    return host if host_only else (host, fresh)
+
+
+def _param_type(p: Any, strided_input: bool = False) -> Any:
+    """Inputs and buffers hold a ShapedArray, constants the array itself. Inputs are
+    read-only (kernels never write them; a read-only array then needs no second
+    compile), 'A' layout where `strided_input`."""
+    return _array_type(p.value.dtype, p.value.ndim, "A" if strided_input else "C",
+                       readonly=p.kind == "input")
 
 
 def compile_count() -> int:
