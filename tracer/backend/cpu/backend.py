@@ -49,9 +49,8 @@ def _uses_blas(graph: Graph) -> bool:
     return False
 
 
-def _array_type(dtype: np.dtype, ndim: int, layout: str = "C", readonly: bool = False) -> Any:
-    return numba.types.Array(numba.from_dtype(storage_dtype(dtype)), ndim, layout,
-                             readonly=readonly)
+def _array_type(dtype: np.dtype, ndim: int, layout: str = "C") -> Any:
+    return numba.types.Array(numba.from_dtype(storage_dtype(dtype)), ndim, layout)
 
 
 _USES_THREADS = re.compile(r"parallel=True|\w_parallel\b")
@@ -222,9 +221,10 @@ def _compiled_host(prepared: Prepared, signature: tuple, host_only: bool = False
                     time.perf_counter_ns())
     # The machine code for exactly `signature`, called without numba's dispatch: the
     # launcher picks the version (and makes inputs C-contiguous for the first), where
-    # the dispatcher would compile again for a writable or a mixed-layout call (it
-    # converts types only once compiling is disabled, and then finds the two versions
-    # ambiguous). Its wrapper still checks each array's dtype and rank.
+    # the dispatcher would compile again for a read-only array or a call mixing layouts
+    # (it converts types only once compiling is disabled, and then finds the two
+    # versions ambiguous). Its wrapper checks each array's dtype, not its layout or rank:
+    # the launcher's checks and the jit cache's keys guarantee those.
     host = dispatcher.overloads[signature].entry_point
     flops = prepared.blas_flops
     if flops and (flops < blas.BLAS_PARALLEL_MIN_FLOPS or thread_count() == 1):
@@ -233,11 +233,11 @@ def _compiled_host(prepared: Prepared, signature: tuple, host_only: bool = False
 
 
 def _param_type(p: Any, strided_input: bool = False) -> Any:
-    """Inputs and buffers hold a ShapedArray, constants the array itself. Inputs are
-    read-only (kernels never write them; a read-only array then needs no second
-    compile), 'A' layout where `strided_input`."""
-    return _array_type(p.value.dtype, p.value.ndim, "A" if strided_input else "C",
-                       readonly=p.kind == "input")
+    """Inputs and buffers hold a ShapedArray, constants the array itself; 'A' layout
+    for an input read in place. (Typed writable: the entry point also takes read-only
+    arrays, and kernels never write their inputs; read-only types would make numba
+    specialize the library kernels, such as np.dot, that take inputs and buffers both.)"""
+    return _array_type(p.value.dtype, p.value.ndim, "A" if strided_input else "C")
 
 
 def compile_count() -> int:

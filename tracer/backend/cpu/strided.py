@@ -6,12 +6,13 @@ element by element (`arg0[i0, i1]`, never sliced, reshaped, aliased or handed to
 library kernel such as BLAS, sort or FFT, which need contiguous memory) may also be
 read through its strides: the module then gets a second compile, for numba's 'A'
 layout at those inputs, made only when a call needs it, so the common C-contiguous
-case compiles once. Inputs are typed read-only in both (kernels never write them),
-so a read-only array (a broadcast view, a frozen buffer) is no new specialization.
+case compiles once. The launcher calls the version it picked directly (not through
+numba's dispatcher, which would compile a third for a read-only array).
 
 Measured on a 2-core machine, 4096x4096 float32 (`bench/bench_strided.py`):
 - `x[::2]` (1-d) through an element-wise op: in place 25 ms, copy + kernel 59 ms;
-- `x[::-1]` (rows reversed) through a row reduction: in place 26 ms, copy + kernel 37;
+- `x[::-1]` (rows reversed) through a row sum: in place 26 ms, copy + kernel 37 (but
+  see `_reassociating`: float sums and products keep the copy, for their rounding);
 - `x.T` through an element-wise op: in place 304 ms, copy + kernel 172 ms (the loops
   walk the last axis innermost, here 16 KiB apart: one cache line and a TLB entry per
   element), and through a reduction 137 against 197 ms.
@@ -20,7 +21,8 @@ order (`reads_in_order`: the strides, by magnitude, do not grow inwards; broadca
 axes, stride 0, always qualify); a transposed view is copied as before (the loop
 order does not follow the input's memory order; reductions over it lose 30%).
 The 'A' kernel of a reduction does not vectorize (19 against 4 ms on contiguous
-data), so it runs only for calls that pass a strided view.
+data), so it runs only for calls that pass a strided view, and inputs a float sum or
+product folds are copied (the vectorized fold rounds differently).
 
 A second compile costs far more than one small copy: the 'A' version is compiled once
 the copies it would have saved add up to `IN_PLACE_MIN_BYTES` (at once for a view that
@@ -45,18 +47,36 @@ IN_PLACE_MIN_BYTES = 64 << 20  # copies saved before the strided version pays it
 
 def elementwise_inputs(source: str, host: str, params: Iterable[tuple[str, int]]) -> set[str]:
     """The input parameters (name, rank) that function `host` of `source` only reads
-    element by element: every use is `name[e0, ..., e{rank-1}]`, a load with no slice."""
+    element by element: every use is `name[e0, ..., e{rank-1}]`, a load with no slice,
+    outside any loop that folds a float sum or product (see `_reassociating`)."""
     function = next(node for node in ast.parse(source).body
                     if isinstance(node, ast.FunctionDef) and node.name == host)
-    parents = {id(child): node for node in ast.walk(function)
-               for child in ast.iter_child_nodes(node)}
     ranks = dict(params)
     allowed = set(ranks)
-    for node in ast.walk(function):
-        if isinstance(node, ast.Name) and node.id in allowed:
-            if not _element_load(parents.get(id(node)), node, ranks[node.id]):
-                allowed.discard(node.id)
+    for name, parent, loop in _names_in(function, None, None):
+        if name.id in allowed and (not _element_load(parent, name, ranks[name.id])
+                                   or (loop is not None and _reassociating(loop))):
+            allowed.discard(name.id)
     return allowed
+
+
+def _names_in(node: ast.AST, parent: ast.AST | None, loop: ast.For | None):
+    """Each Name under `node`, with its parent node and innermost enclosing `for`."""
+    if isinstance(node, ast.Name):
+        yield node, parent, loop
+    inner = node if isinstance(node, ast.For) else loop
+    for child in ast.iter_child_nodes(node):
+        yield from _names_in(child, node, inner)
+
+
+def _reassociating(loop: ast.For) -> bool:
+    """Whether `loop` updates an accumulator through a reassociating helper
+    (`add_reassoc`...): LLVM vectorizes that fold, into several partial sums, only over
+    C-contiguous reads, so a strided read would round differently (a sequential sum:
+    1.4% off for 2**21 float32 values where the vectorized one is exact) and its
+    result would depend on the input's layout. Such inputs are copied."""
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+               and n.func.id.endswith("_reassoc") for n in ast.walk(loop))
 
 
 def _element_load(parent: ast.AST | None, name: ast.Name, rank: int) -> bool:

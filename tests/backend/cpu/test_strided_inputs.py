@@ -1,0 +1,192 @@
+"""Non-contiguous inputs on the cpu backend: read in place where the kernel only
+indexes them (no copy: checked by the memory a call allocates), copied where a
+library kernel needs contiguous memory or the view's memory order does not follow
+the loops; results equal NumPy's for every kind of view; the strided version costs
+one extra compile per module at most, and read-only inputs none."""
+
+from __future__ import annotations
+
+import tracemalloc
+
+import numba.core.event as ev
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import tracer as tr
+import tracer.numpy as tnp
+from tracer.backend.cpu import strided
+
+
+@pytest.fixture
+def in_place_at_once(monkeypatch):
+    """The strided version compiled for the first strided call (not after 64 MiB of
+    copies), so small views take the in-place path."""
+    monkeypatch.setattr(strided, "IN_PLACE_MIN_BYTES", 0)
+
+
+def _executable(jitted, *args):
+    """The executable the jitted function runs for these arguments (its cache entry)."""
+    jitted(*args)
+    (compiled, _), = jitted._cache.values()
+    return compiled.executable
+
+
+def _peak_bytes(fn, *args) -> int:
+    """The most memory allocated at once (NumPy buffers included) while fn(*args) runs."""
+    tracemalloc.start()
+    try:
+        fn(*args)
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.parametrize("view", [lambda x: x[::2], lambda x: x[::-3],
+                                  lambda x: np.broadcast_to(x[:1], (1 << 21,))])
+def test_an_element_wise_read_of_a_strided_view_allocates_no_copy(in_place_at_once, view):
+    """An 8 MiB strided, reversed or broadcast view through a max: the call allocates
+    far less than the view (the launcher used to copy it first)."""
+    x = view(np.arange(1 << 22, dtype=np.float32) % 1000 - 500)
+    f = tr.jit(lambda x: tnp.max(tnp.abs(x) * 2))
+    f(x)  # compiles
+    assert _peak_bytes(f, x) < x.nbytes // 8
+    assert f(x) == np.max(np.abs(x) * 2)
+
+
+def test_inputs_the_kernel_hands_to_blas_or_walks_against_their_layout_are_copied(
+        in_place_at_once):
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal((12, 8))[::2]
+    x = rng.standard_normal((5, 6))
+    exe = _executable(tr.jit(lambda w, x: x @ w), w, x)
+    assert (exe.strided.copies, exe.strided.in_place) == (1, 0)  # BLAS reads w
+    np.testing.assert_allclose(exe(w, x)[0], x @ w)
+    y = rng.standard_normal((64, 32))
+    exe = _executable(tr.jit(lambda y: y * 3), y.T)
+    assert (exe.strided.copies, exe.strided.in_place) == (1, 0)  # columns innermost
+    exe(y[::-2, 1::3])
+    assert (exe.strided.copies, exe.strided.in_place) == (1, 1)
+    np.testing.assert_array_equal(exe(y.T)[0], y.T * 3)
+
+
+def test_small_views_are_copied_until_the_copies_pay_for_the_strided_compile(monkeypatch):
+    x = np.arange(4000, dtype=np.float64)[::2]
+    monkeypatch.setattr(strided, "IN_PLACE_MIN_BYTES", 3 * x.nbytes)
+    exe = _executable(tr.jit(lambda x: x - 1), x)
+    exe(x)
+    assert (exe.strided.copies, exe.strided.in_place) == (2, 0)
+    exe(x)  # the third copy would reach the threshold: compiled and read in place
+    exe(x[::-1])
+    assert (exe.strided.copies, exe.strided.in_place) == (2, 2)
+    np.testing.assert_array_equal(exe(x[::-1])[0], x[::-1] - 1)
+
+
+def _numba_compiles(fn) -> int:
+    with ev.install_recorder("numba:compile") as rec:
+        fn()
+    return sum(e.is_start for _, e in rec.buffer)
+
+
+def test_the_strided_version_costs_one_compile_and_read_only_inputs_none(in_place_at_once,
+                                                                       tmp_path):
+    rng = np.random.default_rng(1)
+    f = tr.jit(lambda x, y: tnp.sin(x) * y + 1)
+    x, y = rng.standard_normal((7, 9)), rng.standard_normal((7, 9))
+    with tr.config.override(cache_dir=str(tmp_path)):  # (nothing on disk yet)
+        _check_compile_counts(f, x, y, rng)
+
+
+def _check_compile_counts(f, x, y, rng):
+    assert _numba_compiles(lambda: f(x, y)) == 1
+    frozen = x.copy()
+    frozen.flags.writeable = False
+    assert _numba_compiles(lambda: f(frozen, y)) == 0  # (numba's dispatcher compiled again)
+    assert _numba_compiles(lambda: f(x[:, ::-1], y)) == 1
+    big = rng.standard_normal((30, 40))
+    assert _numba_compiles(lambda: (f(big[::3, ::2], big[:10, :20]), f(x, y[::-1]),
+                                    f(np.broadcast_to(x[:1], (7, 9)), frozen))) == 0
+    np.testing.assert_allclose(f(x, y[::-1]), np.sin(x) * y[::-1] + 1)
+
+
+def _add_and_sum(x):
+    return x + x, tnp.sum(x, axis=-1)
+
+
+DTYPES = [np.float32, np.float64, np.int32, np.bool_, np.complex64]
+
+
+@st.composite
+def views(draw):
+    """An array of one of DTYPES and a view of it: steps (negative too), a transpose,
+    a broadcast axis, zero-size axes."""
+    dtype = draw(st.sampled_from(DTYPES))
+    shape = draw(st.lists(st.integers(0, 6), min_size=1, max_size=3))
+    base = (np.arange(np.prod(shape)) % 7 - 3).reshape(shape).astype(dtype)
+    index = tuple(slice(draw(st.sampled_from([None, 0, 1])), None,
+                        draw(st.sampled_from([1, 2, 3, -1, -2]))) for _ in shape)
+    view = base[index]
+    if draw(st.booleans()):
+        view = view.T
+    if view.shape[-1] and draw(st.booleans()):
+        view = np.broadcast_to(view[..., :1], (*view.shape[:-1], draw(st.integers(0, 4))))
+    return view
+
+
+add_and_sum = tr.jit(_add_and_sum)
+
+
+@settings(max_examples=60)
+@given(views())
+def test_results_equal_numpy_for_any_view(view):
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(strided, "IN_PLACE_MIN_BYTES", 0)
+        doubled, summed = add_and_sum(view)
+    np.testing.assert_array_equal(doubled, view + view)
+    np.testing.assert_allclose(summed, np.sum(view, axis=-1), rtol=1e-6)
+    assert doubled.dtype == (view + view).dtype
+    for got, want in zip((doubled, summed), add_and_sum(np.ascontiguousarray(view)),
+                         strict=True):  # the same bits as for a contiguous copy
+        assert got.tobytes() == want.tobytes()
+
+
+def test_a_float_sum_reads_a_copy_so_its_rounding_does_not_depend_on_the_layout(
+        in_place_at_once):
+    """A float sum vectorizes (partial sums) only over contiguous reads; a strided fold
+    is sequential and rounds differently, so its input is copied; an integer sum, exact
+    in any order, reads in place."""
+    x = (np.arange(1 << 22, dtype=np.float32) % 100)[::2]
+    f = tr.jit(lambda x: tnp.sum(x * 2))
+    exe = _executable(f, x)
+    assert (exe.strided.copies, exe.strided.in_place) == (1, 0)
+    assert f(x) == f(x.copy())
+    exe = _executable(tr.jit(lambda x: tnp.sum(x * 2)), x.astype(np.int32)[::-1])
+    assert (exe.strided.copies, exe.strided.in_place) == (0, 1)
+
+
+def test_elementwise_inputs_are_found_from_the_source():
+    source = (
+        "def host(a, b, c, d, e, f, g, out, dims):\n"
+        "    x = a[i, j + 1]\n"           # element reads: in place
+        "    y = b[i]\n"                  # a row of a rank-2 input: a view, copied
+        "    z = np.dot(c, c)\n"          # a library call: copied
+        "    w = d[0:2, 1]\n"             # a slice: copied
+        "    out[i, j] = e[i, j] + e[j, i]\n"
+        "    for k in range(n):\n"        # a float sum's fold: copied
+        "        f_v = f[i, k]\n"
+        "        acc = add_reassoc(acc, f_v)\n"
+        "        for m in range(n):\n"    # a loop inside the fold's: in place
+        "            out[k, m] = g[k, m]\n")
+    found = strided.elementwise_inputs(source, "host", [(c, 2) for c in "abcdefg"])
+    assert found == {"a", "e", "g"}
+
+
+@pytest.mark.parametrize("shape, strides, in_order", [
+    ((4, 5), (20, 4), True), ((4, 5), (4, 16), False), ((4, 5), (-40, 8), True),
+    ((4, 5), (0, 4), True), ((4, 5), (4, 0), True), ((1, 5), (4, 20), True),
+    ((3, 4, 5), (80, 4, 16), False), ((3, 4, 5), (-160, 40, -4), True)])
+def test_reads_in_order_follows_the_strides(shape, strides, in_order):
+    a = np.lib.stride_tricks.as_strided(np.zeros(400, np.float32), shape, np.abs(strides))
+    a = a[tuple(slice(None, None, -1 if s < 0 else 1) for s in strides)]
+    assert strided.reads_in_order(a) is in_order
