@@ -83,6 +83,26 @@ def test_small_views_are_copied_until_the_copies_pay_for_the_strided_compile(mon
     np.testing.assert_array_equal(exe(x[::-1])[0], x[::-1] - 1)
 
 
+def test_async_mode_compiles_the_strided_version_in_the_background(monkeypatch):
+    """Calls go on copying while it compiles; a view as large as the threshold by itself
+    waits for it (its copy may not fit in memory)."""
+    x = np.arange(3000, dtype=np.int64)[::3]
+    monkeypatch.setattr(strided, "IN_PLACE_MIN_BYTES", 2 * x.nbytes)
+    exe = _executable(tr.jit(lambda x: x * 5), x.copy())  # (compiled in sync mode)
+    row = np.broadcast_to(np.arange(5.0)[::2], (1000, 3))
+    large = _executable(tr.jit(lambda x: x - 5), row.copy())
+    with tr.config.override(compile_mode="async"):
+        exe(x)
+        exe(x)  # the copies reach the threshold: the compile starts (copied, unless done)
+        copies = exe.strided.copies
+        assert copies >= 1 and copies + exe.strided.in_place == 2
+        exe.strided._thread.join()
+        np.testing.assert_array_equal(exe(x[::-1])[0], x[::-1] * 5)
+        assert exe.strided.copies == copies and exe.strided.in_place == 3 - copies
+        np.testing.assert_array_equal(large(row)[0], row - 5)
+        assert (large.strided.copies, large.strided.in_place) == (0, 1)
+
+
 def _numba_compiles(fn) -> int:
     with ev.install_recorder("numba:compile") as rec:
         fn()

@@ -27,8 +27,9 @@ product folds are copied (the vectorized fold rounds differently).
 A second compile costs far more than one small copy: the 'A' version is compiled once
 the copies it would have saved add up to `IN_PLACE_MIN_BYTES` (at once for a view that
 large, such as a broadcast view whose copy would not fit in memory), or at once when
-this process already has it; with `compile_mode="async"` it compiles in a background
-thread while calls go on copying.
+this process already has it. With `compile_mode="async"` it compiles in a background
+thread while calls go on copying, unless one view alone is that large (its copy may
+not even fit in memory): that call waits for the compile.
 """
 
 from __future__ import annotations
@@ -145,7 +146,7 @@ class StridedHost:
             self._compile()
         elif self.copied_bytes + nbytes < IN_PLACE_MIN_BYTES:
             return False
-        elif config.compile_mode == "async":
+        elif config.compile_mode == "async" and nbytes < IN_PLACE_MIN_BYTES:
             with self._lock:
                 if self._thread is None:
                     self._thread = threading.Thread(target=self._compile, daemon=True,
