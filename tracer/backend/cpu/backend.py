@@ -125,7 +125,7 @@ def _launcher(module: Module, host: Callable[..., Any], dims: np.ndarray,
 
 def _launch_param(w: SourceWriter, env: dict[str, Any], p: Any, in_place: bool) -> str:
     """Lines that produce host parameter `p`; returns the name to pass. An input that
-    is not a C-contiguous ndarray is copied, unless `in_place` (the kernel only reads
+    is not an aligned C-contiguous ndarray is copied, unless `in_place` (the kernel only reads
     it element by element) and `strided` admits it (see `strided`)."""
     f16 = p.value.dtype in HALVES  # float16 / bfloat16: the kernel sees uint16 bits
     if p.kind == "const":  # (the host's C-layout code reads it: contiguous, once)
@@ -134,7 +134,9 @@ def _launch_param(w: SourceWriter, env: dict[str, Any], p: Any, in_place: bool) 
         return p.name
     if p.kind == "input":
         a = f"a{p.index}"
-        with w.block(f"if type({a}) is not ndarray or not {a}.flags.c_contiguous"):
+        flags = f"{a}.flags"  # (unaligned data: copied, as numba's code assumes aligned)
+        with w.block(f"if type({a}) is not ndarray or not ({flags}.c_contiguous and "
+                     f"{flags}.aligned)"):
             if in_place:
                 with w.block(f"if type({a}) is ndarray and strided.admit({a})"):
                     w.line("in_place = True")

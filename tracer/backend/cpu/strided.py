@@ -120,7 +120,7 @@ class StridedHost:
     def admit(self, a: np.ndarray) -> bool:
         """Whether non-contiguous input `a` (an ndarray an in-place input slot accepts)
         is read in place; False: the caller copies it (`copy`)."""
-        if not reads_in_order(a):
+        if not (a.flags.aligned and reads_in_order(a)):
             return False
         if self._host is None and not self._make_ready(a.nbytes):
             return False
@@ -128,8 +128,8 @@ class StridedHost:
         return True
 
     def copy(self, a: Any) -> np.ndarray:
-        """A C-contiguous copy of `a`, counted."""
-        out = np.ascontiguousarray(a)
+        """An aligned C-contiguous copy of `a`, counted."""
+        out = np.array(a, order="C")
         self.copies += 1
         self.copied_bytes += out.nbytes
         return out
