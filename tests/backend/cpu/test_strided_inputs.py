@@ -66,9 +66,21 @@ def test_inputs_the_kernel_hands_to_blas_or_walks_against_their_layout_are_copie
     y = rng.standard_normal((64, 32))
     exe = _executable(tr.jit(lambda y: y * 3), y.T)
     assert (exe.strided.copies, exe.strided.in_place) == (1, 0)  # columns innermost
-    exe(y[::-2, 1::3])
-    assert (exe.strided.copies, exe.strided.in_place) == (1, 1)
-    np.testing.assert_array_equal(exe(y.T)[0], y.T * 3)
+    np.testing.assert_array_equal(exe(y.T[::-1])[0], y.T[::-1] * 3)
+    assert (exe.strided.copies, exe.strided.in_place) == (2, 0)
+    rows = rng.standard_normal((64, 128))[::-2, ::2]  # (the executable's shape, 32x64)
+    exe(rows)
+    assert (exe.strided.copies, exe.strided.in_place) == (2, 1)
+    np.testing.assert_array_equal(exe(rows)[0], rows * 3)
+
+
+def test_unaligned_inputs_are_copied(in_place_at_once):
+    raw = np.zeros(8 * 60 + 1, np.uint8)
+    x = np.frombuffer(raw.data, np.float64, count=60, offset=1).reshape(6, 10)
+    x[...] = np.arange(60.0).reshape(6, 10) if x.flags.writeable else 0
+    exe = _executable(tr.jit(lambda x: x * 2), x[::-2])
+    assert (exe.strided.copies, exe.strided.in_place) == (1, 0)
+    np.testing.assert_array_equal(exe(x[::-2])[0], x[::-2] * 2)
 
 
 def test_small_views_are_copied_until_the_copies_pay_for_the_strided_compile(monkeypatch):
