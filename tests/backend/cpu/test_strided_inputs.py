@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import tracemalloc
 
+import numba
 import numba.core.event as ev
 import numpy as np
 import pytest
@@ -72,6 +73,17 @@ def test_inputs_the_kernel_hands_to_blas_or_walks_against_their_layout_are_copie
     exe(rows)
     assert (exe.strided.copies, exe.strided.in_place) == (2, 1)
     np.testing.assert_array_equal(exe(rows)[0], rows * 3)
+
+
+@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="numba runs one thread")
+def test_a_parallel_nest_reads_its_strided_input_in_place(in_place_at_once):
+    x = np.random.default_rng(2).standard_normal((600, 800)).astype(np.float32)[::-2]
+    with tr.config.override(num_threads=2):
+        f = tr.jit(lambda x: tnp.sin(x) * 2)
+        exe = _executable(f, x)
+        assert "numba.prange" in exe.source
+        assert (exe.strided.copies, exe.strided.in_place) == (0, 1)
+        np.testing.assert_allclose(f(x), np.sin(x) * 2, rtol=1e-6)
 
 
 def test_unaligned_inputs_are_copied(in_place_at_once):
@@ -212,6 +224,17 @@ def test_elementwise_inputs_are_found_from_the_source():
         "            out[k, m] = g[k, m]\n")
     found = strided.elementwise_inputs(source, "host", [(c, 2) for c in "abcdefg"])
     assert found == {"a", "e", "g"}
+    kernels = (
+        "def nest(out, n, x, y):\n"
+        "    for i in numba.prange(n):\n"
+        "        out[i, 0] = x[i, 0] + y[i]\n"
+        "def host(a, b, out, dims):\n"
+        "    nest(out, dims[0], a, b)\n"
+        "    nest(out, dims[0], b, a)\n")
+    assert strided.elementwise_inputs(kernels, "host", [("a", 2), ("b", 2)]) == set()
+    assert strided.elementwise_inputs(kernels, "nest", [("x", 2), ("y", 2)]) == {"x"}
+    assert strided.elementwise_inputs(kernels.replace("nest(out, dims[0], b, a)", ""),
+                                      "host", [("a", 2), ("b", 2)]) == {"a"}
 
 
 @pytest.mark.parametrize("shape, strides, in_order", [

@@ -49,16 +49,35 @@ IN_PLACE_MIN_BYTES = 64 << 20  # copies saved before the strided version pays it
 def elementwise_inputs(source: str, host: str, params: Iterable[tuple[str, int]]) -> set[str]:
     """The input parameters (name, rank) that function `host` of `source` only reads
     element by element: every use is `name[e0, ..., e{rank-1}]`, a load with no slice,
-    outside any loop that folds a float sum or product (see `_reassociating`)."""
-    function = next(node for node in ast.parse(source).body
-                    if isinstance(node, ast.FunctionDef) and node.name == host)
-    ranks = dict(params)
-    allowed = set(ranks)
-    for name, parent, loop in _names_in(function, None, None):
-        if name.id in allowed and (not _element_load(parent, name, ranks[name.id])
-                                   or (loop is not None and _reassociating(loop))):
-            allowed.discard(name.id)
-    return allowed
+    outside any loop that folds a float sum or product (see `_reassociating`), or passes
+    it to a function of the module (a parallel nest's kernel) that does the same."""
+    functions = {node.name: node for node in ast.parse(source).body
+                 if isinstance(node, ast.FunctionDef)}
+    memo: dict[tuple[str, str], bool] = {}
+    return {name for name, rank in params
+            if _only_element_reads(functions, host, name, rank, memo)}
+
+
+def _only_element_reads(functions: dict[str, ast.FunctionDef], function: str, param: str,
+                        rank: int, memo: dict[tuple[str, str], bool]) -> bool:
+    key = (function, param)
+    if key not in memo:
+        memo[key] = True  # (a recursive call: decided by the other uses)
+        memo[key] = all(_element_use(functions, name, parent, loop, rank, memo)
+                        for name, parent, loop in _names_in(functions[function], None, None)
+                        if name.id == param)
+    return memo[key]
+
+
+def _element_use(functions: dict[str, ast.FunctionDef], name: ast.Name, parent: ast.AST | None,
+                 loop: ast.For | None, rank: int, memo: dict[tuple[str, str], bool]) -> bool:
+    if (isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name)
+            and parent.func.id in functions and name in parent.args):
+        callee = functions[parent.func.id]
+        position = parent.args.index(name)
+        return (position < len(callee.args.args) and _only_element_reads(
+            functions, callee.name, callee.args.args[position].arg, rank, memo))
+    return _element_load(parent, name, rank) and not (loop and _reassociating(loop))
 
 
 def _names_in(node: ast.AST, parent: ast.AST | None, loop: ast.For | None):
