@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 import tracer as tr
 import tracer.numpy as tnp
+from tests.backend.cpu import test_backend as table
 from tracer.backend.cpu import strided
 
 
@@ -245,3 +246,26 @@ def test_reads_in_order_follows_the_strides(shape, strides, in_order):
     a = np.lib.stride_tricks.as_strided(np.zeros(400, np.float32), shape, np.abs(strides))
     a = a[tuple(slice(None, None, -1 if s < 0 else 1) for s in strides)]
     assert strided.reads_in_order(a) is in_order
+
+
+def _strided_copy(a: np.ndarray) -> np.ndarray:
+    """`a`'s values in a view with stride -2 along its last axis."""
+    if a.ndim == 0 or a.size == 0:
+        return a
+    view = np.zeros(a.shape[:-1] + (2 * a.shape[-1],), a.dtype)[..., ::-2]
+    view[...] = a
+    return view
+
+
+# Two op-table batches (element-wise ops; indexing and scatter, whose operands are copied
+# and whose indices are read in place); `python -m bench.strided_op_table` runs all.
+@pytest.mark.parametrize("batch", [0, 12])
+def test_op_table_cases_give_the_same_bits_for_strided_inputs(in_place_at_once, batch):
+    fn, args = table._batched(table.BATCHES[batch])
+    exe = table.CPU.compile(table._trace(fn, args))
+    inputs = table._inputs(args)
+    with np.errstate(all="ignore"):
+        want, got = exe(*inputs), exe(*map(_strided_copy, inputs))
+    assert exe.strided.in_place > 0
+    for g, w in zip(got, want, strict=True):
+        assert g.dtype == w.dtype and g.tobytes() == w.tobytes()
