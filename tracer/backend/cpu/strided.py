@@ -15,7 +15,9 @@ Measured on a 2-core machine, 4096x4096 float32 (`bench/bench_strided.py`):
   see `_reassociating`: float sums and products keep the copy, for their rounding);
 - `x.T` through an element-wise op: in place 304 ms, copy + kernel 172 ms (the loops
   walk the last axis innermost, here 16 KiB apart: one cache line and a TLB entry per
-  element), and through a reduction 137 against 197 ms.
+  element), and through a reduction 137 against 197 ms. (With the machine's load at 8
+  the transposing copy slowed 3x and in place won, 0.8-0.9x: the rule follows the
+  figures of the quieter run.)
 So an input is read in place when walking it last axis innermost visits memory in
 order (`reads_in_order`: the strides, by magnitude, do not grow inwards; broadcast
 axes, stride 0, always qualify); a transposed view is copied as before (the loop
