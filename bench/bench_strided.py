@@ -24,7 +24,7 @@ import numpy as np
 import tracer as tr
 import tracer.numpy as tnp
 from bench.common import report, timeit
-from tracer.backend.cpu import generate, strided
+from tracer.backend.cpu import strided
 
 ROUNDS = 3
 
@@ -47,13 +47,13 @@ def _forced(fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
     jitted = tr.jit(fn)
 
     def call(x: np.ndarray) -> Any:
-        saved = generate.elementwise_inputs, strided.reads_in_order
-        generate.elementwise_inputs = lambda source, host, params: {p for p, _ in params}
+        saved = strided.elementwise_inputs, strided.reads_in_order
+        strided.elementwise_inputs = lambda source, host, params: {p for p, _ in params}
         strided.reads_in_order = lambda a: True
         try:
             return jitted(x)
         finally:
-            generate.elementwise_inputs, strided.reads_in_order = saved
+            strided.elementwise_inputs, strided.reads_in_order = saved
     return call
 
 

@@ -224,7 +224,7 @@ def test_elementwise_inputs_are_found_from_the_source():
         "        acc = add_reassoc(acc, f_v)\n"
         "        for m in range(n):\n"    # a loop inside the fold's: in place
         "            out[k, m] = g[k, m]\n")
-    found = strided.elementwise_inputs(source, "host", [(c, 2) for c in "abcdefg"])
+    found = strided.elementwise_inputs(source, "host", tuple((c, 2) for c in "abcdefg"))
     assert found == {"a", "e", "g"}
     kernels = (
         "def nest(out, n, x, y):\n"
@@ -233,10 +233,10 @@ def test_elementwise_inputs_are_found_from_the_source():
         "def host(a, b, out, dims):\n"
         "    nest(out, dims[0], a, b)\n"
         "    nest(out, dims[0], b, a)\n")
-    assert strided.elementwise_inputs(kernels, "host", [("a", 2), ("b", 2)]) == set()
-    assert strided.elementwise_inputs(kernels, "nest", [("x", 2), ("y", 2)]) == {"x"}
+    assert strided.elementwise_inputs(kernels, "host", (("a", 2), ("b", 2))) == set()
+    assert strided.elementwise_inputs(kernels, "nest", (("x", 2), ("y", 2))) == {"x"}
     assert strided.elementwise_inputs(kernels.replace("nest(out, dims[0], b, a)", ""),
-                                      "host", [("a", 2), ("b", 2)]) == {"a"}
+                                      "host", (("a", 2), ("b", 2))) == {"a"}
 
 
 @pytest.mark.parametrize("shape, strides, in_order", [

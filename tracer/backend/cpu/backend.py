@@ -99,15 +99,13 @@ def _launcher(module: Module, host: Callable[..., Any], dims: np.ndarray,
     w = SourceWriter()
     names: list[str] = []
     with w.block(f"def launch({', '.join(f'a{k}' for k in range(n_inputs))})"):
-        if module.in_place:
-            w.line("in_place = False")
+        w.line("in_place = False")
         for p in module.params:
-            names.append(_launch_param(w, env, p, p.name in module.in_place))
+            names.append(_launch_param(w, env, p))
         if "parallel" in module.source:  # (numba's thread count is per calling thread)
             env["set_threads"], env["threads"] = numba.set_num_threads, thread_count()
             w.line("set_threads(threads)")
-        call = "(strided.host() if in_place else host)" if module.in_place else "host"
-        w.line(f"{call}({', '.join(names + ['dims'])})")
+        w.line(f"(strided.host() if in_place else host)({', '.join(names + ['dims'])})")
         outs = []
         for k, (kind, payload) in enumerate(module.outputs):
             if kind == "param":
@@ -123,10 +121,10 @@ def _launcher(module: Module, host: Callable[..., Any], dims: np.ndarray,
     return env["launch"]
 
 
-def _launch_param(w: SourceWriter, env: dict[str, Any], p: Any, in_place: bool) -> str:
+def _launch_param(w: SourceWriter, env: dict[str, Any], p: Any) -> str:
     """Lines that produce host parameter `p`; returns the name to pass. An input that
-    is not an aligned C-contiguous ndarray is copied, unless `in_place` (the kernel only reads
-    it element by element) and `strided` admits it (see `strided`)."""
+    is not an aligned C-contiguous ndarray is copied, unless `strided` admits it: the
+    host reads it element by element and its strides suit the loops (see `strided`)."""
     f16 = p.value.dtype in HALVES  # float16 / bfloat16: the kernel sees uint16 bits
     if p.kind == "const":  # (the host's C-layout code reads it: contiguous, once)
         value = np.ascontiguousarray(p.value)
@@ -137,8 +135,8 @@ def _launch_param(w: SourceWriter, env: dict[str, Any], p: Any, in_place: bool) 
         flags = f"{a}.flags"  # (unaligned data: copied, as numba's code assumes aligned)
         with w.block(f"if type({a}) is not ndarray or not ({flags}.c_contiguous and "
                      f"{flags}.aligned)"):
-            if in_place:
-                with w.block(f"if type({a}) is ndarray and strided.admit({a})"):
+            if p.value.ndim:
+                with w.block(f"if type({a}) is ndarray and strided.admit({a}, {p.name!r})"):
                     w.line("in_place = True")
                 with w.block("else"):
                     w.line(f"{a} = strided.copy({a})")
@@ -161,7 +159,6 @@ class Prepared:
     module: Module
     function: str
     signature: tuple
-    strided_signature: tuple  # in-place inputs in numba's 'A' layout (see `strided`)
     n_inputs: int
     blas_flops: float  # of its largest BLAS product (0: none)
     graph: Graph       # the lowered graph (to build a serial version where threads cannot run)
@@ -187,21 +184,21 @@ class NumbaCpuBackend:
 
     def _generate(self, graph: Graph, parallel_ok: bool) -> "Prepared":
         module = generate(graph, parallel_ok=parallel_ok, fuse=self.fuse)
-        dims = numba.types.Array(numba.types.int64, 1, "C")
-        signature = (*(_param_type(p) for p in module.params), dims)
-        strided_signature = (*(_param_type(p, p.name in module.in_place)
-                               for p in module.params), dims)
-        return Prepared(module, module.host, signature, strided_signature, len(graph.inputs),
+        return Prepared(module, module.host, _signature(module), len(graph.inputs),
                         blas.largest_product_flops(graph), graph)
 
     def load(self, prepared: "Prepared") -> NumbaExecutable:
         """The executable of a prepared module: compiled now, or loaded from memory or
         from the disk cache."""
         host, fresh = _compiled_host(prepared, prepared.signature)
-        source, sig = prepared.module.source, prepared.strided_signature
-        variant = strided.StridedHost(functools.partial(_compiled_host, prepared, sig, True),
-                                      functools.partial(cache.in_memory, source, sig))
-        return NumbaExecutable(prepared.module, host, fresh, prepared.n_inputs,
+        module = prepared.module
+        inputs = tuple((p.name, p.value.ndim) for p in module.params
+                       if p.kind == "input" and p.value.ndim)
+        variant = strided.StridedHost(
+            module.source, module.host, inputs, functools.partial(_signature, module),
+            lambda sig: _compiled_host(prepared, sig)[0],
+            functools.partial(cache.in_memory, module.source))
+        return NumbaExecutable(module, host, fresh, prepared.n_inputs,
                                functools.partial(self._serial, prepared.graph), variant)
 
     def _serial(self, graph: Graph) -> NumbaExecutable:
@@ -213,9 +210,15 @@ class NumbaCpuBackend:
         cache.clear_memory()
 
 
-def _compiled_host(prepared: Prepared, signature: tuple, host_only: bool = False) -> Any:
+def _signature(module: Module, strided_inputs: frozenset[str] = frozenset()) -> tuple:
+    """The host function's argument types: `strided_inputs` in 'A' layout, the rest 'C'."""
+    dims = numba.types.Array(numba.types.int64, 1, "C")
+    return (*(_param_type(p, p.name in strided_inputs) for p in module.params), dims)
+
+
+def _compiled_host(prepared: Prepared, signature: tuple) -> tuple[Any, bool]:
     """The host function compiled for `signature` (or loaded from memory or disk), and
-    whether numba compiled it (unless `host_only`)."""
+    whether numba compiled it."""
     start = time.perf_counter_ns()
     dispatcher, fresh = cache.compile_module(prepared.module.source, prepared.function,
                                              signature)
@@ -231,7 +234,7 @@ def _compiled_host(prepared: Prepared, signature: tuple, host_only: bool = False
     flops = prepared.blas_flops
     if flops and (flops < blas.BLAS_PARALLEL_MIN_FLOPS or thread_count() == 1):
         host = blas.single_threaded(host)
-    return host if host_only else (host, fresh)
+    return host, fresh
 
 
 def _param_type(p: Any, strided_input: bool = False) -> Any:

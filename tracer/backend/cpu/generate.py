@@ -39,7 +39,6 @@ from .lib.fastmath import __all__ as FAST_HELPERS
 from .nests import emit_loops
 from .options import NJIT_OPTIONS
 from .split import split_body
-from .strided import elementwise_inputs
 
 
 @dataclass
@@ -51,7 +50,6 @@ class Module:
     params: list[Param]
     outputs: list[tuple[str, Any]]   # ("input", k) | ("literal", array) | ("param", k)
     dims: list[int]
-    in_place: frozenset[str]         # inputs the host only reads element-wise (`strided`)
 
 
 class CpuModuleBuilder(ModuleBuilder):
@@ -83,10 +81,7 @@ def generate(graph: Graph, parallel_ok: bool, fuse: bool = True) -> Module:
                                   for k, v in enumerate(graph.inputs)])
     outputs = _finish_outputs(top, graph, refs)
     host = _host_function(mod, name, body)
-    source = _module_text(mod, graph, host)
-    inputs = [(p.name, p.value.ndim) for p in mod.params if p.kind == "input" and p.value.ndim]
-    return Module(source, name, mod.params, outputs, mod.sizes,
-                  frozenset(elementwise_inputs(source, name, inputs)))
+    return Module(_module_text(mod, graph, host), name, mod.params, outputs, mod.sizes)
 
 
 def _host_input(mod: ModuleBuilder, w: SourceWriter, var: Var, k: int) -> Ref:

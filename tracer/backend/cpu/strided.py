@@ -37,9 +37,10 @@ not even fit in memory): that call waits for the compile.
 from __future__ import annotations
 
 import ast
+import functools
 import threading
 import warnings
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -48,57 +49,71 @@ from ...config import config
 IN_PLACE_MIN_BYTES = 64 << 20  # copies saved before the strided version pays its compile
 
 
-def elementwise_inputs(source: str, host: str, params: Iterable[tuple[str, int]]) -> set[str]:
+@functools.lru_cache(maxsize=64)  # (a new batch size: the same module, another executable)
+def elementwise_inputs(source: str, host: str, params: tuple[tuple[str, int], ...]
+                       ) -> frozenset[str]:
     """The input parameters (name, rank) that function `host` of `source` only reads
     element by element: every use is `name[e0, ..., e{rank-1}]`, a load with no slice,
     outside any loop that folds a float sum or product (see `_reassociating`), or passes
     it to a function of the module (a parallel nest's kernel) that does the same."""
-    functions = {node.name: node for node in ast.parse(source).body
-                 if isinstance(node, ast.FunctionDef)}
-    memo: dict[tuple[str, str], bool] = {}
-    return {name for name, rank in params
-            if _only_element_reads(functions, host, name, rank, memo)}
+    module = _ModuleUses(source)
+    return frozenset(name for name, rank in params
+                     if module.only_element_reads(host, name, rank))
 
 
-def _only_element_reads(functions: dict[str, ast.FunctionDef], function: str, param: str,
-                        rank: int, memo: dict[tuple[str, str], bool]) -> bool:
-    key = (function, param)
-    if key not in memo:
-        memo[key] = True  # (a recursive call: decided by the other uses)
-        memo[key] = all(_element_use(functions, name, parent, loop, rank, memo)
-                        for name, parent, loop in _names_in(functions[function], None, None)
-                        if name.id == param)
-    return memo[key]
+class _ModuleUses:
+    """The names each function of a generated module uses, found in one walk of each."""
 
+    def __init__(self, source: str):
+        self.functions = {node.name: node for node in ast.parse(source).body
+                          if isinstance(node, ast.FunctionDef)}
+        self._uses: dict[str, dict[str, list[tuple[ast.Name, ast.AST, ast.For | None]]]] = {}
+        self._folds: dict[int, bool] = {}
+        self._decided: dict[tuple[str, str], bool] = {}
 
-def _element_use(functions: dict[str, ast.FunctionDef], name: ast.Name, parent: ast.AST | None,
-                 loop: ast.For | None, rank: int, memo: dict[tuple[str, str], bool]) -> bool:
-    if (isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name)
-            and parent.func.id in functions and name in parent.args):
-        callee = functions[parent.func.id]
-        position = parent.args.index(name)
-        return (position < len(callee.args.args) and _only_element_reads(
-            functions, callee.name, callee.args.args[position].arg, rank, memo))
-    return _element_load(parent, name, rank) and not (loop and _reassociating(loop))
+    def only_element_reads(self, function: str, param: str, rank: int) -> bool:
+        key = (function, param)
+        if key not in self._decided:
+            self._decided[key] = True  # (a recursive call: decided by the other uses)
+            self._decided[key] = all(self._element_use(name, parent, loop, rank)
+                                     for name, parent, loop in self.uses(function).get(param, []))
+        return self._decided[key]
 
+    def uses(self, function: str) -> dict[str, list[tuple[ast.Name, ast.AST, ast.For | None]]]:
+        """Each Name in `function`, with its parent node and innermost enclosing `for`."""
+        if function not in self._uses:
+            found: dict[str, list] = {}
+            stack: list[tuple[ast.AST, Any, Any]] = [(self.functions[function], None, None)]
+            while stack:
+                node, parent, loop = stack.pop()
+                if isinstance(node, ast.Name):
+                    found.setdefault(node.id, []).append((node, parent, loop))
+                inner = node if isinstance(node, ast.For) else loop
+                stack.extend((child, node, inner) for child in ast.iter_child_nodes(node))
+            self._uses[function] = found
+        return self._uses[function]
 
-def _names_in(node: ast.AST, parent: ast.AST | None, loop: ast.For | None):
-    """Each Name under `node`, with its parent node and innermost enclosing `for`."""
-    if isinstance(node, ast.Name):
-        yield node, parent, loop
-    inner = node if isinstance(node, ast.For) else loop
-    for child in ast.iter_child_nodes(node):
-        yield from _names_in(child, node, inner)
+    def _element_use(self, name: ast.Name, parent: ast.AST, loop: ast.For | None,
+                     rank: int) -> bool:
+        if (isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name)
+                and parent.func.id in self.functions and name in parent.args):
+            callee = self.functions[parent.func.id].args.args
+            position = parent.args.index(name)
+            return position < len(callee) and self.only_element_reads(
+                parent.func.id, callee[position].arg, rank)
+        return _element_load(parent, name, rank) and not (loop and self._reassociating(loop))
 
-
-def _reassociating(loop: ast.For) -> bool:
-    """Whether `loop` updates an accumulator through a reassociating helper
-    (`add_reassoc`...): LLVM vectorizes that fold, into several partial sums, only over
-    C-contiguous reads, so a strided read would round differently (a sequential sum:
-    1.4% off for 2**21 float32 values where the vectorized one is exact) and its
-    result would depend on the input's layout. Such inputs are copied."""
-    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
-               and n.func.id.endswith("_reassoc") for n in ast.walk(loop))
+    def _reassociating(self, loop: ast.For) -> bool:
+        """Whether `loop` updates an accumulator through a reassociating helper
+        (`add_reassoc`...): LLVM vectorizes that fold, into several partial sums, only
+        over C-contiguous reads, so a strided read would round differently (a sequential
+        sum: 1.4% off for 2**21 float32 values where the vectorized one is exact) and
+        its result would depend on the input's layout. Such inputs are copied."""
+        if id(loop) not in self._folds:
+            self._folds[id(loop)] = any(
+                isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+                and n.func.id.endswith("_reassoc") for n in ast.walk(loop))
+        return self._folds[id(loop)]
 
 
 def _element_load(parent: ast.AST | None, name: ast.Name, rank: int) -> bool:
@@ -125,11 +140,20 @@ def reads_in_order(a: np.ndarray) -> bool:
 
 class StridedHost:
     """The host function compiled for strided inputs, made when calls need it, and
-    counters of what the launcher did with non-contiguous inputs (`copies`, `in_place`)."""
+    counters of what the launcher did with non-contiguous inputs (`copies`, `in_place`).
 
-    def __init__(self, compile_variant: Callable[[], Any], compiled_here: Callable[[], bool]):
-        self._compile_variant = compile_variant
-        self._compiled_here = compiled_here
+    `inputs`: the host's array inputs (name, rank); which of them the host reads element
+    by element is found from `source` at the first non-contiguous input (not at code
+    generation: most programs never see one). `signature(names)` is the host's
+    signature with those inputs in 'A' layout; `compile(signature)` returns its entry
+    point; `in_memory(signature)` says whether this process compiled it already."""
+
+    def __init__(self, source: str, function: str, inputs: tuple[tuple[str, int], ...],
+                 signature: Callable[[frozenset[str]], tuple], compile: Callable[[tuple], Any],
+                 in_memory: Callable[[tuple], bool]):
+        self._module = (source, function, inputs)
+        self._signature_of, self._compile_signature = signature, compile
+        self._in_memory = in_memory
         self._host: Any = None
         self._failed = False
         self._thread: threading.Thread | None = None
@@ -138,10 +162,14 @@ class StridedHost:
         self.copies = 0
         self.in_place = 0
 
-    def admit(self, a: np.ndarray) -> bool:
-        """Whether non-contiguous input `a` (an ndarray an in-place input slot accepts)
-        is read in place; False: the caller copies it (`copy`)."""
-        if not (a.flags.aligned and reads_in_order(a)):
+    def readable(self) -> frozenset[str]:
+        """The inputs the host only reads element by element (`elementwise_inputs`)."""
+        return elementwise_inputs(*self._module)
+
+    def admit(self, a: np.ndarray, name: str) -> bool:
+        """Whether non-contiguous ndarray `a`, host input `name`, is read in place;
+        False: the caller copies it (`copy`)."""
+        if not (a.flags.aligned and reads_in_order(a)) or name not in self.readable():
             return False
         if self._host is None and not self._make_ready(a.nbytes):
             return False
@@ -163,7 +191,7 @@ class StridedHost:
         serves this call."""
         if self._failed:
             return False
-        if self._compiled_here():  # (another batch size compiled it: a lookup)
+        if self._in_memory(self._signature()):  # (another batch size compiled it: a lookup)
             self._compile()
         elif self.copied_bytes + nbytes < IN_PLACE_MIN_BYTES:
             return False
@@ -177,9 +205,12 @@ class StridedHost:
             self._compile()
         return self._host is not None
 
+    def _signature(self) -> tuple:
+        return self._signature_of(self.readable())
+
     def _compile(self) -> None:
         try:
-            self._host = self._compile_variant()
+            self._host = self._compile_signature(self._signature())
         except Exception as e:  # noqa: BLE001 - the contiguous version still serves
             self._failed = True
             warnings.warn(f"tracer: the strided version of a module failed to compile, "
