@@ -6,7 +6,7 @@ element by element (`arg0[i0, i1]`, never sliced, reshaped, aliased or handed to
 library kernel such as BLAS, sort or FFT, which need contiguous memory) may also be
 read through its strides: the module then gets a second compile, for numba's 'A'
 layout at those inputs, made only when a call needs it, so the common C-contiguous
-case compiles once. The launcher calls the version it picked directly (not through
+case compiles once (and the source is read for those inputs only then, too). The launcher calls the version it picked directly (not through
 numba's dispatcher, which would compile a third for a read-only array).
 
 Measured on a 2-core machine, 4096x4096 float32 (`bench/bench_strided.py`):
