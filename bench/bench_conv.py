@@ -1,5 +1,6 @@
-"""Convolution on the numba `cpu` backend against JAX (when installed) and NumPy
-im2col + BLAS.
+"""Convolution on the numba `cpu` backend against JAX and PyTorch (eager and
+torch.compile; each when installed) and NumPy im2col + BLAS. PyTensor has no
+multi-channel image convolution, so it has no row here.
 
     python -m bench.bench_conv            # all workloads
     python -m bench.bench_conv resnet     # the workloads whose name contains "resnet"
@@ -18,7 +19,9 @@ from typing import Any, Callable
 import numpy as np
 
 import tracer as tr
-from bench.common import report, timeit, try_import_jax
+from bench.common import report, timed_rows, timeit, try_import_jax
+from bench.machine import bound as machine_bound
+from bench.peers import torch_grad_rows, torch_rows, try_import_torch
 from tracer import ops
 
 RESULTS: dict[str, dict[str, float]] = {}
@@ -38,8 +41,9 @@ def numpy_im2col(x: np.ndarray, w: np.ndarray, stride: int, pad: tuple[int, int]
 
 
 def _run(title: str, rows: list[tuple[str, Callable[[], Any]]], baseline: str,
-         rtol: float = 1e-4) -> None:
+         rtol: float = 1e-4, bound: float | None = None) -> None:
     """Check every implementation against the first one, time them, report."""
+    rows = timed_rows(rows)
     expected = np.asarray(rows[0][1]())
     atol = rtol * float(np.max(np.abs(expected), initial=1.0))  # sums of many products
     for name, fn in rows[1:]:
@@ -47,7 +51,7 @@ def _run(title: str, rows: list[tuple[str, Callable[[], Any]]], baseline: str,
                                    err_msg=f"{title}: {name}")
     times = [(name, timeit(fn, repeat=5)) for name, fn in rows]
     RESULTS[title] = dict(times)
-    report(title, times, baseline)
+    report(title, times, baseline, bound=bound)
 
 
 def _jax_rows(fn: Callable[..., Any], *args: np.ndarray) -> list:
@@ -59,6 +63,22 @@ def _jax_rows(fn: Callable[..., Any], *args: np.ndarray) -> list:
     return [("jax", lambda: jitted(*device_args).block_until_ready())]
 
 
+def _torch_conv(stride: int, pad: tuple[int, int]) -> Callable[..., Any]:
+    """NCHW / OIHW convolution as PyTorch users write it (F.pad first only when the
+    padding is asymmetric, which conv2d's `padding` cannot say)."""
+    import torch.nn.functional as F
+    lo, hi = pad
+    if lo == hi:
+        return lambda x, w: F.conv2d(x, w, stride=stride, padding=lo)
+    return lambda x, w: F.conv2d(F.pad(x, (lo, hi, lo, hi)), w, stride=stride)
+
+
+def _conv_flops(x: np.ndarray, w: np.ndarray, stride: int) -> float:
+    n, _, h, wd = x.shape
+    o, c, kh, kw = w.shape
+    return 2.0 * n * o * c * kh * kw * -(-h // stride) * -(-wd // stride)
+
+
 def _layer(name: str, shape: tuple[int, ...], filters: tuple[int, ...], stride: int) -> None:
     rng = np.random.default_rng(0)
     x, w = rng.standard_normal(shape).astype(F32), rng.standard_normal(filters).astype(F32)
@@ -67,7 +87,9 @@ def _layer(name: str, shape: tuple[int, ...], filters: tuple[int, ...], stride: 
     rows = [("tracer cpu", lambda: fn(x, w)), *_jax_rows(
         lambda x, w: _lax().conv_general_dilated(x, w, (stride, stride), "SAME"), x, w),
         ("numpy im2col + BLAS", lambda: numpy_im2col(x, w, stride, pad))]
-    _run(name, rows, "tracer cpu")
+    if try_import_torch() is not None:
+        rows += torch_rows(_torch_conv(stride, pad), x, w)
+    _run(name, rows, "tracer cpu", bound=machine_bound(flops=_conv_flops(x, w, stride)))
 
 
 def _lax() -> Any:
@@ -104,6 +126,10 @@ def training_step() -> None:
         jgrad = jax.jit(jax.grad(lambda x, w: loss(x, w, _lax().conv), argnums=(0, 1)))
         xs, ws = jax.numpy.asarray(x), jax.numpy.asarray(w)
         rows.append(("jax", lambda: jax.block_until_ready(jgrad(xs, ws))))
+    if try_import_torch() is not None:
+        rows += torch_grad_rows(lambda x, w: loss(x, w, _torch_lax_conv), (0, 1), x, w,
+                                value=False)
+    rows = timed_rows(rows)
     expected = [np.asarray(g) for g in rows[0][1]()]
     for name, fn in rows[1:]:
         for e, g in zip(expected, fn(), strict=True):
@@ -111,7 +137,13 @@ def training_step() -> None:
                                        atol=1e-3 * float(np.abs(e).max()), err_msg=name)
     times = [(name, timeit(fn, repeat=5)) for name, fn in rows]
     RESULTS["conv grad 16x32x32x32, 3x3"] = dict(times)
-    report("conv grad (lhs and rhs) 16x32x32x32, 32 3x3 filters", times, "tracer cpu")
+    report("conv grad (lhs and rhs) 16x32x32x32, 32 3x3 filters", times, "tracer cpu",
+           bound=machine_bound(flops=3 * _conv_flops(x, w, 1)))  # forward + two transposes
+
+
+def _torch_lax_conv(x: Any, w: Any, strides: tuple[int, int], padding: str) -> Any:
+    """`lax.conv(x, w, strides, "SAME")` for odd filters, in torch."""
+    return _torch_conv(strides[0], (w.shape[2] // 2, w.shape[2] // 2))(x, w)
 
 
 WORKLOADS = {"resnet_3x3": resnet_3x3, "strided_3x3": strided_3x3,

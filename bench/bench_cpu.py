@@ -1,10 +1,15 @@
-"""The numba `cpu` backend against NumPy, hand-written numba and JAX (when installed).
+"""The numba `cpu` backend against NumPy, hand-written numba, JAX, PyTorch (eager and
+torch.compile) and PyTensor's numba backend (each when installed).
 
     python -m bench.bench_cpu            # all workloads
     python -m bench.bench_cpu softmax    # the workloads whose name contains "softmax"
 
 Each workload checks that the implementations agree, then prints medians and
-ratios (`bench.common.report`); the last line is the whole table as JSON.
+ratios (`bench.common.report`) and the issue's target ratios (`target ratio: A / B`);
+the last line is the whole table as JSON. GELU runs with fresh results and with its
+input donated (tracer and JAX: each timed call gets a fresh copy, made before the clock
+starts), beside a copy of the array (the bandwidth bound); `mlp_grad` is the MLP
+loss + gradient beside the same gradient written by hand in numba and NumPy.
 Cold compile and warm start are measured in fresh processes with their own
 cache directory, so they include nothing this process already compiled.
 """
@@ -13,10 +18,12 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 from typing import Any, Callable
 
 import numba
@@ -24,7 +31,10 @@ import numpy as np
 
 import tracer as tr
 import tracer.numpy as tnp
-from bench.common import report, timeit, try_import_jax
+from bench.common import first_call_timed, report, timeit, try_import_jax
+from bench.machine import bound as machine_bound
+from bench.peers import (pytensor_rows, torch_numpy, torch_rows, try_import_pytensor,
+                         try_import_torch)
 from tracer import ops
 from tracer.backend.cpu.lib.fastmath import exp_f32, tanh_f32
 
@@ -34,16 +44,62 @@ F32 = np.float32
 C = F32(0.7978845608028654)  # sqrt(2 / pi)
 
 def _run(title: str, rows: list[tuple[str, Callable[[], Any]]], baseline: str,
-         rtol: float = 1e-5) -> None:
-    """Check every implementation against the first one, time them, report."""
-    expected = np.asarray(rows[0][1]())
-    atol = rtol * float(np.max(np.abs(expected), initial=1.0))  # sums of many products
+         rtol: float = 1e-5, bound: float | None = None) -> None:
+    """Check every implementation against the first one, time them, report. A row
+    with a `time` method (`_Donating`, `_Unchecked`) times itself."""
+    rows = [(name, fn if hasattr(fn, "time") else first_call_timed(name, fn))
+            for name, fn in rows]
+    expected = [np.asarray(a) for a in _leaves(rows[0][1]())]
     for name, fn in rows[1:]:
-        np.testing.assert_allclose(np.asarray(fn()), expected, rtol=rtol, atol=atol,
-                                   err_msg=f"{title}: {name}")
-    times = [(name, timeit(fn)) for name, fn in rows]
+        if isinstance(fn, _Unchecked):
+            continue
+        for got, want in zip(_leaves(fn()), expected, strict=True):
+            atol = rtol * float(np.max(np.abs(want), initial=1.0))  # sums of many products
+            np.testing.assert_allclose(np.asarray(got), want, rtol=rtol, atol=atol,
+                                       err_msg=f"{title}: {name}")
+    times = [(name, fn.time() if hasattr(fn, "time") else timeit(fn)) for name, fn in rows]
     RESULTS[title] = dict(times)
-    report(title, times, baseline)
+    report(title, times, baseline, bound=bound)
+
+def _peer_rows(fn: Callable[..., Any], *args: np.ndarray) -> list:
+    """torch, torch.compile and PyTensor rows of `fn(*arrays, np_)`, a workload written
+    once against a NumPy-like namespace."""
+    torch = try_import_torch()
+    tnp_ = torch_numpy(torch) if torch else None
+    rows = torch_rows(lambda *a: fn(*a, tnp_), *args) if torch else []
+    return rows + pytensor_rows(lambda pt, *a: fn(*a, pt), *args)
+
+def _leaves(out: Any) -> list:
+    return [out] if not isinstance(out, (tuple, list)) else \
+        [leaf for o in out for leaf in _leaves(o)]
+
+class _Donating:
+    """A call that donates its argument: each timed call gets a fresh copy of `x`,
+    made before the clock starts (a donated buffer holds the result afterwards)."""
+
+    def __init__(self, call: Callable[[Any], Any], fresh: Callable[[], Any]):
+        self.call, self.fresh = call, fresh
+
+    def __call__(self) -> Any:
+        return self.call(self.fresh())
+
+    def time(self, rounds: int = 21) -> float:
+        seconds = []
+        for _ in range(rounds):
+            arg = self.fresh()
+            t0 = time.perf_counter()
+            self.call(arg)
+            seconds.append(time.perf_counter() - t0)
+        return statistics.median(seconds)
+
+def _ratios(title: str, pairs: list[tuple[str, str]]) -> None:
+    """The issue's targets: each first row's time over the second's, from this run."""
+    times = RESULTS[title]
+    for a, b in pairs:
+        if a in times and b in times:
+            ratio = times[a] / times[b]
+            RESULTS[title][f"{a} / {b}"] = ratio
+            print(f"  target ratio: {a} / {b} = x{ratio:.2f}")
 
 def _jax_rows(jax: Any, fn: Callable[..., Any], *args: np.ndarray) -> list:
     if jax is None:
@@ -69,13 +125,44 @@ def _fresh(kernel: Callable[..., None], x: np.ndarray) -> np.ndarray:
     return out
 
 def gelu(n: int = 1 << 24) -> None:
+    """GELU with fresh results (tracer's warm buffers, hand numba's `np.empty`) and with
+    the input donated (written in place), beside the bandwidth bound: a copy of `x`
+    into a warm buffer reads and writes the bytes GELU must."""
     x = np.random.default_rng(0).normal(size=n).astype(F32)
     f = tr.jit(lambda x: _gelu(x, tnp), backend="cpu")
+    donating = tr.jit(lambda x: _gelu(x, tnp), backend="cpu", donate_argnums=0)
+    donor, warm = np.empty_like(x), np.empty_like(x)
     jax = try_import_jax()
-    rows = [("tracer cpu", lambda: f(x)), ("numpy", lambda: _gelu(x, np)),
-            ("numba (hand-written)", lambda: _fresh(_gelu_numba, x))]
+    rows = [("tracer cpu", lambda: f(x)),
+            ("tracer cpu (donated)", _Donating(donating, lambda: _copied(x, donor))),
+            ("numpy", lambda: _gelu(x, np)),
+            ("numba (hand-written)", lambda: _fresh(_gelu_numba, x)),
+            ("bandwidth bound (copy)", _Unchecked(lambda: _copied(x, warm)))]
     rows += _jax_rows(jax, lambda x: _gelu(x, jax.numpy) if jax else None, x)
-    _run(f"GELU, float32[{n}]", rows, "tracer cpu")
+    rows += _peer_rows(_gelu, x)
+    if jax is not None:
+        donated = jax.jit(lambda x: _gelu(x, jax.numpy), donate_argnums=0)
+        rows.append(("jax (donated)", _Donating(lambda a: donated(a).block_until_ready(),
+                                                lambda: jax.numpy.array(x))))
+    title = f"GELU, float32[{n}]"
+    _run(title, rows, "tracer cpu", bound=machine_bound(2 * x.nbytes))
+    _ratios(title, [("tracer cpu (donated)", "jax (donated)"),
+                    ("tracer cpu", "numba (hand-written)"),
+                    ("tracer cpu", "bandwidth bound (copy)"),
+                    ("tracer cpu (donated)", "bandwidth bound (copy)")])
+
+def _copied(x: np.ndarray, into: np.ndarray) -> np.ndarray:
+    np.copyto(into, x)
+    return into
+
+class _Unchecked:
+    """A row timed but not compared (a bound, not an implementation of the workload)."""
+
+    def __init__(self, fn: Callable[[], Any]):
+        self.fn = fn
+
+    def time(self) -> float:
+        return timeit(self.fn)
 
 # ------------------------------------------------------------------ reductions
 
@@ -110,7 +197,10 @@ def softmax(rows: int = 4096, cols: int = 1024) -> None:
             impls.append(("numba (hand-written)", lambda: _fresh(_softmax_numba, x)))
         if jax is not None:
             impls += _jax_rows(jax, lambda x, fn=fn: fn(x, jax.numpy), x)
-        _run(f"{name}, float32[{rows},{cols}]", impls, "tracer cpu")
+        impls += _peer_rows(fn, x)
+        moved = x.nbytes * (2 if fn is _softmax else 1)  # read x (and write the result)
+        _run(f"{name}, float32[{rows},{cols}]", impls, "tracer cpu",
+             bound=machine_bound(moved))
 
 # ------------------------------------------------------------------ BLAS
 
@@ -122,7 +212,9 @@ def matmul(n: int = 1024) -> None:
         f = tr.jit(lambda a, b: a @ b, backend="cpu")
         rows = [("tracer cpu", lambda: f(a, b)), ("numpy", lambda: a @ b)]
         rows += _jax_rows(jax, lambda a, b: a @ b, a, b)
-        _run(f"matmul {np.dtype(dtype).name}[{n},{n}]", rows, "tracer cpu", rtol=1e-3)
+        rows += _peer_rows(lambda a, b, np_: a @ b, a, b)
+        _run(f"matmul {np.dtype(dtype).name}[{n},{n}]", rows, "tracer cpu", rtol=1e-3,
+             bound=machine_bound(flops=2 * n**3, dtype=np.dtype(dtype).name))
 
 def mlp(batch: int = 256, width: int = 1024) -> None:
     rng = np.random.default_rng(3)
@@ -138,7 +230,62 @@ def mlp(batch: int = 256, width: int = 1024) -> None:
             ("numpy", lambda: forward(x, w1, b1, w2, np))]
     if jax is not None:
         rows += _jax_rows(jax, lambda *a: forward(*a, jax.numpy), x, w1, b1, w2)
-    _run(f"MLP forward, batch {batch}, width {width}", rows, "tracer cpu", rtol=1e-3)
+    rows += _peer_rows(forward, x, w1, b1, w2)
+    _run(f"MLP forward, batch {batch}, width {width}", rows, "tracer cpu", rtol=1e-3,
+         bound=machine_bound(flops=2 * 2 * batch * width * width))
+
+def _mlp_loss(w1: Any, w2: Any, x: Any, y: Any, np_: Any) -> Any:
+    return np_.mean((np_.tanh(x @ w1) @ w2 - y) ** 2)
+
+def _mlp_grad_numpy(w1: np.ndarray, w2: np.ndarray, x: np.ndarray, y: np.ndarray) -> tuple:
+    """The gradient of `_mlp_loss` by hand, in NumPy."""
+    h = np.tanh(x @ w1)
+    e = h @ w2 - y
+    g = e * F32(2.0 / e.size)
+    g_h = (g @ w2.T) * (F32(1.0) - h * h)
+    return np.mean(e * e), (x.T @ g_h, h.T @ g)
+
+@numba.njit(error_model="numpy", fastmath=True)
+def _mlp_grad_numba(w1: np.ndarray, w2: np.ndarray, x: np.ndarray, y: np.ndarray) -> tuple:
+    """The gradient of `_mlp_loss` by hand: BLAS products, each element-wise step one
+    loop written in place, the loss summed while the error is scaled."""
+    h = np.dot(x, w1)
+    for i in range(h.shape[0]):
+        for j in range(h.shape[1]):
+            h[i, j] = tanh_f32(h[i, j])
+    e = np.dot(h, w2)
+    scale, total = F32(2.0 / e.size), F32(0.0)
+    for i in range(e.shape[0]):
+        for j in range(e.shape[1]):
+            d = e[i, j] - y[i, j]
+            total += d * d
+            e[i, j] = scale * d
+    g_h = np.dot(e, w2.T)
+    for i in range(g_h.shape[0]):
+        for j in range(g_h.shape[1]):
+            g_h[i, j] *= F32(1.0) - h[i, j] * h[i, j]
+    return total / F32(e.size), (np.dot(x.T, g_h), np.dot(h.T, e))
+
+def mlp_grad(batch: int = 256) -> None:
+    """Loss and gradient of a 784-512-10 tanh MLP (bench_transforms' workload) against
+    the same gradient written by hand in numba and NumPy, and JAX's value_and_grad."""
+    rng = np.random.default_rng(0)
+    w1 = (rng.standard_normal((784, 512)) * 0.05).astype(F32)
+    w2 = (rng.standard_normal((512, 10)) * 0.05).astype(F32)
+    x = rng.standard_normal((batch, 784)).astype(F32)
+    y = rng.standard_normal((batch, 10)).astype(F32)
+    step = tr.jit(tr.value_and_grad(lambda *a: _mlp_loss(*a, tnp), argnums=(0, 1)),
+                  backend="cpu")
+    rows = [("tracer cpu", lambda: step(w1, w2, x, y)),
+            ("numba (hand-written)", lambda: _mlp_grad_numba(w1, w2, x, y)),
+            ("numpy (hand-written)", lambda: _mlp_grad_numpy(w1, w2, x, y))]
+    jax = try_import_jax()
+    if jax is not None:
+        jstep = jax.jit(jax.value_and_grad(lambda *a: _mlp_loss(*a, jax.numpy), argnums=(0, 1)))
+        rows.append(("jax", lambda: jax.block_until_ready(jstep(w1, w2, x, y))))
+    title = f"MLP 784-512-10 loss + grad, batch {batch}"
+    _run(title, rows, "tracer cpu", rtol=1e-4)
+    _ratios(title, [("tracer cpu", "numba (hand-written)"), ("tracer cpu", "jax")])
 
 # ------------------------------------------------------------------ overheads
 
@@ -151,6 +298,7 @@ def dispatch() -> None:
             ("tracer cpu (executable)", lambda: exe(x, y, z)[0]),
             ("numpy", lambda: x * y + z)]
     rows += _jax_rows(jax, lambda a, b, c: a * b + c, x, y, z)
+    rows += _peer_rows(lambda a, b, c, np_: a * b + c, x, y, z)
     _run("dispatch, 3 tiny float32[4]", rows, "numpy")
 
 def loop(steps: int = 1000) -> None:
@@ -164,8 +312,25 @@ def loop(steps: int = 1000) -> None:
         for _ in range(steps):
             v = v * F32(0.999) + np.sin(v)
         return v
-    _run(f"fori_loop of {steps} steps, float32[16]", [("tracer cpu", lambda: f(c)),
-                                                     ("numpy", numpy_loop)], "tracer cpu")
+    rows = [("tracer cpu", lambda: f(c)), ("numpy", numpy_loop)] + _loop_peer_rows(steps, c)
+    _run(f"fori_loop of {steps} steps, float32[16]", rows, "tracer cpu")
+
+def _loop_peer_rows(steps: int, c: np.ndarray) -> list:
+    """The loop in torch (a Python loop, as torch users write it) and in PyTensor (scan)."""
+    torch = try_import_torch()
+    rows = []
+    if torch is not None:
+        def torch_loop(v: Any) -> Any:
+            for _ in range(steps):
+                v = v * 0.999 + torch.sin(v)
+            return v
+        rows += torch_rows(torch_loop, c, compiled=False, suffix=" (loop)")
+    pytensor = try_import_pytensor()
+    if pytensor is not None:
+        rows += pytensor_rows(lambda pt, c: pytensor.scan(
+            lambda v: v * 0.999 + pt.sin(v), outputs_info=c, n_steps=steps,
+            return_updates=False)[-1], c, suffix=" (scan)")
+    return rows
 
 _CHILD = textwrap.dedent("""
     import sys, time
@@ -207,7 +372,7 @@ def compile_times() -> None:
             RESULTS[label] = dict(rows)
             report(label, rows, "GELU")
 
-WORKLOADS = {"gelu": gelu, "softmax": softmax, "matmul": matmul, "mlp": mlp,
+WORKLOADS = {"gelu": gelu, "softmax": softmax, "matmul": matmul, "mlp": mlp, "mlp_grad": mlp_grad,
              "dispatch": dispatch, "loop": loop, "compile": compile_times}
 
 def main(selected: list[str]) -> None:

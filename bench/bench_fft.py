@@ -1,4 +1,5 @@
-"""FFT and batch norm on the numba `cpu` backend against NumPy and JAX (when installed).
+"""FFT and batch norm on the numba `cpu` backend against NumPy, JAX, PyTorch (eager and
+torch.compile) and, for batch norm, PyTensor's numba backend (each when installed).
 
     python -m bench.bench_fft            # all workloads
     python -m bench.bench_fft 2d         # the workloads whose name contains "2d"
@@ -18,17 +19,28 @@ import numpy as np
 
 import tracer as tr
 import tracer.numpy as tnp
-from bench.common import report, timeit, try_import_jax
+from bench.common import report, timed_rows, timeit, try_import_jax
+from bench.machine import bound
+from bench.peers import pytensor_rows, torch_rows, try_import_torch
 from tracer import ops
 
 
-def _run(title: str, rows: list[tuple[str, Callable[[], Any]]], rtol: float = 1e-4) -> None:
+def _run(title: str, rows: list[tuple[str, Callable[[], Any]]], rtol: float = 1e-4,
+         bytes_moved: int = 0) -> None:
+    """Check, time, report; `bytes_moved`: what the workload must read and write."""
+    rows = timed_rows(rows)
     expected = np.asarray(rows[0][1]())
     atol = rtol * float(np.max(np.abs(expected), initial=1.0))
     for name, fn in rows[1:]:
         np.testing.assert_allclose(np.asarray(fn()), expected, rtol=rtol, atol=atol,
                                    err_msg=f"{title}: {name}")
-    report(title, [(name, timeit(fn)) for name, fn in rows], "tracer cpu")
+    report(title, [(name, timeit(fn)) for name, fn in rows], "tracer cpu",
+           bound=bound(bytes_moved) if bytes_moved else None)
+
+
+def _torch_fft(name: str, *args: np.ndarray) -> list:
+    torch = try_import_torch()
+    return torch_rows(getattr(torch.fft, name), *args) if torch is not None else []
 
 
 def _jax_row(jax: Any, fn: Callable[..., Any], *args: np.ndarray) -> list:
@@ -49,8 +61,8 @@ def fft_1d(n: int = 1 << 20) -> None:
     f = tr.jit(tnp.fft.fft)
     jax = try_import_jax()
     rows = [("tracer cpu", lambda: f(x)), ("numpy", lambda: np.fft.fft(x))]
-    rows += _jax_row(jax, jax.numpy.fft.fft if jax else None, x)
-    _run(f"fft, complex64[{n}]", rows)
+    rows += _jax_row(jax, jax.numpy.fft.fft if jax else None, x) + _torch_fft("fft", x)
+    _run(f"fft, complex64[{n}]", rows, bytes_moved=2 * x.nbytes)
 
 
 def fft_2d_batch(batch: int = 64, n: int = 256) -> None:
@@ -58,8 +70,8 @@ def fft_2d_batch(batch: int = 64, n: int = 256) -> None:
     f = tr.jit(tnp.fft.fft2)
     jax = try_import_jax()
     rows = [("tracer cpu", lambda: f(x)), ("numpy", lambda: np.fft.fft2(x))]
-    rows += _jax_row(jax, jax.numpy.fft.fft2 if jax else None, x)
-    _run(f"fft2, complex64[{batch},{n},{n}]", rows)
+    rows += _jax_row(jax, jax.numpy.fft.fft2 if jax else None, x) + _torch_fft("fft2", x)
+    _run(f"fft2, complex64[{batch},{n},{n}]", rows, bytes_moved=2 * x.nbytes)
 
 
 def rfft_2d_batch(batch: int = 64, n: int = 256) -> None:
@@ -67,8 +79,8 @@ def rfft_2d_batch(batch: int = 64, n: int = 256) -> None:
     f = tr.jit(tnp.fft.rfft2)
     jax = try_import_jax()
     rows = [("tracer cpu", lambda: f(x)), ("numpy", lambda: np.fft.rfft2(x))]
-    rows += _jax_row(jax, jax.numpy.fft.rfft2 if jax else None, x)
-    _run(f"rfft2, float32[{batch},{n},{n}]", rows)
+    rows += _jax_row(jax, jax.numpy.fft.rfft2 if jax else None, x) + _torch_fft("rfft2", x)
+    _run(f"rfft2, float32[{batch},{n},{n}]", rows, bytes_moved=2 * x.nbytes)
 
 
 def _bn(np_: Any, x: Any, scale: Any, offset: Any) -> Any:
@@ -88,7 +100,19 @@ def batch_norm_training(shape: tuple[int, ...] = (32, 64, 56, 56)) -> None:
             ("numpy", lambda: _bn(np, x, scale, offset))]
     if jax is not None:
         rows += _jax_row(jax, lambda x, s, o: _bn(jax.numpy, x, s, o), x, scale, offset)
-    _run(f"batch_norm_training, float32{list(shape)} NCHW", rows)
+    torch = try_import_torch()
+    if torch is not None:
+        rows += torch_rows(_torch_bn, x, scale, offset)
+    rows += pytensor_rows(_bn, x, scale, offset)
+    _run(f"batch_norm_training, float32{list(shape)} NCHW", rows, bytes_moved=2 * x.nbytes)
+
+
+def _torch_bn(x: Any, scale: Any, offset: Any) -> Any:
+    """`_bn` in torch (whose `var` divides by n - 1 unless told otherwise)."""
+    import torch
+    mean = x.mean((0, 2, 3), keepdim=True)
+    var = x.var((0, 2, 3), correction=0, keepdim=True)
+    return (x - mean) / torch.sqrt(var + 1e-5) * scale[:, None, None] + offset[:, None, None]
 
 
 WORKLOADS = {"fft_1d": fft_1d, "fft_2d_batch": fft_2d_batch, "rfft_2d_batch": rfft_2d_batch,

@@ -1,5 +1,6 @@
-"""Sorting, gather and scatter on the numba `cpu` backend against NumPy (and JAX when
-installed), on 10^6 elements: the workloads of issue #4's speed requirement.
+"""Sorting, gather and scatter on the numba `cpu` backend against NumPy, JAX, PyTorch and
+PyTensor (each when installed), on 10^6 elements: the workloads of issue #4's speed
+requirement.
 
     python -m bench.bench_indexing             # all workloads
     python -m bench.bench_indexing sort        # the workloads whose name contains "sort"
@@ -24,7 +25,8 @@ import numpy as np
 
 import tracer as tr
 import tracer.numpy as tnp
-from bench.common import report, timeit, try_import_jax
+from bench.common import report, timed_rows, timeit, try_import_jax
+from bench.peers import pytensor_rows, torch_rows, try_import_torch
 
 RESULTS: dict[str, dict[str, float]] = {}
 N = 1_000_000
@@ -33,6 +35,7 @@ ROUNDS = 3
 
 def _run(title: str, rows: list[tuple[str, Callable[[], Any]]], baseline: str) -> None:
     """Check every implementation against the first one, time them, report."""
+    rows = timed_rows(rows)
     expected = np.asarray(rows[0][1]())
     for name, fn in rows[1:]:
         np.testing.assert_allclose(np.asarray(fn()), expected, rtol=1e-5, atol=1e-5,
@@ -64,6 +67,15 @@ def _jax_rows(fn: Callable[..., Any], *args: np.ndarray) -> list:
     return [("jax", lambda: jitted(*device_args).block_until_ready())]
 
 
+def _peers(torch_fn: Callable[..., Any], pytensor_graph: Callable[..., Any] | None,
+           *args: np.ndarray) -> list:
+    """torch (eager, torch.compile) rows of `torch_fn(torch, *tensors)` and a PyTensor
+    row of `pytensor_graph(pt, *inputs)`."""
+    torch = try_import_torch()
+    rows = torch_rows(lambda *a: torch_fn(torch, *a), *args) if torch is not None else []
+    return rows + (pytensor_rows(pytensor_graph, *args) if pytensor_graph else [])
+
+
 def _data() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     rng = np.random.default_rng(0)
     x = rng.standard_normal(N).astype(np.float32)
@@ -76,6 +88,7 @@ def sort_1d() -> None:
     x = _data()[0]
     f = tr.jit(tnp.sort)
     rows = _tracer_rows(lambda: f(x)) + [("numpy", lambda: np.sort(x))]
+    rows += _peers(lambda torch, x: torch.sort(x).values, lambda pt, x: pt.sort(x), x)
     _run(f"np.sort, float32[{N}]", rows + _jax_rows(lambda np_, x: np_.sort(x), x), "numpy")
 
 
@@ -83,6 +96,7 @@ def sort_rows() -> None:
     x = _data()[0].reshape(1000, N // 1000)
     f = tr.jit(tnp.sort)
     rows = _tracer_rows(lambda: f(x)) + [("numpy", lambda: np.sort(x))]
+    rows += _peers(lambda torch, x: torch.sort(x).values, lambda pt, x: pt.sort(x), x)
     _run(f"np.sort rows, float32[1000,{N // 1000}]",
          rows + _jax_rows(lambda np_, x: np_.sort(x), x), "numpy")
 
@@ -91,6 +105,8 @@ def sort_columns() -> None:
     x = _data()[0].reshape(1000, N // 1000)
     f = tr.jit(lambda x: tnp.sort(x, axis=0))
     rows = _tracer_rows(lambda: f(x)) + [("numpy", lambda: np.sort(x, axis=0))]
+    rows += _peers(lambda torch, x: torch.sort(x, dim=0).values,
+                   lambda pt, x: pt.sort(x, axis=0), x)
     _run(f"np.sort axis=0, float32[1000,{N // 1000}]", rows, "numpy")
 
 
@@ -98,6 +114,7 @@ def argsort_1d() -> None:
     x = _data()[0]
     f = tr.jit(lambda x: tnp.argsort(x, kind="stable"))
     rows = _tracer_rows(lambda: f(x)) + [("numpy", lambda: np.argsort(x, kind="stable"))]
+    rows += _peers(lambda torch, x: torch.sort(x, stable=True).indices, None, x)
     _run(f"np.argsort(kind='stable'), float32[{N}]", rows, "numpy")
 
 
@@ -107,6 +124,7 @@ def gather() -> None:
     x, idx, _ = _data()
     f = tr.jit(lambda x, i: x[i])
     rows = _tracer_rows(lambda: f(x, idx)) + [("numpy", lambda: x[idx])]
+    rows += _peers(lambda torch, x, i: x[i], lambda pt, x, i: x[i], x, idx)
     _run(f"x[idx] (gather), float32[{N}], int64[{N}]",
          rows + _jax_rows(lambda np_, x, i: x[i], x, idx), "numpy")
 
@@ -121,6 +139,8 @@ def scatter_add() -> None:
     x, idx, v = _data()
     f = tr.jit(lambda x, i, v: x.at[i].add(v))
     rows = _tracer_rows(lambda: f(x, idx, v)) + [("numpy", lambda: _add_at(x, idx, v))]
+    rows += _peers(lambda torch, x, i, v: x.index_add(0, i, v),
+                   lambda pt, x, i, v: pt.inc_subtensor(x[i], v), x, idx, v)
     _run(f"np.add.at (scatter-add), float32[{N}]",
          rows + _jax_rows(lambda np_, x, i, v: x.at[i].add(v), x, idx, v), "numpy")
 
@@ -131,6 +151,7 @@ def gather_rows() -> None:
     b, perm = rng.standard_normal((512, 512)), rng.permutation(512)
     f = tr.jit(lambda b, p: b[..., p, :])
     rows = _tracer_rows(lambda: f(b, perm)) + [("numpy", lambda: b[..., perm, :])]
+    rows += _peers(lambda torch, b, p: b[..., p, :], lambda pt, b, p: b[p], b, perm)
     _run("b[..., perm, :] (gather rows), float64[512,512]",
          rows + _jax_rows(lambda np_, b, p: b[..., p, :], b, perm), "numpy")
 
@@ -141,6 +162,7 @@ def take_along_rows() -> None:
     f = tr.jit(lambda x, i: tnp.take_along_axis(x, i, -1))
     rows = _tracer_rows(lambda: f(x, order)) + [
         ("numpy", lambda: np.take_along_axis(x, order, -1))]
+    rows += _peers(lambda torch, x, i: torch.take_along_dim(x, i, dim=-1), None, x, order)
     _run(f"np.take_along_axis rows, float32[1000,{N // 1000}]", rows, "numpy")
 
 

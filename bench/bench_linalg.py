@@ -1,4 +1,5 @@
-"""Batched Cholesky and linear solves: tracer cpu against NumPy, SciPy and JAX.
+"""Batched Cholesky and linear solves: tracer cpu against NumPy, SciPy, JAX, PyTorch
+(eager and torch.compile) and PyTensor's numba backend (each when installed).
 
     python -m bench.bench_linalg              # every workload
     python -m bench.bench_linalg cholesky     # the workloads whose name contains "cholesky"
@@ -23,13 +24,15 @@ import scipy.linalg
 
 import tracer as tr
 import tracer.numpy as tnp
-from bench.common import report, timeit, try_import_jax
+from bench.common import report, timed_rows, timeit, try_import_jax
+from bench.peers import pytensor_rows, torch_rows, try_import_torch
 from tracer import ops
 
 RESULTS: dict[str, dict[str, float]] = {}
 
 
 def _run(title: str, rows: list[tuple[str, Callable[[], Any]]], rtol: float = 1e-8) -> None:
+    rows = timed_rows(rows)
     expected = np.asarray(rows[0][1]())
     for name, fn in rows[1:]:
         np.testing.assert_allclose(np.asarray(fn()), expected, rtol=rtol, atol=rtol,
@@ -46,6 +49,15 @@ def _jax(jax: Any, fn: Callable[..., Any], *args: np.ndarray) -> list:
     jitted = jax.jit(fn)
     device_args = [jax.numpy.asarray(a) for a in args]
     return [("jax", lambda: jitted(*device_args).block_until_ready())]
+
+
+def _peers(torch_fn: Callable[..., Any], pytensor_graph: Callable[..., Any] | None,
+           *args: np.ndarray) -> list:
+    """torch (eager, torch.compile) rows of `torch_fn(torch, *tensors)` and a PyTensor
+    row of `pytensor_graph(pt, *inputs)` (its `pt.linalg`, batched by Blockwise)."""
+    torch = try_import_torch()
+    rows = torch_rows(lambda *a: torch_fn(torch, *a), *args) if torch is not None else []
+    return rows + (pytensor_rows(pytensor_graph, *args) if pytensor_graph else [])
 
 
 def _spd(batch: int, n: int) -> np.ndarray:
@@ -65,6 +77,8 @@ def cholesky(batch: int, n: int) -> None:
             ("scipy (loop)", _loop(lambda m: scipy.linalg.cholesky(m, lower=True,
                                                                   check_finite=False), a))]
     rows += _jax(jax, lambda x: jax.numpy.linalg.cholesky(x) if jax else None, a)
+    rows += _peers(lambda torch, x: torch.linalg.cholesky(x),
+                   lambda pt, x: pt.linalg.cholesky(x, lower=True), a)
     _run(f"cholesky, float64[{batch},{n},{n}]", rows)
 
 
@@ -78,6 +92,8 @@ def solve(batch: int, n: int, k: int) -> None:
             ("scipy (loop)", lambda: np.stack([scipy.linalg.solve(x, y, check_finite=False)
                                                for x, y in zip(a, b)]))]
     rows += _jax(jax, lambda x, y: jax.numpy.linalg.solve(x, y) if jax else None, a, b)
+    rows += _peers(lambda torch, x, y: torch.linalg.solve(x, y),
+                   lambda pt, x, y: pt.linalg.solve(x, y), a, b)
     _run(f"solve, float64[{batch},{n},{n}] @ x = [{batch},{n},{k}]", rows, rtol=1e-7)
 
 
@@ -93,6 +109,8 @@ def triangular_solve(batch: int, n: int, k: int) -> None:
     if jax is not None:
         tri = jax.scipy.linalg.solve_triangular
         rows += _jax(jax, lambda x, y: tri(x, y, lower=True), a, b)
+    rows += _peers(lambda torch, x, y: torch.linalg.solve_triangular(x, y, upper=False),
+                   lambda pt, x, y: pt.linalg.solve_triangular(x, y, lower=True), a, b)
     _run(f"triangular_solve, float64[{batch},{n},{n}] [{batch},{n},{k}]", rows)
 
 

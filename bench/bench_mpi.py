@@ -1,15 +1,21 @@
 """Replicas on MPI: all-reduce against mpi4py, data-parallel MLP training.
 
     python -m bench.bench_mpi            # launches mpiexec -n 1, 2, 4 and prints the tables
+    python -m bench.bench_mpi --allreduce 2 4   # only the all-reduce tables, on 2 and 4
 
 Each job (one numba thread per rank, oversubscribed past the machine's cores) times,
-in the same run, an all-reduce of 1, 2^16 and 2^22 float32 through tracer (`jit` of
-`ops.all_reduce`, with and without the signature check) and through mpi4py's own
-`Allreduce` on NumPy buffers, and the ways compiled code can reach MPI: a host step
-(numba object mode, what tracer does) or MPI's C `MPI_Allreduce` through a ctypes
-function pointer. Then it trains the MLP 784-256-128-10 (global batch 128, SGD,
-gradients summed by one all-reduce) and reports throughput against one process
-and the final weights' distance to the one-process run on the same global batches.
+in the same run, an all-reduce of 1, 2^16, the MLP's gradient (235,146) and 2^22
+float32 through tracer (`jit` of `ops.all_reduce`, with and without the signature
+check) and through mpi4py's own `Allreduce` on NumPy buffers, and the ways compiled
+code can reach MPI: a host step (numba object mode, what tracer does) or MPI's C
+`MPI_Allreduce` through a ctypes function pointer. Ratios are paired: each round
+times every way in turn, and the ratio to mpi4py is the median over rounds of that
+round's ratio (a shared machine's load moves within seconds). Then it trains the MLP
+784-256-128-10 (global batch 128, SGD, gradients summed by one all-reduce) and
+reports throughput against one process (one numba/BLAS thread, and two), the final
+weights' distance to the one-process run on the same global batches, and what data
+parallelism costs a step: the same step without the all-reduce, on the same rows,
+timed in the same rounds (wall and CPU).
 """
 
 from __future__ import annotations
@@ -27,27 +33,35 @@ from typing import Any
 
 import numpy as np
 
-SIZES = (1, 1 << 16, 1 << 22)
 BATCH, LAYERS, STEPS, LR = 128, (784, 256, 128, 10), 30, np.float32(0.05)
+GRADIENT = sum(a * b + b for a, b in itertools.pairwise(LAYERS))  # the MLP's, all-reduced
+SIZES = (1, 1 << 16, GRADIENT, 1 << 22)
 
 
 # ------------------------------------------------------------------ inside the job
-def _paired(comm: Any, fns: dict[str, Callable[[], Any]], number: int,
-            rounds: int = 7) -> dict[str, float]:
-    """Seconds per call of each fn (the slowest rank's), the median of `rounds` rounds
-    in which every fn runs one synchronized loop in turn: paired, so load that comes
-    and goes hits them alike."""
-    for fn in fns.values():
-        fn()
-    times: dict[str, list[float]] = {name: [] for name in fns}
+def _paired(comm: Any, loops: dict[str, Callable[[int], Any]], number: int,
+            rounds: int = 25) -> dict[str, list[float]]:
+    """Seconds per call of each way (the slowest rank's) in each of `rounds` rounds in
+    which every way runs one synchronized loop of `number` calls in turn: paired, so
+    load that comes and goes hits them alike."""
+    for loop in loops.values():
+        loop(1)
+    times: dict[str, list[float]] = {name: [] for name in loops}
     for _ in range(rounds):
-        for name, fn in fns.items():
+        for name, loop in loops.items():
             comm.Barrier()
             t0 = time.perf_counter()
-            for _ in range(number):
-                fn()
+            loop(number)
             times[name].append(comm.allreduce((time.perf_counter() - t0) / number, op=_max()))
-    return {name: float(np.median(t)) for name, t in times.items()}
+    return times
+
+
+def _ratios(times: dict[str, list[float]], base: str) -> dict[str, list[float]]:
+    """Per fn: [median seconds, median over rounds of the ratio to `base` in that round,
+    best round over best round (what a call costs when no other job gets in the way)]."""
+    ref = np.array(times[base])
+    return {name: [float(np.median(t)), float(np.median(np.array(t) / ref)),
+                   float(np.min(t) / np.min(ref))] for name, t in times.items()}
 
 
 def _max() -> Any:
@@ -93,25 +107,32 @@ def _host_step_allreduce(comm: Any) -> Callable[[np.ndarray, np.ndarray, int], A
     return run
 
 
-def _unchecked(step: Callable[[np.ndarray], Any], x: np.ndarray) -> Any:
+def _repeat(count: int, fn: Callable[..., Any], *args: Any) -> None:
+    for _ in range(count):
+        fn(*args)
+
+
+def _unchecked(count: int, step: Callable[[np.ndarray], Any], x: np.ndarray) -> None:
+    """`count` calls with the signature check off (set once: the switch costs µs)."""
     import tracer as tr
     with tr.config.override(distributed_checks=False):
-        return step(x)
+        _repeat(count, step, x)
 
 
 def _size_row(comm: Any, size: int, step: Callable[[np.ndarray], Any],
-              c_loop: Callable[..., Any], host_loop: Callable[..., Any]) -> dict[str, float]:
+              c_loop: Callable[..., Any], host_loop: Callable[..., Any]) -> dict[str, list[float]]:
     x = np.full(size, comm.rank + 1, np.float32)
     y = np.empty_like(x)
-    fns = {"mpi4py Allreduce": lambda: comm.Allreduce(x, y),
-           "tracer all_reduce": lambda: step(x),
-           "tracer, checks off": lambda: _unchecked(step, x),
-           "njit -> C MPI_Allreduce": lambda: c_loop(x, y, 1),
-           "njit -> host step -> mpi4py": lambda: host_loop(x, y, 1)}
-    return _paired(comm, fns, max(3, min(500, (1 << 24) // (size * 16))))
+    loops = {"mpi4py Allreduce": lambda k: _repeat(k, comm.Allreduce, x, y),
+             "tracer all_reduce": lambda k: _repeat(k, step, x),
+             "tracer, checks off": lambda k: _unchecked(k, step, x),
+             "njit -> C MPI_Allreduce": lambda k: _repeat(k, c_loop, x, y, 1),
+             "njit -> host step -> mpi4py": lambda k: _repeat(k, host_loop, x, y, 1)}
+    return _ratios(_paired(comm, loops, max(2, min(100, (1 << 22) // (size * 16)))),
+                   "mpi4py Allreduce")
 
 
-def allreduce_rows(comm: Any) -> dict[str, dict[str, float]]:
+def allreduce_rows(comm: Any) -> dict[str, dict[str, list[float]]]:
     import tracer as tr
     from tracer import ops
     c_loop, host_loop = _c_allreduce(comm), _host_step_allreduce(comm)
@@ -162,75 +183,118 @@ def make_step(replicas: int) -> Callable[..., Any]:
     return tr.jit(step)
 
 
-def train(comm: Any) -> tuple[float, list[np.ndarray]]:
-    """Seconds per step (slowest rank) and the final weights."""
+def _run_steps(comm: Any, step: Callable[..., Any], rows: slice) -> tuple[float, float,
+                                                                        list[np.ndarray]]:
+    """STEPS steps from the initial weights: (wall seconds a step, the slowest rank's;
+    CPU seconds a step, the ranks' mean; the final weights)."""
+    xs, ys = batches()
+    params = init_params()
+    comm.Barrier()
+    t0, c0 = time.perf_counter(), time.thread_time()
+    for s in range(STEPS):
+        params = step(params, xs[s, rows], ys[s, rows])
+    wall, cpu = time.perf_counter() - t0, time.thread_time() - c0
+    return (comm.allreduce(wall / STEPS, op=_max()), comm.allreduce(cpu / STEPS) / comm.size,
+            [np.asarray(p) for p in params])
+
+
+def train(comm: Any, rounds: int = 7) -> tuple[dict[str, float], list[np.ndarray]]:
+    """Step times (medians over paired rounds) and the final weights. With several
+    replicas each round also runs the same step without the all-reduce on the same rows
+    ("local"): the difference is what data parallelism costs a step here (the
+    all-reduce's host step, the gradients' concatenation, waiting for the others)."""
     n, r = comm.size, comm.rank
     rows = slice(r * BATCH // n, (r + 1) * BATCH // n)
     xs, ys = batches()
-    step = make_step(n)
-    step(init_params(), xs[0, rows], ys[0, rows])  # compile
-    comm.Barrier()
-    t0 = time.perf_counter()
-    params = init_params()
-    for s in range(STEPS):
-        params = step(params, xs[s, rows], ys[s, rows])
-    seconds = comm.allreduce((time.perf_counter() - t0) / STEPS, op=_max())
-    return seconds, [np.asarray(p) for p in params]
+    steps = {"step": make_step(n)} | ({"local": make_step(1)} if n > 1 else {})
+    for step in steps.values():
+        step(init_params(), xs[0, rows], ys[0, rows])  # compile
+    runs: dict[str, list[tuple[float, float]]] = {name: [] for name in steps}
+    weights: list[np.ndarray] = []
+    for _ in range(rounds):
+        for name, step in steps.items():
+            wall, cpu, params = _run_steps(comm, step, rows)
+            runs[name].append((wall, cpu))
+            weights = params if name == "step" else weights
+    times = {}
+    for name, pairs in runs.items():
+        times[name], times[f"{name} cpu"] = (float(v) for v in np.median(pairs, axis=0))
+    if n > 1:
+        cost = np.array(runs["step"]) - np.array(runs["local"])
+        times["overhead"], times["overhead cpu"] = (float(v) for v in np.median(cost, axis=0))
+    return times, weights
 
 
-def worker(outdir: str) -> None:
+def worker(outdir: str, tag: str, allreduce_only: bool) -> None:
     from mpi4py import MPI
     comm = MPI.COMM_WORLD
     rows = allreduce_rows(comm) if comm.size > 1 else {}
-    seconds, params = train(comm)
+    times, params = ({}, []) if allreduce_only else train(comm)
     if comm.rank == 0:
-        np.savez(os.path.join(outdir, f"weights_{comm.size}.npz"), *params)
-        with open(os.path.join(outdir, f"times_{comm.size}.json"), "w") as f:
-            json.dump({"allreduce": rows, "step": seconds}, f)
+        np.savez(os.path.join(outdir, f"weights_{tag}.npz"), *params)
+        with open(os.path.join(outdir, f"times_{tag}.json"), "w") as f:
+            json.dump({"allreduce": rows, "train": times}, f)
 
 
 # ------------------------------------------------------------------ the launcher
-def _run_job(n: int, outdir: str) -> None:
+def _run_job(n: int, threads: int, outdir: str, allreduce_only: bool) -> str:
+    """Run one job; its results are in `outdir` under the returned tag."""
+    tag = f"{n}x{threads}"
     mpiexec = shutil.which("mpiexec", path=os.path.dirname(sys.executable)) or "mpiexec"
-    env = {**os.environ, "NUMBA_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+    env = {**os.environ, "NUMBA_NUM_THREADS": str(threads), "OMP_NUM_THREADS": str(threads)}
     subprocess.run([mpiexec, "-n", str(n), sys.executable, "-m", "bench.bench_mpi", "--worker",
-                    outdir], check=True, env=env, timeout=1200)
+                    outdir, tag] + (["--allreduce"] if allreduce_only else []),
+                   check=True, env=env, timeout=1200)
+    return tag
 
 
-def _print_allreduce(n: int, rows: dict[str, dict[str, float]]) -> None:
+def _print_allreduce(n: int, rows: dict[str, dict[str, list[float]]]) -> None:
     for size, row in rows.items():
-        base = row["mpi4py Allreduce"]
-        print(f"\nall-reduce of {size} float32 on {n} processes")
-        for name, seconds in row.items():
-            print(f"  {name:<30} {seconds * 1e6:12.1f} µs   x{seconds / base:6.2f} vs mpi4py")
+        print(f"\nall-reduce of {size} float32 on {n} processes (vs mpi4py: the median of "
+              f"paired rounds' ratios; best round / best round)")
+        for name, (seconds, ratio, best) in row.items():
+            print(f"  {name:<30} {seconds * 1e6:12.1f} µs   x{ratio:6.2f}   best x{best:6.2f}")
 
 
-def main() -> None:
-    outdir = tempfile.mkdtemp(prefix="bench-mpi-")
-    counts = (1, 2, 4)
-    for n in counts:
-        _run_job(n, outdir)
-    times = {}
-    for n in counts:
-        with open(os.path.join(outdir, f"times_{n}.json")) as f:
-            times[n] = json.load(f)
-    for n in counts[1:]:
-        _print_allreduce(n, times[n]["allreduce"])
-    one = np.load(os.path.join(outdir, "weights_1.npz"))
-    print(f"\nMLP {'-'.join(map(str, LAYERS))}, global batch {BATCH}, {STEPS} SGD steps")
-    for n in counts:
-        step = times[n]["step"]
-        speedup = times[1]["step"] / step
-        w = np.load(os.path.join(outdir, f"weights_{n}.npz"))
+def _print_training(outdir: str, runs: dict[str, dict[str, float]]) -> None:
+    one = np.load(os.path.join(outdir, "weights_1x1.npz"))
+    base = runs["1x1"]["step"]
+    print(f"\nMLP {'-'.join(map(str, LAYERS))}, global batch {BATCH}, {STEPS} SGD steps "
+          f"(medians of paired rounds; CPU: per rank)")
+    for tag, t in runs.items():
+        n, threads = map(int, tag.split("x"))
+        w = np.load(os.path.join(outdir, f"weights_{tag}.npz"))
         diff = max(float(np.max(np.abs(w[k] - one[k])) / np.max(np.abs(one[k]))) for k in one)
-        print(f"  {n} process(es): {step * 1e3:8.2f} ms/step  {BATCH / step:9.0f} samples/s  "
-              f"speedup x{speedup:5.2f}  efficiency {speedup / n:5.2f}  "
+        print(f"  {n} process(es) x {threads} thread(s): {t['step'] * 1e3:7.2f} ms/step "
+              f"(CPU {t['step cpu'] * 1e3:5.2f})  {BATCH / t['step']:7.0f} samples/s  "
+              f"speedup x{base / t['step']:5.2f}  efficiency {base / t['step'] / n:5.2f}  "
               f"weights vs 1 process: max rel diff {diff:.1e}")
+        if n > 1:
+            print(f"      the same step without the all-reduce: {t['local'] * 1e3:7.2f} ms "
+                  f"(CPU {t['local cpu'] * 1e3:5.2f}); data parallelism costs "
+                  f"{t['overhead'] * 1e3:6.2f} ms a step (CPU {t['overhead cpu'] * 1e3:5.2f})")
+
+
+def main(argv: list[str]) -> None:
+    allreduce_only = argv[:1] == ["--allreduce"]
+    counts = [int(a) for a in argv[1:]] if allreduce_only else [1, 2, 4]
+    jobs = [(n, 1) for n in counts] + ([] if allreduce_only else [(1, 2)])
+    outdir = tempfile.mkdtemp(prefix="bench-mpi-")
+    results = {}
+    for n, threads in jobs:
+        tag = _run_job(n, threads, outdir, allreduce_only)
+        with open(os.path.join(outdir, f"times_{tag}.json")) as f:
+            results[tag] = json.load(f)
+    for tag, result in results.items():
+        if result["allreduce"]:
+            _print_allreduce(int(tag.split("x")[0]), result["allreduce"])
+    if not allreduce_only:
+        _print_training(outdir, {tag: r["train"] for tag, r in results.items()})
     shutil.rmtree(outdir, ignore_errors=True)
 
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--worker"]:
-        worker(sys.argv[2])
+        worker(sys.argv[2], sys.argv[3], sys.argv[4:5] == ["--allreduce"])
     else:
-        main()
+        main(sys.argv[1:])

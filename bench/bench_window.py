@@ -1,4 +1,5 @@
-"""Pooling on the numba `cpu` backend against NumPy and JAX's `lax.reduce_window`.
+"""Pooling on the numba `cpu` backend against NumPy, JAX's `lax.reduce_window` and
+PyTorch's `max_pool2d`/`avg_pool2d` (eager and torch.compile), each when installed.
 
     python -m bench.bench_window            # all workloads
     python -m bench.bench_window grad       # the workloads whose name contains "grad"
@@ -18,7 +19,9 @@ from typing import Any, Callable
 import numpy as np
 
 import tracer as tr
-from bench.common import report, timeit, try_import_jax
+from bench.common import report, timed_rows, timeit, try_import_jax
+from bench.machine import bound as machine_bound
+from bench.peers import torch_grad_rows, torch_rows, try_import_torch
 from tracer import ops
 
 RESULTS: dict[str, dict[str, float]] = {}
@@ -26,14 +29,28 @@ SHAPE = (32, 64, 56, 56)
 WINDOW, STRIDES = (1, 1, 3, 3), (1, 1, 2, 2)
 
 
-def _run(title: str, rows: list[tuple[str, Callable[[], Any]]], baseline: str) -> None:
+def _run(title: str, rows: list[tuple[str, Callable[[], Any]]], baseline: str,
+         bound: float | None = None) -> None:
+    rows = timed_rows(rows)
     expected = np.asarray(rows[0][1]())
     for name, fn in rows[1:]:
         np.testing.assert_allclose(np.asarray(fn()), expected, rtol=1e-5, atol=1e-5,
                                    err_msg=f"{title}: {name}")
     times = [(name, timeit(fn, repeat=5)) for name, fn in rows]
     RESULTS[title] = dict(times)
-    report(title, times, baseline)
+    report(title, times, baseline, bound=bound)
+
+
+def _torch_pool(kind: str) -> Callable[..., Any]:
+    import torch.nn.functional as F
+    pool = F.max_pool2d if kind == "max" else F.avg_pool2d
+    return lambda x: pool(x, WINDOW[2:], STRIDES[2:])
+
+
+def _pool_bytes(x: np.ndarray) -> int:
+    """Read x once, write the pooled result (a quarter of it, about)."""
+    n, c, h, w = x.shape
+    return x.nbytes + n * c * ((h - 3) // 2 + 1) * ((w - 3) // 2 + 1) * x.itemsize
 
 
 def _windows(x: np.ndarray) -> np.ndarray:
@@ -67,7 +84,10 @@ def pool(kind: str) -> None:
     rows = [("tracer cpu", lambda: f(x)), ("numpy (sliding windows)",
                                            lambda: reduce[kind](_windows(x)))]
     rows += _jax_rows(jax, lambda x: _pool(jax.lax, x, kind), x)
-    _run(f"{kind}-pool 3x3/2 VALID, float32{list(SHAPE)}", rows, "tracer cpu")
+    if try_import_torch() is not None:
+        rows += torch_rows(_torch_pool(kind), x)
+    _run(f"{kind}-pool 3x3/2 VALID, float32{list(SHAPE)}", rows, "tracer cpu",
+         bound=machine_bound(_pool_bytes(x)))
 
 
 def maxpool_grad() -> None:
@@ -80,7 +100,12 @@ def maxpool_grad() -> None:
     rows = [("tracer cpu", lambda: f(x, w))]
     if jax is not None:
         rows += _jax_rows(jax, jax.grad(lambda x, w: loss(jax.lax, x, w)), x, w)
-    _run(f"max-pool gradient 3x3/2, float32{list(SHAPE)}", rows, "tracer cpu")
+    if try_import_torch() is not None:
+        torch_loss = lambda x, w: (_torch_pool("max")(x) * w).sum()  # noqa: E731
+        rows += [(name, lambda fn=fn: fn()[0])  # the gradient w.r.t. x alone
+                 for name, fn in torch_grad_rows(torch_loss, (0,), x, w, value=False)]
+    _run(f"max-pool gradient 3x3/2, float32{list(SHAPE)}", rows, "tracer cpu",
+         bound=machine_bound(2 * x.nbytes + w.nbytes))  # read x and w, write dx
 
 
 WORKLOADS: dict[str, Callable[[], None]] = {

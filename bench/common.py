@@ -1,10 +1,19 @@
-"""Timing helpers shared by the benchmarks: best-of-N medians, ratio tables."""
+"""Timing helpers shared by the benchmarks: best-of-N medians, ratio tables.
+
+Every `report` also appends a record to `RECORDS` (the times, the baseline, the
+first-call seconds of the rows wrapped by `first_call_timed`, the bound), which
+`bench.summary` turns into the at-a-glance table and the JSON file of `bench.run`.
+"""
 
 from __future__ import annotations
 
 import statistics
+import sys
 import time
 from typing import Any, Callable
+
+RECORDS: list[dict[str, Any]] = []
+_FIRST_CALLS: dict[str, float] = {}  # row name -> seconds of its first call, since the last report
 
 
 def timeit(fn: Callable[[], Any], repeat: int = 7, min_time: float = 0.05) -> float:
@@ -27,6 +36,29 @@ def timeit(fn: Callable[[], Any], repeat: int = 7, min_time: float = 0.05) -> fl
     return statistics.median(rounds)
 
 
+def first_call_timed(name: str, fn: Callable[[], Any]) -> Callable[[], Any]:
+    """`fn`, recording how long its first call took (trace + compile + one run for a
+    jitted row: what a user waits for) under `name` for the next `report`."""
+    called = False
+
+    def call() -> Any:
+        nonlocal called
+        if called:
+            return fn()
+        t0 = time.perf_counter()
+        out = fn()
+        # setdefault: a row wrapped twice keeps its innermost (earliest) first call
+        _FIRST_CALLS.setdefault(name, time.perf_counter() - t0)
+        called = True
+        return out
+    return call
+
+
+def timed_rows(rows: list[tuple[str, Callable[[], Any]]]) -> list[tuple[str, Callable[[], Any]]]:
+    """Every row wrapped by `first_call_timed`."""
+    return [(name, first_call_timed(name, fn)) for name, fn in rows]
+
+
 def try_import_jax() -> Any:
     try:
         import jax
@@ -36,12 +68,22 @@ def try_import_jax() -> Any:
         return None
 
 
-def report(title: str, rows: list[tuple[str, float]], baseline: str) -> None:
-    """Print times and ratios to `baseline` (ratios from one run are what to compare)."""
+def report(title: str, rows: list[tuple[str, float]], baseline: str,
+           bound: float | None = None) -> None:
+    """Print times and ratios to `baseline` (ratios from one run are what to compare),
+    and record them. `bound`: the seconds the workload needs at the machine's measured
+    memory bandwidth or FLOP rate (`bench.machine.bound`), where it has one."""
     base = dict(rows)[baseline]
     print(f"\n{title}")
     for name, seconds in rows:
         print(f"  {name:<28} {_fmt(seconds):>12}   x{seconds / base:6.2f} vs {baseline}")
+    if bound is not None:
+        print(f"  {'(bound)':<28} {_fmt(bound):>12}   x{bound / base:6.2f} vs {baseline}")
+    first = {name: _FIRST_CALLS[name] for name, _ in rows if name in _FIRST_CALLS}
+    _FIRST_CALLS.clear()
+    RECORDS.append({"title": title, "module": sys._getframe(1).f_globals.get("__name__", ""),
+                    "baseline": baseline, "times": dict(rows), "first_call": first,
+                    "bound": bound})
 
 
 def _fmt(seconds: float) -> str:

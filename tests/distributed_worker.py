@@ -55,6 +55,30 @@ def check_all_reduce_bit_equal() -> None:
     ok("all_reduce_bit_equal")
 
 
+SAME_SIZES = (5, 1000, 50_001)  # the paths: in the signature slot, all-gathered, all-to-all
+
+
+def pair_data(rank: int, size: int) -> np.ndarray:
+    """What replica `rank` holds so that every job holds the same data: replicas 0 and 1
+    hold data(0) and data(1), any others the identity of the sum (zeros)."""
+    return data(rank, (size,)) if rank < 2 else np.zeros(size, np.float32)
+
+
+def check_all_reduce_same_for_any_process_count() -> None:
+    """On equal data a job of any size gives the same bytes: rank 0 prints a digest of
+    each result, which the test compares across -n 2 and -n 4 and with NumPy."""
+    import hashlib
+    for size in SAME_SIZES:
+        for name, fun in (("add", lambda v: ops.all_reduce(v)),
+                          ("sub", lambda v: ops.all_reduce(v, lambda a, b: a - b))):
+            out = np.asarray(tr.jit(fun)(pair_data(R, size)))
+            assert len(set(gathered_bytes(out))) == 1
+            if R == 0:
+                digest = hashlib.blake2b(out.tobytes(), digest_size=8).hexdigest()
+                print(f"DIGEST {name} {size} {digest}", flush=True)
+    ok("all_reduce_same_for_any_process_count")
+
+
 def check_collectives_in_jit() -> None:
     groups = [[r, (r + N // 2) % N] for r in range(N // 2)] if N > 2 else [[1, 0]]
     group = next(g for g in groups if R in g)
@@ -236,8 +260,9 @@ def fail_die() -> None:
     ops.all_reduce(np.ones(3, np.float32))
 
 
-CHECKS = [check_all_reduce_bit_equal, check_collectives_in_jit, check_grad_and_loops,
-          check_pmap, check_mismatch_raises_everywhere, check_send_recv, check_cuda_backend,
+CHECKS = [check_all_reduce_bit_equal, check_all_reduce_same_for_any_process_count,
+          check_collectives_in_jit, check_grad_and_loops, check_pmap,
+          check_mismatch_raises_everywhere, check_send_recv, check_cuda_backend,
           check_properties]
 FAILURES = {"fail_raise": fail_raise, "fail_stuck": fail_stuck, "fail_die": fail_die}
 

@@ -5,13 +5,16 @@ failing replicas must end the job with a clear error, never hang."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -31,12 +34,29 @@ def _mpiexec(n: int, scenario: str, timeout: float) -> tuple[int, str, float]:
     return done.returncode, done.stdout + done.stderr, time.monotonic() - start
 
 
+def _expected_digests() -> set[str]:
+    """What every job must print for `check_all_reduce_same_for_any_process_count`: the
+    NumPy results of replicas 0 and 1's data (the others hold zeros; the sizes and data
+    of `distributed_worker.SAME_SIZES` and `pair_data`)."""
+    lines = set()
+    for size in (5, 1000, 50_001):
+        x0, x1 = (np.random.default_rng(r).standard_normal(size).astype(np.float32)
+                  for r in (0, 1))
+        for name, value in (("add", x0 + x1), ("sub", x0 - x1)):
+            lines.add(f"DIGEST {name} {size} "
+                      f"{hashlib.blake2b(value.tobytes(), digest_size=8).hexdigest()}")
+    return lines
+
+
 @pytest.mark.parametrize("n", [2, 4])
 def test_collectives_across_processes(n):
     rc, out, _ = _mpiexec(n, "checks", timeout=240)
     assert rc == 0, out[-4000:]
-    for check in ("all_reduce_bit_equal", "collectives_in_jit", "grad_and_loops", "pmap",
-                  "mismatch_raises_everywhere", "send_recv", "cuda_backend", "properties"):
+    digests = set(re.findall(r"DIGEST \w+ \d+ [0-9a-f]{16}", out))  # (ranks' lines interleave)
+    assert digests == _expected_digests(), out[-4000:]  # the same bytes for -n 2 and -n 4
+    for check in ("all_reduce_bit_equal", "all_reduce_same_for_any_process_count",
+                  "collectives_in_jit", "grad_and_loops", "pmap", "mismatch_raises_everywhere",
+                  "send_recv", "cuda_backend", "properties"):
         assert out.count(f"PASS {check} ") == n, (check, out[-4000:])
 
 

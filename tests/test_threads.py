@@ -64,17 +64,55 @@ def test_num_threads_reads_its_environment_variable():
 
 def test_small_products_run_blas_on_one_thread_and_restore_it():
     from tracer.backend.cpu import blas as cpu_blas
-    found = cpu_blas._scipy_openblas()
-    if found is None or found[1] < 2:
+    found = cpu_blas.scipy_openblas_functions()
+    if found is None or found[1]() < 2:
         pytest.skip("SciPy's OpenBLAS is not found here or runs one thread")
-    getter = cpu_blas._scipy_openblas_functions()[1]
+    getter = found[1]
+    default = getter()
     seen = []
     cpu_blas.single_threaded(lambda: seen.append(getter()))()
-    assert seen == [1] and getter() == found[1]
+    assert seen == [1] and getter() == default
+
+
+def test_the_interpreter_runs_small_products_on_one_numpy_blas_thread():
+    """The interpreter tier's np.matmul uses NumPy's OpenBLAS: one thread during a
+    small model's call (a callback inside the graph reads it), the process's after."""
+    from tracer.backend.blas_threads import openblas_functions
+    found = openblas_functions("numpy.libs")
+    if found is None or found[1]() < 2:
+        pytest.skip("NumPy's OpenBLAS is not found here or runs one thread")
+    getter = found[1]
+    default = getter()
+    seen = []
+
+    def f(a, b):
+        y = a @ b
+        return tr.pure_callback(lambda v: seen.append(getter()) or v, y, y)
+
+    a, b = np.ones((4, 6), np.float32), np.ones((6, 3), np.float32)
+    out = tr.jit(f, backend="interpreter")(a, b)
+    np.testing.assert_array_equal(out, a @ b)
+    assert seen == [1] and getter() == default
+
+
+@pytest.mark.parametrize("load, want_one", [(9.0, True), (0.5, False)])
+def test_large_products_run_blas_on_one_thread_only_while_the_machine_is_busy(
+        monkeypatch, load, want_one):
+    from tracer.backend.cpu import blas as cpu_blas
+    functions = cpu_blas.scipy_openblas_functions()
+    if functions is None or functions[1]() < 2:
+        pytest.skip("SciPy's OpenBLAS is not found here or runs one thread")
+    getter = functions[1]
+    found = (functions[0], getter())
+    monkeypatch.setattr(cpu_blas.os, "getloadavg", lambda: (load, load, load))
+    monkeypatch.setattr(cpu_blas, "_busy_reading", [0.0, False])  # (read afresh)
+    seen = []
+    cpu_blas.threads_while_idle(lambda: seen.append(getter()), cores=2)()
+    assert seen == [1 if want_one else found[1]] and getter() == found[1]
 
 
 def test_the_largest_product_is_counted_inside_control_flow():
-    from tracer.backend.cpu.blas import largest_product_flops
+    from tracer.backend.blas_threads import largest_product_flops
 
     def f(a, b):
         return tr.ops.fori_loop(0, 3, lambda i, x: x @ b, a)

@@ -83,7 +83,7 @@ def test_a_failing_background_compile_raises_the_sync_error_at_the_next_call(asy
                                                                             monkeypatch):
     from tracer.backend.cpu.backend import NumbaCpuBackend
 
-    def failing(self, graph):  # (the cache is best-effort now: a compile fails this way)
+    def failing(self, graph, donated=()):  # (the cache is best-effort: a compile fails so)
         raise OSError(f"no space left to compile {graph.name}")
     monkeypatch.setattr(NumbaCpuBackend, "prepare", failing)
     fn = lambda x: tnp.cos(x) * 7.5  # noqa: E731

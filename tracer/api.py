@@ -48,7 +48,7 @@ class Jitted:
         self.static_argnums, self.static_argnames = _resolve_statics(
             self._signature, self._params, _as_tuple(static_argnums, "static_argnums", int),
             _as_tuple(static_argnames, "static_argnames", str), self.name)
-        # checked as JAX checks them; NumPy inputs are never mutated, so nothing else
+        # checked as JAX checks them; the cpu backend may write results into them
         self.donate_argnums = _resolve_donated(
             self._signature, self._params, _as_tuple(donate_argnums, "donate_argnums", int),
             self.static_argnums, self.name)
@@ -167,7 +167,17 @@ class Jitted:
         if config.runtime_checks:
             typecheck(graph)
         return Lowered(graph, f"jit_{self.name}", treedef, avals, out_tree, backend,
-                       self._split, key[2])
+                       self._split, key[2], self._donated_leaves(dynamic))
+
+    def _donated_leaves(self, dynamic: tuple) -> tuple[int, ...]:
+        """Positions, among the flat input leaves, of the donated arguments' leaves."""
+        if not self.donate_argnums:
+            return ()
+        dyn_args = dynamic[0]
+        sizes = [len(tree_flatten(a, is_leaf=_is_aval)[0]) for a in dyn_args]
+        starts = np.cumsum([0] + sizes)
+        return tuple(j for i in self.donate_argnums if i < len(dyn_args)
+                     for j in range(starts[i], starts[i] + sizes[i]))
 
     def _call_with(self, dynamic: tuple, args: tuple, kwargs: dict) -> Any:
         """Call fun with dynamic leaves from `dynamic` and static values from args/kwargs."""
@@ -198,7 +208,7 @@ class Jitted:
     def lower(self, *args: Any, **kwargs: Any) -> Lowered:
         """Trace for these arguments (arrays, scalars or `ShapedArray`s) without running."""
         dynamic, statics = self._split(args, kwargs)
-        leaves, treedef = tree_flatten(dynamic, is_leaf=lambda x: isinstance(x, ShapedArray))
+        leaves, treedef = tree_flatten(dynamic, is_leaf=_is_aval)
         sigs = tuple(map(cache.leaf_signature, leaves))
         key = (treedef, sigs, statics, self.backend or config.default_backend,
                    config.debug_print)
@@ -357,6 +367,10 @@ def device_put(x: Any, device: str = "cuda") -> Any:
 def _flat_treedef(n: int) -> Any:
     """The treedef of `((a_0, ..., a_{n-1}), {})` for n array leaves."""
     return tree_flatten((tuple(range(n)), {}))[1]
+
+
+def _is_aval(x: Any) -> bool:
+    return isinstance(x, ShapedArray)
 
 
 def _as_tuple(x: Any, what: str, kind: type) -> tuple:

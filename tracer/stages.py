@@ -22,7 +22,8 @@ class Lowered:
     """A traced function for one signature, before optimization and compilation."""
 
     def __init__(self, graph: Graph, name: str, in_tree: PyTreeDef, in_avals: Sequence[ShapedArray],
-                 out_tree: PyTreeDef, backend: str, split_args: Any, statics: tuple = ()):
+                 out_tree: PyTreeDef, backend: str, split_args: Any, statics: tuple = (),
+                 donated: tuple[int, ...] = ()):
         self.graph = graph
         self.name = name
         self.in_tree = in_tree
@@ -31,6 +32,7 @@ class Lowered:
         self.backend = backend
         self._split_args = split_args  # (args, kwargs) -> (dynamic pytree, static values)
         self.statics = statics  # the static arguments' (name, type, value), as traced
+        self.donated = donated  # positions of the input leaves of donated arguments
 
     @property
     def hlo(self) -> HloModule:
@@ -52,12 +54,17 @@ class Lowered:
         with profiler.naming(self.name):
             return optimize(self.graph, self.name)
 
+    def backend_options(self) -> dict[str, Any]:
+        """Keyword arguments of the backend's `compile` / `prepare` beyond the graph:
+        the donated inputs, on the cpu backend (the others never write an input)."""
+        return {"donated": self.donated} if self.donated and self.backend == "cpu" else {}
+
     def compile(self) -> "Compiled":
         """Optimize and compile now, in this thread (whatever `config.compile_mode`)."""
         optimized = self.optimize()
         with profiler.naming(self.name), \
                 profiler.span("backend", "backend", backend=self.backend) as extra:
-            executable = get_backend(self.backend).compile(optimized)
+            executable = get_backend(self.backend).compile(optimized, **self.backend_options())
             extra["fresh_compile"] = bool(getattr(executable, "fresh_compile", True))
         source = getattr(executable, "source", None)
         if config.dump_dir and source:

@@ -57,8 +57,9 @@ class BackgroundCompile:
     def _run(self) -> None:
         try:
             with progress.shown(f"compiling {self.compiled.lowered.name}", background=True):
+                options = self.compiled.lowered.backend_options()
                 executable = _compile_off_thread(self.prepared or
-                                                 get_backend("cpu").prepare(self.graph))
+                                                 get_backend("cpu").prepare(self.graph, **options))
             self.stats.compiles += int(getattr(executable, "fresh_compile", True))
             lowered = self.compiled.lowered
             if config.dump_dir:
@@ -116,7 +117,8 @@ class TieredExecutable:
     def _compiled_now(self) -> Any:
         compiled = self.job.compiled
         if compiled.executable is self:  # the background compile failed: compile here
-            executable = get_backend(self.backend).compile(self.job.graph)
+            executable = get_backend(self.backend).compile(
+                self.job.graph, **compiled.lowered.backend_options())
             self.job.stats.compiles += int(getattr(executable, "fresh_compile", True))
             compiled.executable = executable
         return compiled.executable
@@ -127,7 +129,7 @@ def compile_tiered(lowered: Lowered, stats: CacheStats, known: bool) -> Compiled
     `known`: the function compiled other signatures, so this may be a new size of a
     structure whose machine code this process has: then that code serves at once."""
     optimized = lowered.optimize()
-    prepared = _prepared_if_loaded(optimized) if known else None
+    prepared = _prepared_if_loaded(optimized, lowered) if known else None
     if prepared is not None:
         from .backend.cpu import cache as cpu_cache
         if cpu_cache.in_memory(prepared.module.source, prepared.signature):
@@ -138,13 +140,13 @@ def compile_tiered(lowered: Lowered, stats: CacheStats, known: bool) -> Compiled
     return compiled
 
 
-def _prepared_if_loaded(graph: Graph) -> Any:
+def _prepared_if_loaded(graph: Graph, lowered: Lowered) -> Any:
     """The generated module of `graph` when the cpu backend is loaded (never imports
     numba to find out), else None."""
     if "tracer.backend.cpu.backend" not in sys.modules:
         return None
     try:
-        return get_backend("cpu").prepare(graph)
+        return get_backend("cpu").prepare(graph, **lowered.backend_options())
     except Exception:  # noqa: BLE001 - the background job meets it again and reports it
         return None
 

@@ -1,6 +1,12 @@
 """The interpreter backend: runs a graph with the ops' NumPy reference
 implementations. Always available; the oracle every other backend is tested
-against."""
+against.
+
+Its products go through `np.matmul`, so NumPy's OpenBLAS: a graph whose largest
+product is small runs it on one thread (`blas_threads`), as the cpu backend does, so
+the interpreter tier stays fast while a compile worker (or anything else) keeps the
+other cores busy.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +17,9 @@ import numpy as np
 from ..config import config
 from ..core import Graph, Literal, Var
 from ..interpret import run_graph
+from .blas_threads import BLAS_PARALLEL_MIN_FLOPS, largest_product_flops, single_threaded
+
+NUMPY_LIBS = "numpy.libs"
 
 
 class InterpretedExecutable:
@@ -22,9 +31,15 @@ class InterpretedExecutable:
         # the cached constant, and reference impls may return views: those are copied.
         computed = {id(v) for e in graph.eqns for v in e.outputs}
         self._copy = [not (isinstance(a, Var) and id(a) in computed) for a in graph.outputs]
+        flops = largest_product_flops(graph)
+        self._run = (single_threaded(self._run_graph, NUMPY_LIBS)
+                     if 0 < flops < BLAS_PARALLEL_MIN_FLOPS else self._run_graph)
+
+    def _run_graph(self, *args: np.ndarray) -> list:
+        return run_graph(self.graph, args, check=config.runtime_checks)
 
     def __call__(self, *args: np.ndarray) -> list[np.ndarray]:
-        outs = run_graph(self.graph, args, check=config.runtime_checks)
+        outs = self._run(*args)
         return [o if not copy and type(o) is np.ndarray and o.dtype == d and o.flags.owndata
                 else np.array(o, dtype=d)
                 for o, d, copy in zip(outs, self._out_dtypes, self._copy, strict=True)]

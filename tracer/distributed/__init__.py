@@ -28,10 +28,11 @@ class _MpiTransport:
         job = current_job()
         return 1 if job is None else job.size
 
-    def run(self, op: str, operands: tuple[np.ndarray, ...], params: dict[str, Any]) -> Any:
+    def run(self, op: str, operands: tuple[np.ndarray, ...], params: dict[str, Any],
+            out: np.ndarray | None = None) -> Any:
         job = current_job()
         assert job is not None, "replica_count() > 1 only inside a job"
-        return host_ops.run(job, op, operands, params)
+        return host_ops.run(job, op, operands, params, out)
 
 
 def initialize() -> None:

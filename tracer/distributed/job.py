@@ -37,7 +37,9 @@ _GRACE_S = 1.0  # how long a failing rank lets the others print before it aborts
 def as_bytes(x: np.ndarray) -> list[Any]:
     """An MPI buffer of x's bytes: every dtype (bfloat16 included) moves the same way."""
     from mpi4py import MPI
-    return [np.ascontiguousarray(x).reshape(-1).view(np.uint8), MPI.BYTE]
+    if not x.flags.c_contiguous:
+        x = np.ascontiguousarray(x)
+    return [x.reshape(-1).view(np.uint8), MPI.BYTE]
 
 
 class ReplicaError(TracerError, RuntimeError):
@@ -74,6 +76,7 @@ class Job:
         self.sequence = 0  # collectives entered so far (the signature check compares it)
         self.failed = False
         self._scratch = np.empty(0, np.uint8)
+        self._slots = (np.empty(0, np.uint8), np.empty((self.size, 0), np.uint8))
         self._install_excepthook()
         atexit.register(self._finish_sends)  # (runs before mpi4py's MPI_Finalize)
 
@@ -95,6 +98,12 @@ class Job:
         if self._scratch.nbytes < nbytes:
             self._scratch = np.empty(nbytes, np.uint8)
         return self._scratch[:nbytes]
+
+    def slot_buffers(self, nbytes: int) -> tuple[np.ndarray, np.ndarray]:
+        """A reused slot of `nbytes` (uint8) and a (size, nbytes) table to gather slots in."""
+        if self._slots[0].nbytes != nbytes:
+            self._slots = (np.zeros(nbytes, np.uint8), np.empty((self.size, nbytes), np.uint8))
+        return self._slots
 
     def allgather(self, comm: Any, x: np.ndarray, op: str) -> np.ndarray:
         """(group size, *x.shape): every member's x in group order."""

@@ -19,7 +19,7 @@ import numpy as np
 from ..config import config
 from ..core import Graph
 from ..errors import TracerValueError
-from .job import Job
+from .job import Job, as_bytes
 
 SLOT_BYTES = 256
 PAYLOAD_BYTES = SLOT_BYTES - 16
@@ -50,12 +50,6 @@ def _digest(op: str, x: np.ndarray, params: dict[str, Any]) -> int:
     return value
 
 
-def _signature(job: Job, op: str, x: np.ndarray, params: dict[str, Any]) -> np.ndarray:
-    """This replica's [sequence number, hash of the op's description] (counts the op)."""
-    job.sequence += 1
-    return np.array([job.sequence, _digest(op, x, params)], np.int64)
-
-
 def _raise_mismatch(job: Job, op: str, x: np.ndarray, params: dict[str, Any]) -> None:
     texts = job.data.allgather(f"#{job.sequence} {describe(op, x, params)}")
     by_text: dict[str, list[int]] = {}
@@ -70,18 +64,23 @@ def exchange(job: Job, op: str, x: np.ndarray, params: dict[str, Any],
              payload: np.ndarray | None = None) -> np.ndarray:
     """All-gather every replica's signature in a fixed slot of SLOT_BYTES, with up to
     PAYLOAD_BYTES of `payload` riding along; raise on every replica on a mismatch.
-    The (replicas, payload bytes) table of payloads. Slots never change size, so even
-    replicas that disagree complete this exchange."""
-    slot = np.zeros(SLOT_BYTES, np.uint8)
-    mine = _signature(job, op, x, params)
-    slot[:16] = mine.view(np.uint8)
-    size = 0 if payload is None else payload.nbytes
-    if size:
-        slot[16:16 + size] = np.ascontiguousarray(payload).reshape(-1).view(np.uint8)
-    table = job.allgather(job.data, slot, op)
-    if not (np.ascontiguousarray(table[:, :16]).view(np.int64) == mine).all():
+    The (replicas, payload elements) table of payloads, a view of the job's slot table
+    (valid until the next exchange). Slots never change size, so even replicas that
+    disagree complete this exchange."""
+    slot, table = job.slot_buffers(SLOT_BYTES)
+    job.sequence += 1  # (the signature counts the collective)
+    head = slot[:16].view(np.int64)
+    head[0], head[1] = job.sequence, _digest(op, x, params)
+    count = 0 if payload is None else payload.size
+    if count:
+        slot[16:16 + payload.nbytes] = np.ascontiguousarray(payload).reshape(-1).view(np.uint8)
+    job.wait([job.data.Iallgather(as_bytes(slot), as_bytes(table))], op)
+    if table[:, :16].tobytes() != slot[:16].tobytes() * job.size:
         _raise_mismatch(job, op, x, params)
-    return table[:, 16:16 + size]
+    if payload is None:
+        return table[:, 16:16]
+    skip = 16 // payload.itemsize  # (every itemsize divides 16 and SLOT_BYTES)
+    return table.view(payload.dtype)[:, skip:skip + count]
 
 
 def check_signature(job: Job, op: str, x: np.ndarray, params: dict[str, Any]) -> None:

@@ -27,8 +27,8 @@ class Transport(Protocol):
 
     def replica_count(self) -> int: ...
 
-    def run(self, op: str, operands: tuple[np.ndarray, ...],
-            params: dict[str, Any]) -> np.ndarray: ...
+    def run(self, op: str, operands: tuple[np.ndarray, ...], params: dict[str, Any],
+            out: np.ndarray | None = None) -> np.ndarray: ...
 
 
 _transport: Transport | None = None
@@ -66,6 +66,16 @@ def is_process_axis(name: Hashable) -> bool:
     return name is not None and name in _process_axes.get()
 
 
+def run_across_processes(op: str, operands: tuple[Any, ...], params: dict[str, Any],
+                         out: np.ndarray | None = None) -> Any:
+    """Collective `op` across the job's replicas (traced for `params["axis_size"]` of
+    them); an array result is written into `out` when given (a kernel's buffer)."""
+    if replica_count() != params["axis_size"]:
+        raise TracerValueError(f"{op}: traced for {params['axis_size']} replicas but the job "
+                               f"has {replica_count()}")
+    return replica_transport().run(op, operands, params, out)
+
+
 def replica_impl(op: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Wrap a collective's one-replica reference: across processes when the eqn was
     traced with several job replicas, an error for a named axis (only vmap has those)."""
@@ -74,10 +84,7 @@ def replica_impl(op: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         def impl(*operands: Any, **params: Any) -> Any:
             name, size = params["axis_name"], params["axis_size"]
             if name is None and size > 1:
-                if replica_count() != size:
-                    raise TracerValueError(f"{op}: traced for {size} replicas but the job "
-                                           f"has {replica_count()}")
-                return replica_transport().run(op, operands, params)
+                return run_across_processes(op, operands, params)
             if size != 1:
                 raise TracerValueError(f"{op}: a collective over axis {name!r} of size "
                                        f"{size} ran outside vmap(..., axis_name={name!r})")

@@ -145,7 +145,9 @@ def test_an_elementwise_chain_is_one_kernel():
     def gelu(x):
         return 0.5 * x * (1.0 + tnp.tanh(0.7978845608 * (x + 0.044715 * x ** 3)))
     x = np.linspace(-3, 3, 9).astype(np.float32)
-    exe = _compare(gelu, [x])
+    # (at x = -3, 1 + tanh(...) cancels: libdevice's tanhf, an ulp from NumPy's, moves the
+    # result by ~1e-7 absolute, 2.5e-5 relative, on a real GPU)
+    exe = _compare(gelu, [x], atol=1e-6)
     assert _kernels(exe) == 1 and "tanh_f32(" in exe.source
 
 

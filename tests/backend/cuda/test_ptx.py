@@ -49,7 +49,8 @@ def start_job() -> subprocess.Popen:
     global _JOB
     if _JOB is None:
         out = tempfile.TemporaryFile("w+")
-        env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "0", "PYTHONPATH": REPO}
+        path = os.pathsep.join(filter(None, [REPO, os.environ.get("PYTHONPATH")]))
+        env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "0", "PYTHONPATH": path}
         _JOB = subprocess.Popen([sys.executable, "-m", "tests.backend.cuda.test_ptx"],
                                 cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)
         _JOB.output = out  # type: ignore[attr-defined]

@@ -12,9 +12,11 @@ groups; `generate` writes one module with a host function, loops from `nests` /
 emitter runs its NumPy reference through `numba.fallback`); `cache` imports the
 module from the content-addressed cache directory and compiles it for the exact
 argument types.
-The executable allocates every output and top-level buffer with NumPy (huge
-pages, no allocation inside the kernel) and passes the sizes in an int64 array,
-so one compiled kernel serves every batch size. `fresh_compile` says whether
+The executable's launcher (`launch`) allocates every output and top-level buffer
+with NumPy (huge pages, no allocation inside the kernel; large ones kept warm in a
+pool while no one references them), writes outputs into donated inputs where the
+module says it may, and passes the sizes in an int64 array, so one compiled kernel
+serves every batch size. `fresh_compile` says whether
 numba really compiled (not loaded from this process or from disk).
 """
 
@@ -33,11 +35,12 @@ from ... import profiler
 from ...core import Graph, subgraphs
 from ..numba.fusion import INDEX_OPS
 from ..numba.lower import lower
-from ..numba.scalar import HALVES, SCALAR_EMITTERS, storage_dtype
-from ..numba.source import SourceWriter
+from ..blas_threads import BLAS_PARALLEL_MIN_FLOPS, largest_product_flops
+from ..numba.scalar import SCALAR_EMITTERS, storage_dtype
 from . import blas, cache, strided, threads
 from .emit.table import OP_EMITTERS
 from .generate import Module, generate
+from .launch import launcher
 from .options import thread_count
 
 
@@ -68,10 +71,11 @@ class NumbaExecutable:
                  strided_host: strided.StridedHost):
         self.source = module.source
         self.fresh_compile = fresh_compile
+        self.donors = module.donors  # inputs an output is written into
         self._host = host
         self._dims = np.array(module.dims, np.int64)
         self.strided = strided_host  # what happened to non-contiguous inputs (counters)
-        self._call = _launcher(module, host, self._dims, n_inputs, strided_host)
+        self._call = launcher(module, host, self._dims, n_inputs, strided_host)
         self._threaded = bool(_USES_THREADS.search(module.source))
         self._serial: Callable[[], NumbaExecutable] | NumbaExecutable = serial
 
@@ -87,69 +91,6 @@ class NumbaExecutable:
             return self._serial(*args)
         with threads.LOCK:  # the workqueue layer: one parallel kernel at a time
             return self._call(*args)
-
-
-def _launcher(module: Module, host: Callable[..., Any], dims: np.ndarray,
-              n_inputs: int, strided_host: strided.StridedHost) -> Callable[..., list[np.ndarray]]:
-    """A Python function specialized to this module's parameters, so a call does no
-    more than check input layouts, allocate the buffers and call the host function."""
-    env: dict[str, Any] = {"host": host, "dims": dims, "ndarray": np.ndarray, "empty": np.empty,
-                           "uint16": np.uint16, "strided": strided_host, "asarray": np.asarray,
-                           "array": np.array, "np": np}
-    w = SourceWriter()
-    names: list[str] = []
-    with w.block(f"def launch({', '.join(f'a{k}' for k in range(n_inputs))})"):
-        w.line("in_place = False")
-        for p in module.params:
-            names.append(_launch_param(w, env, p))
-        if "parallel" in module.source:  # (numba's thread count is per calling thread)
-            env["set_threads"], env["threads"] = numba.set_num_threads, thread_count()
-            w.line("set_threads(threads)")
-        w.line(f"(strided.host() if in_place else host)({', '.join(names + ['dims'])})")
-        outs = []
-        for k, (kind, payload) in enumerate(module.outputs):
-            if kind == "param":
-                p = module.params[payload]
-                outs.append(f"{p.name}_f16" if p.value.dtype in HALVES else p.name)
-            elif kind == "input":
-                outs.append(f"asarray(a{payload})")
-            else:
-                env[f"literal{k}"] = payload
-                outs.append(f"array(literal{k})")
-        w.line(f"return [{', '.join(outs)}]")
-    exec(compile(w.text(), "<tracer cpu launcher>", "exec"), env)
-    return env["launch"]
-
-
-def _launch_param(w: SourceWriter, env: dict[str, Any], p: Any) -> str:
-    """Lines that produce host parameter `p`; returns the name to pass. An input that
-    is not an aligned C-contiguous ndarray is copied, unless `strided` admits it: the
-    host reads it element by element and its strides suit the loops (see `strided`)."""
-    f16 = p.value.dtype in HALVES  # float16 / bfloat16: the kernel sees uint16 bits
-    if p.kind == "const":  # (the host's C-layout code reads it: contiguous, once)
-        value = np.ascontiguousarray(p.value)
-        env[p.name] = value.view(np.uint16) if f16 else value
-        return p.name
-    if p.kind == "input":
-        a = f"a{p.index}"
-        flags = f"{a}.flags"  # (unaligned data: copied, as numba's code assumes aligned)
-        with w.block(f"if type({a}) is not ndarray or not ({flags}.c_contiguous and "
-                     f"{flags}.aligned)"):
-            if p.value.ndim:
-                with w.block(f"if type({a}) is ndarray and strided.admit({a}, {p.name!r})"):
-                    w.line("in_place = True")
-                with w.block("else"):
-                    w.line(f"{a} = strided.copy({a})")
-            else:
-                w.line(f"{a} = strided.copy({a})")
-        return f"{a}.view(uint16)" if f16 else a
-    shape = tuple(p.value.shape)
-    if f16:
-        w.line(f"{p.name}_f16 = empty({shape!r}, {p.value.dtype.name!r})")
-        w.line(f"{p.name} = {p.name}_f16.view(uint16)")
-    else:
-        w.line(f"{p.name} = empty({shape!r}, np.{p.value.dtype.name})")
-    return p.name
 
 
 @dataclass(frozen=True)
@@ -172,20 +113,23 @@ class NumbaCpuBackend:
     def __init__(self, fuse: bool = True):
         self.fuse = fuse  # False: one loop nest per op (to test fusion against)
 
-    def compile(self, graph: Graph) -> NumbaExecutable:
-        return self.load(self.prepare(graph))
+    def compile(self, graph: Graph, donated: tuple[int, ...] = ()) -> NumbaExecutable:
+        return self.load(self.prepare(graph, donated))
 
-    def prepare(self, graph: Graph) -> "Prepared":
+    def prepare(self, graph: Graph, donated: tuple[int, ...] = ()) -> "Prepared":
         """Lower and generate the module (no numba compile): what a compile worker
-        process compiles into the disk cache before `load` picks it up."""
+        process compiles into the disk cache before `load` picks it up. `donated`:
+        positions of inputs whose buffers outputs may be written into."""
         with profiler.span("codegen", "codegen"):
             graph = lower(graph)
-            return self._generate(graph, thread_count() > 1 and not _uses_blas(graph))
+            return self._generate(graph, thread_count() > 1 and not _uses_blas(graph),
+                                  donated)
 
-    def _generate(self, graph: Graph, parallel_ok: bool) -> "Prepared":
-        module = generate(graph, parallel_ok=parallel_ok, fuse=self.fuse)
+    def _generate(self, graph: Graph, parallel_ok: bool,
+                  donated: tuple[int, ...] = ()) -> "Prepared":
+        module = generate(graph, parallel_ok=parallel_ok, fuse=self.fuse, donated=donated)
         return Prepared(module, module.host, _signature(module), len(graph.inputs),
-                        blas.largest_product_flops(graph), graph)
+                        largest_product_flops(graph), graph)
 
     def load(self, prepared: "Prepared") -> NumbaExecutable:
         """The executable of a prepared module: compiled now, or loaded from memory or
@@ -193,17 +137,18 @@ class NumbaCpuBackend:
         host, fresh = _compiled_host(prepared, prepared.signature)
         module = prepared.module
         inputs = tuple((p.name, p.value.ndim) for p in module.params
-                       if p.kind == "input" and p.value.ndim)
+                       if p.kind == "input" and p.value.ndim and p.index not in module.donors)
         variant = strided.StridedHost(
             module.source, module.host, inputs, functools.partial(_signature, module),
             lambda sig: _compiled_host(prepared, sig)[0],
             functools.partial(cache.in_memory, module.source))
         return NumbaExecutable(module, host, fresh, prepared.n_inputs,
-                               functools.partial(self._serial, prepared.graph), variant)
+                               functools.partial(self._serial, prepared.graph,
+                                                 tuple(sorted(module.donors))), variant)
 
-    def _serial(self, graph: Graph) -> NumbaExecutable:
+    def _serial(self, graph: Graph, donated: tuple[int, ...]) -> NumbaExecutable:
         """The same lowered graph compiled without threads (see NumbaExecutable)."""
-        return self.load(self._generate(graph, parallel_ok=False))
+        return self.load(self._generate(graph, parallel_ok=False, donated=donated))
 
     def clear_memory(self) -> None:
         """Forget compiled modules held in memory (the disk cache stays)."""
@@ -232,15 +177,18 @@ def _compiled_host(prepared: Prepared, signature: tuple) -> tuple[Any, bool]:
     # the launcher's checks and the jit cache's keys guarantee those.
     host = dispatcher.overloads[signature].entry_point
     flops = prepared.blas_flops
-    if flops and (flops < blas.BLAS_PARALLEL_MIN_FLOPS or thread_count() == 1):
+    if flops and (flops < BLAS_PARALLEL_MIN_FLOPS or thread_count() == 1):
         host = blas.single_threaded(host)
+    elif flops:
+        host = blas.threads_while_idle(host, thread_count())
     return host, fresh
 
 
 def _param_type(p: Any, strided_input: bool = False) -> Any:
     """Inputs and buffers hold a ShapedArray, constants the array itself; 'A' layout
     for an input read in place. (Typed writable: the entry point also takes read-only
-    arrays, and kernels never write their inputs; read-only types would make numba
+    arrays, and kernels write only donated inputs, which the launcher makes writable;
+    read-only types would make numba
     specialize the library kernels, such as np.dot, that take inputs and buffers both.)"""
     return _array_type(p.value.dtype, p.value.ndim, "A" if strided_input else "C")
 

@@ -13,7 +13,7 @@ loop nests (`nests`, bodies from `numba.loops`) and ops with their own emitter
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -30,9 +30,10 @@ from ..numba.codegen import (
     module_code,
     write_header,
 )
-from ..numba.fusion import LoopNest, Plan, RowGroup
+from ..numba.fusion import LoopNest, Plan, RowGroup, plan_graph
 from ..numba.scalar import DTYPE_ALIASES, HALVES
 from ..numba.source import SourceWriter
+from .donation import donated_outputs
 from .emit.fallback import emit_fallback
 from .emit.table import OP_EMITTERS
 from .lib.fastmath import __all__ as FAST_HELPERS
@@ -50,6 +51,7 @@ class Module:
     params: list[Param]
     outputs: list[tuple[str, Any]]   # ("input", k) | ("literal", array) | ("param", k)
     dims: list[int]
+    donors: frozenset[int] = frozenset()  # inputs an output is written into (donated)
 
 
 class CpuModuleBuilder(ModuleBuilder):
@@ -60,6 +62,12 @@ class CpuModuleBuilder(ModuleBuilder):
 
 class CpuGraphEmitter(GraphEmitter):
     inline_indices = True
+    # id(output var) -> (input position, its parameter): a donated input written in place
+    donors: dict[int, tuple[int, str]] = {}
+
+    def out_param(self, var: Var) -> str:
+        donor = self.donors.get(id(var))
+        return donor[1] if donor is not None else super().out_param(var)
 
     def emit_op(self, eqn: Eqn) -> None:
         OP_EMITTERS.get(eqn.op.name, emit_fallback)(self, eqn)
@@ -70,18 +78,25 @@ class CpuGraphEmitter(GraphEmitter):
 
 # ------------------------------------------------------------------ the module
 
-def generate(graph: Graph, parallel_ok: bool, fuse: bool = True) -> Module:
-    """The module for `graph`, its host function named after the graph."""
+def generate(graph: Graph, parallel_ok: bool, fuse: bool = True,
+             donated: Sequence[int] = ()) -> Module:
+    """The module for `graph`, its host function named after the graph; outputs go
+    into the buffers of `donated` inputs where `donation` finds it safe."""
     mod = CpuModuleBuilder(parallel_ok, fuse, graph)
     name = host_name(mod, graph)
     body = SourceWriter()
     top = CpuGraphEmitter(mod, body, top=True)
     top.outputs = [id(a) for a in graph.outputs]
-    refs = top.emit_graph(graph, [_host_input(mod, body, v, k)
-                                  for k, v in enumerate(graph.inputs)])
+    in_refs = [_host_input(mod, body, v, k) for k, v in enumerate(graph.inputs)]
+    if donated and fuse:
+        plan = plan_graph(graph, fuse, top.inline_indices)  # (as emit_graph plans it)
+        top.donors = {out: (k, in_refs[k].name)
+                      for out, k in donated_outputs(graph, plan, donated).items()}
+    refs = top.emit_graph(graph, in_refs)
     outputs = _finish_outputs(top, graph, refs)
     host = _host_function(mod, name, body)
-    return Module(_module_text(mod, graph, host), name, mod.params, outputs, mod.sizes)
+    return Module(_module_text(mod, graph, host), name, mod.params, outputs, mod.sizes,
+                  frozenset(k for k, _ in top.donors.values()))
 
 
 def _host_input(mod: ModuleBuilder, w: SourceWriter, var: Var, k: int) -> Ref:
@@ -106,6 +121,9 @@ def _finish_outputs(top: GraphEmitter, graph: Graph, refs: list[Ref]) -> list[tu
             continue
         if id(atom) in input_ids:
             outputs.append(("input", input_ids[id(atom)]))
+            continue
+        if id(atom) in top.donors:  # (a loop nest stored it there)
+            outputs.append(("input", top.donors[id(atom)][0]))
             continue
         out = top.out_param(atom)
         if ref.scalar:

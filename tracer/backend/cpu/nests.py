@@ -14,16 +14,14 @@ others), then the partials combine in chunk order.
 
 The outermost loop becomes a `numba.prange`, in a separate `parallel=True`
 kernel, when the nest is large, computes something costly per element, and the
-graph calls no BLAS. A top-level array a nest writes reuses the buffer of a value
-no later step reads, when one of its shape and dtype is free.
+graph calls no BLAS. Where a top-level array a nest writes lives: `buffers`.
 """
 
 from __future__ import annotations
 
 import math
 import os
-import weakref
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Union
 
 import numpy as np
@@ -34,7 +32,6 @@ from ..numba.codegen import GraphEmitter, Ref, load, store_value
 from ..numba.fusion import (
     CHEAP_OPS,
     LoopNest,
-    OpStep,
     Plan,
     RowGroup,
     is_reduce,
@@ -44,6 +41,7 @@ from ..numba.fusion import (
 from ..numba.loops import Index, LoopBody, inner_loop
 from ..numba.scalar import alias, literal, storage_dtype
 from ..numba.source import SourceWriter
+from .buffers import nest_buffer, writes_in_place
 from .options import NJIT_OPTIONS, PARALLEL_MIN_ELEMENTS, thread_count
 
 # The threads of a parallel kernel sleep while they wait (OpenMP's default spins): on
@@ -152,7 +150,7 @@ def _allocate(body: LoopBody, nest: LoopNest, group: RowGroup, threads: str | No
     ge, outs = body.ge, {}
     for v in nest.stores + [v for e in nest.reduces for v in e.outputs if v.aval.ndim]:
         if id(v) not in group.scratch:
-            outs[id(v)] = Ref(body.outer(_buffer(ge, body.plan, step, v)), v.aval)
+            outs[id(v)] = Ref(body.outer(nest_buffer(ge, body.plan, step, v)), v.aval)
             ge.bind(v, outs[id(v)])
         elif v.aval.ndim == group.depth:
             outs[id(v)] = None
@@ -164,69 +162,6 @@ def _allocate(body: LoopBody, nest: LoopNest, group: RowGroup, threads: str | No
             outs[id(v)] = Ref(name, v.aval, ("chunk" if threads else "0",), group.depth)
             ge.bind(v, outs[id(v)])
     return outs
-
-
-@dataclass
-class _Pool:
-    """The top-level buffers nests write, for reuse once no later step reads their
-    value (a chain of stencil steps then needs two buffers, not one per step: each
-    fresh buffer costs page faults on every call). Only values that nothing but loop
-    nests read qualify: an op's emitter may keep a view of its operand."""
-
-    last_read: dict[int, int]  # id(value) -> position of its last reader
-    held: list[tuple[str, Var, int]] = field(default_factory=list)  # (name, value, written at)
-
-
-_POOLS: "weakref.WeakKeyDictionary[GraphEmitter, _Pool]" = weakref.WeakKeyDictionary()
-
-
-def _buffer(ge: GraphEmitter, plan: Plan, step: LoopNest | RowGroup, v: Var) -> str:
-    """A buffer for `v`, written by `step`: a free one of its shape and dtype, if any."""
-    if not ge.top or id(v) in plan.outputs:
-        return ge.alloc(v)
-    pool = _POOLS.get(ge)
-    if pool is None:
-        pool = _POOLS[ge] = _Pool(_last_reads(plan))
-    here = next(k for k, s in enumerate(plan.steps) if s is step)
-    for k, (name, w, written) in enumerate(pool.held):
-        if w.aval.shape == v.aval.shape and w.aval.dtype == v.aval.dtype and \
-                max(written, pool.last_read.get(id(w), here)) < here:
-            pool.held[k] = (name, v, here)
-            return name
-    name = ge.alloc(v)
-    pool.held.append((name, v, here))
-    return name
-
-
-def _last_reads(plan: Plan) -> dict[int, int]:
-    """id(value) -> position of the last step reading it (-1: none), for the values
-    that only loop nests read."""
-    last: dict[int, int] = {}
-    opaque: set[int] = set()
-    for k, step in enumerate(plan.steps):
-        if isinstance(step, OpStep):
-            opaque |= _op_reads(plan, step.eqn)
-            continue
-        for nest in step.nests if isinstance(step, RowGroup) else [step]:
-            last.update((v, k) for v in nest_reads(plan, nest))
-            last.update((id(v), last.get(id(v), -1)) for v in nest.stores)
-    return {v: k for v, k in last.items() if v not in opaque}
-
-
-def _op_reads(plan: Plan, eqn: Eqn) -> set[int]:
-    """ids of the values an op's emitter reads: its inputs, and what it reads through
-    the producers the plan leaves to it (a gather computes its index array's wrap of
-    negative indices per element: the wrapped rows and columns are read then)."""
-    found: set[int] = set()
-    stack = [a for a in eqn.inputs if isinstance(a, Var)]
-    while stack:
-        v = stack.pop()
-        if id(v) in found:
-            continue
-        found.add(id(v))
-        if id(v) not in plan.materialized and id(v) in plan.producers:
-            stack += [a for a in plan.producers[id(v)].inputs if isinstance(a, Var)]
-    return found
 
 
 def _parallel(ge: GraphEmitter, plan: Plan, group: RowGroup) -> bool:
@@ -278,7 +213,7 @@ def _emit_column_reduce(ge: GraphEmitter, plan: Plan, nest: LoopNest) -> None:
     kept_index = body.unsigned(tuple(index[d] for d in kept))
     parts: Outs = {}
     for v in nest.stores:  # (each chunk writes its own rows)
-        parts[id(v)] = Ref(body.outer(_buffer(ge, plan, nest, v)), v.aval)
+        parts[id(v)] = Ref(body.outer(nest_buffer(ge, plan, nest, v)), v.aval)
         ge.bind(v, parts[id(v)])
     for v in (eqn.outputs[0] for eqn in nest.reduces):
         name = body.define(ge.fresh(f"{ge.hint(v)}_parts"))
@@ -339,7 +274,7 @@ def _combine_parts(body: LoopBody, plan: Plan, nest: LoopNest, parts: Outs,
     ge = body.ge
     for eqn in nest.reduces:
         v = eqn.outputs[0]
-        out = Ref(body.outer(_buffer(ge, plan, nest, v)), v.aval)
+        out = Ref(body.outer(nest_buffer(ge, plan, nest, v)), v.aval)
         ge.bind(v, out)
         scalar = v.aval.update(shape=())
         acc, part = ge.fresh("acc"), parts[id(v)].name
@@ -401,6 +336,14 @@ def _loops(body: LoopBody, shape_atom: Atom, dims: list[int], parallel: bool,
 
 def _emit_body(body: LoopBody, nest: LoopNest, outs: Outs, index: Index,
                kept: list[int], accs: list[Accumulator] | None) -> None:
+    if writes_in_place(body.ge, nest):
+        # A store over a value the nest reads at this index: every value first, then
+        # the stores, so no read sees a store.
+        values = [(v, _named(body, v, index)) for v in nest.stores]
+        for v, name in values:
+            value = store_value(name, v.aval.dtype, body.ge.mod)
+            body.w.line(f"{outs[id(v)].at(body.unsigned(index))} = {value}")
+        return
     reduces = iter(range(len(nest.reduces)))
     for root in _ordered_roots(nest):
         if isinstance(root, Var):

@@ -293,27 +293,40 @@ def _targets(ge: DeviceGraphEmitter, nest: LoopNest, outs: dict[int, Ref], rows:
 
 def _combine_chunks(ge: DeviceGraphEmitter, nest: LoopNest, outs: dict[int, Ref],
                     targets: dict[int, str], rows: str, splits: str) -> None:
-    """The second pass: fold each row's chunk results, in chunk order, into the outputs."""
+    """The second pass: one block per row folds that row's chunk results. Each thread
+    folds a contiguous run of chunks in order, then the block's tree combines the runs
+    (keeping thread order where the computation needs it). A row has up to a thousand
+    chunks on a large GPU: one thread reading them one after another waited out a
+    memory latency each (0.4 ms of a 0.43 ms sum of 2^26 floats on an H200)."""
     flat = {id(v): ge.view(f"{ge.array_of(outs[id(v)])}.reshape(({rows},))",
                            v.aval.update(shape=(1,)), "flat_out").name for v in _reduced(nest)}
     ge.mod.types[splits] = numba.types.int64
     k = Kernel(ge, "combine")
-    row, s = k.fresh("row"), k.fresh("chunk")
+    accs = [_accumulators(k, e) for e in nest.reduces]
+    row, s, lo, hi = (k.fresh(name) for name in ("row", "chunk", "lo", "hi"))
     atom = shape_atom(nest)
     depth = len(nest.shape) - len(nest.reduce_dims)
     total = product([k.dim(atom, d) for d in range(depth)])
-    with k.w.block(f"for {row} in range(cuda.grid(1), {total}, cuda.gridsize(1))"):
-        for eqn in nest.reduces:
-            names = [k.outer(targets[id(v)]) for v in eqn.outputs]
-            accs = [k.fresh("acc") for _ in eqn.outputs]
-            k.w.line(f"{', '.join(accs)} = {', '.join(f'{n}[{row}, 0]' for n in names)}")
-            with k.w.block(f"for {s} in range(1, {k.outer(splits)})"):
-                new = emit_scalar_graph(k, eqn.params["to_apply"],
-                                        accs + [f"{n}[{row}, {s}]" for n in names])
-                k.w.line(f"{', '.join(accs)} = {', '.join(new)}")
-            for v, a in zip(eqn.outputs, accs, strict=True):
-                k.w.line(f"{k.outer(flat[id(v)])}[{row}] = {store_value(a, v.aval.dtype, k.mod)}")
-    k.launch(f"launch.grid({rows})", "launch.CONFIG.block", "fold the chunks of each row")
+    n = k.outer(splits)
+    with k.w.block(f"for {row} in range(cuda.blockIdx.x, {total}, cuda.gridDim.x)"):
+        k.w.line(f"{lo} = {_T} * (({n} + {_NT} - 1) // {_NT})")
+        k.w.line(f"{hi} = min({lo} + ({n} + {_NT} - 1) // {_NT}, {n})")
+        for acc in accs:
+            names = [k.outer(targets[id(v)]) for v in acc.eqn.outputs]
+            k.w.line(f"{', '.join(acc.names)} = "
+                     f"{', '.join(f'{t}[{row}, min({lo}, {n} - 1)]' for t in names)}")
+            k.w.line(f"{acc.have} = {lo} < {hi}")
+            with k.w.block(f"for {s} in range({lo} + 1, {hi})"):
+                _fold(k, acc, [f"{t}[{row}, {s}]" for t in names], always=True)
+        _tree(k, accs)
+        with k.w.block(f"if {_T} == 0"):
+            for acc in accs:
+                for v, shared in zip(acc.eqn.outputs, acc.shared, strict=True):
+                    value = store_value(f"{shared}[0]", v.aval.dtype, k.mod)
+                    k.w.line(f"{k.outer(flat[id(v)])}[{row}] = {value}")
+        k.w.line("cuda.syncthreads()")  # (the shared arrays are reused by the next row)
+    k.launch(f"launch.grid({rows}, 1)", f"launch.row_block({splits})",
+             "fold the chunks of each row")
 
 
 # ------------------------------------------------------------------ row groups

@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import numpy as np
+
 from ...core import Eqn
 from ...errors import TracerValueError
+from ...ops.replicas import run_across_processes
+from .fallback import Runner, from_kernel
+from .scalar import HALVES
 
 
 def collective_case(eqn: Eqn) -> str:
@@ -24,3 +31,21 @@ def collective_case(eqn: Eqn) -> str:
     if eqn.op.name == "collective_permute" and (0, 0) not in p["source_target_pairs"]:
         return "zeros"
     return "identity"
+
+
+def into_runner(eqn: Eqn) -> Runner:
+    """The host step of a collective across processes with an array result: called as
+    `run(table, index, out, *operands)` from object mode, it writes the result straight
+    into the kernel's buffer `out` (for an all-reduce, MPI's last receive lands there),
+    so no copy follows. It passes the eqn's own params, whose signature digest is
+    cached."""
+    name, params = eqn.op.name, eqn.params
+    in_avals, aval = [a.aval for a in eqn.inputs], eqn.outputs[0].aval
+
+    def call(out: np.ndarray, *operands: Any) -> tuple[()]:
+        args = tuple(from_kernel(x, a) for x, a in zip(operands, in_avals, strict=True))
+        with np.errstate(all="ignore"):
+            run_across_processes(name, args, params, out.view(aval.dtype)
+                                 if aval.dtype in HALVES else out)
+        return ()
+    return call

@@ -60,7 +60,7 @@ def runner(eqn: Eqn) -> Runner:
     out_avals = [v.aval for v in eqn.outputs]
 
     def call(*operands: Any) -> tuple[Any, ...]:
-        args = [_from_kernel(x, a) for x, a in zip(operands, in_avals, strict=True)]
+        args = [from_kernel(x, a) for x, a in zip(operands, in_avals, strict=True)]
         with np.errstate(all="ignore"):
             outs = eqn.op.impl(*args, **eqn.params)
         outs = outs if eqn.op.multiple_results else (outs,)
@@ -68,7 +68,8 @@ def runner(eqn: Eqn) -> Runner:
     return call
 
 
-def _from_kernel(x: Any, aval: ShapedArray) -> np.ndarray:
+def from_kernel(x: Any, aval: ShapedArray) -> np.ndarray:
+    """An operand as the kernel holds it (float16 / bfloat16 as uint16 bits) -> NumPy."""
     if aval.dtype in HALVES and aval.ndim:
         return np.asarray(x).view(aval.dtype)
     return np.asarray(x, dtype=aval.dtype)

@@ -21,7 +21,9 @@ stays compiled in memory). numba's handling of every other function is unchanged
 
 from __future__ import annotations
 
+import functools
 import glob
+import hashlib
 import os
 import shutil
 import threading
@@ -102,8 +104,18 @@ class TracerLocator(caching._CacheLocator):
 
 
 def _source_hash(path: str) -> str:
+    """The SHA-256 of a library's source: its machine code is valid wherever that text
+    is (a new checkout or install keeps the cache; an edit invalidates it)."""
     st = os.stat(path)
-    return caching._hash_source_file(path, st.st_mtime, st.st_size).hex()
+    return _content_hash(path, st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=64)
+def _content_hash(path: str, mtime_ns: int, size: int) -> str:
+    """The SHA-256 of one version of a file, read once (a library's functions all ask
+    as it is imported)."""
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
 
 
 def _ours(cache: Any) -> bool:

@@ -23,7 +23,8 @@ from numba import cuda
 
 from ....core import ShapedArray
 from ...numba.scalar import F16
-from . import launch
+from . import launch, pool
+from .launch import SIMULATED
 
 F32 = np.dtype(np.float32)
 
@@ -37,7 +38,15 @@ def device_put(x: Any) -> Any:
     """`x` as a device array (NumPy arrays and scalars are copied; device arrays stay)."""
     if is_device_array(x):
         return x
-    return cuda.to_device(np.array(x, order="C"))  # (ascontiguousarray makes 0-d arrays 1-d)
+    return _copied_in(np.asarray(x, order="C"))  # (ascontiguousarray makes 0-d arrays 1-d)
+
+
+def _copied_in(x: np.ndarray) -> Any:
+    """A C-contiguous host array copied into a new device array."""
+    out = empty(x.shape, x.dtype)
+    if x.size:
+        out.copy_to_device(x)
+    return out
 
 
 def register_dtype(dtype: np.dtype) -> np.dtype:
@@ -46,7 +55,11 @@ def register_dtype(dtype: np.dtype) -> np.dtype:
 
 
 def empty(shape: Sequence[int], dtype: Any) -> Any:
-    return cuda.device_array(tuple(shape), np.dtype(dtype))
+    """A new C-contiguous device array; on a GPU its memory comes from `pool`."""
+    shape, dtype = tuple(int(n) for n in shape), np.dtype(dtype)
+    if SIMULATED or 0 in shape:
+        return cuda.device_array(shape, dtype)
+    return pool.empty(shape, dtype)
 
 
 def scalar(value: Any, dtype: Any) -> Any:
@@ -134,8 +147,8 @@ def to_device(x: Any, aval: ShapedArray) -> Any:
         return contiguous(x)
     if aval.ndim == 0:
         reg = register_dtype(aval.dtype)
-        return cuda.to_device(np.asarray(x, aval.dtype).astype(reg).reshape((1,)))
-    return cuda.to_device(np.ascontiguousarray(np.asarray(x, aval.dtype)))
+        return _copied_in(np.asarray(x, aval.dtype).astype(reg).reshape((1,)))
+    return _copied_in(np.ascontiguousarray(np.asarray(x, aval.dtype)))
 
 
 def to_host(x: Any, aval: ShapedArray) -> np.ndarray:

@@ -12,11 +12,16 @@ generator; the launch functions below read the same `CONFIG`.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import os
+import warnings
 from dataclasses import dataclass
 
 from numba import cuda
 from numba.cuda.core import config as _cuda_config
+
+from ....config import ConfigWarning
 
 SIMULATED = bool(_cuda_config.ENABLE_CUDASIM)
 
@@ -40,7 +45,30 @@ GPU = LaunchConfig(block=256, reduce_block=512, blocks_per_sm=8, min_split=8192,
                    tile_m=128, tile_n=128, tile_k=8, thread_m=8, thread_n=8)
 SIMULATOR = LaunchConfig(block=4, reduce_block=8, blocks_per_sm=1, min_split=16,
                          tile_m=4, tile_n=4, tile_k=2, thread_m=2, thread_n=2)
+
+
+def _with_gemm_tiles(config: LaunchConfig, spec: str) -> LaunchConfig:
+    """`config` with the GEMM shape `spec` = "tile_m,tile_n,tile_k,thread_m,thread_n"
+    (TRACER_CUDA_GEMM_TILES: bench_cuda tries several shapes on the card at hand); a
+    malformed one warns and keeps `config`, as tracer's other settings do."""
+    try:
+        tm, tn, tk, rm, rn = (int(part) for part in spec.split(","))
+        valid = min(tm, tn, tk, rm, rn) >= 1 and tm % rm == 0 and tn % rn == 0 and (
+            (tm // rm) * (tn // rn) <= 1024)
+    except ValueError:
+        valid = False
+    if not valid:
+        warnings.warn(f"TRACER_CUDA_GEMM_TILES={spec!r} ignored: expected five positive "
+                      "integers tile_m,tile_n,tile_k,thread_m,thread_n, thread_m dividing "
+                      "tile_m, thread_n tile_n, at most 1024 threads", ConfigWarning)
+        return config
+    return dataclasses.replace(config, tile_m=tm, tile_n=tn, tile_k=tk, thread_m=rm,
+                               thread_n=rn)
+
+
 CONFIG = SIMULATOR if SIMULATED else GPU
+if os.environ.get("TRACER_CUDA_GEMM_TILES"):
+    CONFIG = _with_gemm_tiles(CONFIG, os.environ["TRACER_CUDA_GEMM_TILES"])
 
 
 @functools.cache

@@ -1,0 +1,81 @@
+"""Where nests write (cpu/buffers.py): an element-wise nest may store over a value it
+reads last and only at its own index (a product's result, then its activation), and
+then computes every value before storing any. Checked against NumPy on programs where
+writing in place would be wrong (a transposed, mirrored or shifted read, a later
+reader, two stores of one nest; each nest's result feeds another product, so it is an
+intermediate, not an output), with the in-place write itself asserted from the source."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import tracer as tr
+import tracer.numpy as tnp
+
+
+def _activation(a, w, np_):  # tanh written over the product's buffer
+    return (np_.tanh(a @ w) * 2) @ w
+
+
+def _transposed(a, w, np_):  # the product read at (j, i) too: not in place
+    t = a @ w
+    return ((t + 1).T * t) @ w
+
+
+def _reversed(a, w, np_):  # the product read at the mirrored row too
+    t = a @ w
+    return (t[::-1] * t + 1) @ w
+
+
+def _shifted(a, w, np_):  # the product read at the next row
+    t = a @ w
+    return t[1:] - t[:-1]
+
+
+def _read_later(a, w, np_):  # the product read again by the next product
+    t = a @ w
+    return np_.tanh(t) @ t
+
+
+def _two_stores(a, w, np_):  # one nest stores two values read from the product
+    t = a @ w
+    return np_.tanh(t) @ w, (t * t + 1) @ w
+
+
+def _siblings(a, w, np_):  # one nest: tanh(u) may go over t before t*2 reads t
+    t, u = a @ w, a @ w.T
+    return np_.tanh(u) @ w, (t * 2) @ w, (np_.exp(u) - t) @ w
+
+
+def _gradient_shape(a, w, np_):  # reverse mode's pattern: cotangent times (1 - h*h)
+    h = np_.tanh(a @ w)
+    g = h @ w.T
+    return a.T @ (g @ w * (1 - h * h))
+
+
+PROGRAMS = [_activation, _transposed, _reversed, _shifted, _read_later, _two_stores, _siblings,
+            _gradient_shape]
+
+
+@pytest.mark.parametrize("program", PROGRAMS, ids=lambda f: f.__name__.strip("_"))
+def test_nests_writing_over_their_operands_match_numpy(program):
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((48, 48)).astype(np.float32)
+    w = (rng.standard_normal((48, 48)) * 0.2).astype(np.float32)
+    got = tr.jit(lambda a, w: program(a, w, tnp))(a, w)
+    want = program(a.astype(np.float64), w.astype(np.float64), np)
+    for g, x in zip(got if isinstance(got, tuple) else [got],
+                    want if isinstance(want, tuple) else [want], strict=True):
+        np.testing.assert_allclose(g, x, rtol=1e-4, atol=1e-4)
+
+
+def test_an_activation_is_written_over_the_product():
+    a = np.ones((64, 32), np.float32)
+    w = np.ones((32, 16), np.float32)
+    source = tr.jit(lambda a, w: tnp.tanh(a @ w) @ w.T).lower(a, w).compile().source
+    nest = source[source.index("loop nest"):]
+    read = re.search(r"= (\w+)\[i0, i1\]", nest).group(1)  # the product's buffer
+    assert re.search(rf"^ *{read}\[i0, i1\] = ", nest, re.MULTILINE)  # written over

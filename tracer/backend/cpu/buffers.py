@@ -1,0 +1,119 @@
+"""Where the top-level arrays loop nests write live: a buffer whose value no later
+step reads, of the same shape and dtype, is reused (a chain of stencil steps then needs
+two buffers, not one per step: each fresh buffer costs page faults on every call), and
+an element-wise nest may write over a value it reads last and only at its own index
+(a product's result, then its activation in place). Such a nest computes all of its
+values before it stores any (`writes_in_place`, read by `nests`)."""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass, field
+
+from ...core import Eqn, Var
+from ..numba.codegen import GraphEmitter
+from ..numba.fusion import LoopNest, OpStep, Plan, RowGroup, nest_reads
+
+
+@dataclass
+class _Pool:
+    """The top-level buffers nests write, for reuse once no later step reads their
+    value (a chain of stencil steps then needs two buffers, not one per step: each
+    fresh buffer costs page faults on every call). Only values that nothing but loop
+    nests read qualify: an op's emitter may keep a view of its operand. A nest whose
+    last reader reads it only at its own index (element-wise) may write in place."""
+
+    last_read: dict[int, int]  # id(value) -> position of its last reader
+    held: list[tuple[str, Var, int]] = field(default_factory=list)  # (name, value, written at)
+    in_place: set[int] = field(default_factory=set)  # values stored over what they read
+
+
+_POOLS: "weakref.WeakKeyDictionary[GraphEmitter, _Pool]" = weakref.WeakKeyDictionary()
+
+
+def nest_buffer(ge: GraphEmitter, plan: Plan, step: LoopNest | RowGroup, v: Var) -> str:
+    """A buffer for `v`, written by `step`: a free one of its shape and dtype, if any."""
+    if not ge.top or id(v) in plan.outputs:
+        return ge.alloc(v)
+    pool = _POOLS.get(ge)
+    if pool is None:
+        pool = _POOLS[ge] = _Pool(_last_reads(plan))
+    here = next(k for k, s in enumerate(plan.steps) if s is step)
+    own_index = _read_at_own_index(plan, step)
+    for k, (name, w, written) in enumerate(pool.held):
+        last = pool.last_read.get(id(w), here + 1)
+        if w.aval.shape == v.aval.shape and w.aval.dtype == v.aval.dtype and written < here \
+                and (last < here or (last == here and id(w) in own_index)):
+            pool.held[k] = (name, v, here)
+            if last == here:
+                pool.in_place.add(id(v))
+            return name
+    name = _operand_buffer(ge, plan, pool, here, own_index, v) or ge.alloc(v)
+    pool.held.append((name, v, here))
+    return name
+
+
+def _operand_buffer(ge: GraphEmitter, plan: Plan, pool: _Pool, here: int,
+                    own_index: list[int], v: Var) -> str | None:
+    """The buffer of a value this nest reads last, only at its own index, that an op
+    wrote (a product's result, then its element-wise activation written over it), or
+    None. Only a top-level buffer parameter qualifies, never a view an op made."""
+    buffers = {p.name for p in ge.mod.params if p.kind == "buffer"} - \
+        set(ge.out_params.values())
+    for w in (o for i in own_index if i in plan.producers for o in plan.producers[i].outputs):
+        ref = ge.env.get(id(w))
+        if id(w) in own_index and pool.last_read.get(id(w)) == here and ref is not None \
+                and ref.name in buffers and not ref.lead and w.aval == v.aval \
+                and all(name != ref.name for name, _, _ in pool.held):
+            pool.in_place.add(id(v))
+            return ref.name
+    return None
+
+
+def _read_at_own_index(plan: Plan, step: LoopNest | RowGroup) -> list[int]:
+    """ids of the values a nest without reductions reads only at its own index (each
+    element read before the same element is stored; `_buffer` checks the shape)."""
+    if not isinstance(step, LoopNest) or step.reduces:
+        return []
+    identity = tuple(range(len(step.shape)))  # (in the nest's order: the same code each run)
+    return [v for v, maps in nest_reads(plan, step).items() if maps == {identity}]
+
+
+def writes_in_place(ge: GraphEmitter, nest: LoopNest) -> bool:
+    """Whether a store of `nest` overwrites a value the nest reads (a donated input,
+    or a pool buffer): then the nest computes every value before it stores any."""
+    pool = _POOLS.get(ge)
+    in_place = pool.in_place if pool is not None else set()
+    donors = getattr(ge, "donors", {})
+    return any(id(v) in donors or id(v) in in_place for v in nest.stores)
+
+
+def _last_reads(plan: Plan) -> dict[int, int]:
+    """id(value) -> position of the last step reading it (-1: none), for the values
+    that only loop nests read."""
+    last: dict[int, int] = {}
+    opaque: set[int] = set()
+    for k, step in enumerate(plan.steps):
+        if isinstance(step, OpStep):
+            opaque |= op_reads(plan, step.eqn)
+            continue
+        for nest in step.nests if isinstance(step, RowGroup) else [step]:
+            last.update((v, k) for v in nest_reads(plan, nest))
+            last.update((id(v), last.get(id(v), -1)) for v in nest.stores)
+    return {v: k for v, k in last.items() if v not in opaque}
+
+
+def op_reads(plan: Plan, eqn: Eqn) -> set[int]:
+    """ids of the values an op's emitter reads: its inputs, and what it reads through
+    the producers the plan leaves to it (a gather computes its index array's wrap of
+    negative indices per element: the wrapped rows and columns are read then)."""
+    found: set[int] = set()
+    stack = [a for a in eqn.inputs if isinstance(a, Var)]
+    while stack:
+        v = stack.pop()
+        if id(v) in found:
+            continue
+        found.add(id(v))
+        if id(v) not in plan.materialized and id(v) in plan.producers:
+            stack += [a for a in plan.producers[id(v)].inputs if isinstance(a, Var)]
+    return found

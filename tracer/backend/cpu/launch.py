@@ -1,0 +1,169 @@
+"""The launcher of a cpu executable: a Python function written for one module, which
+checks the input layouts, finds the buffers, calls the host function and returns the
+outputs.
+
+Buffers: a fresh large array costs a page fault per page the kernel first touches
+(about as much as GELU's arithmetic on 2^24 floats), so the launcher keeps, per
+buffer parameter of at least `POOL_MIN_BYTES`, the last `POOL_DEPTH` arrays it made
+(`BufferPool`), and hands one out again only when nothing but the pool references it
+(`sys.getrefcount`: no result, view, memoryview or argument of the caller holds it), so
+two live results never share memory. glibc's `mallopt(M_MMAP_THRESHOLD)` would warm
+every allocation of the process instead; the pool changes nothing outside tracer.
+
+Non-contiguous inputs: copied, or read in place by the module's strided version when
+`strided.StridedHost` admits them (see `strided`); the launcher then calls that version.
+
+Donation (`jit(donate_argnums=...)`): an input the module writes an output into
+(`Module.donors`) is checked before the call; one that is read-only or overlaps
+another input is copied first, so the result is right whatever the caller passed.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Callable
+
+import numba
+import numpy as np
+
+from ..numba.scalar import HALVES
+from ..numba.source import SourceWriter
+from .generate import Module
+from .options import thread_count
+from .strided import StridedHost
+
+POOL_MIN_BYTES = 1 << 20  # smaller buffers come from malloc's heap, already warm
+POOL_DEPTH = 2            # `y = f(x)` in a loop: the previous result is live during a call
+
+
+def _sole_reference_count() -> int:
+    """What `getrefcount` says of an array only a local variable holds (measured the
+    way `BufferPool.take` asks, so it holds on any CPython)."""
+    held = [np.empty(0)]
+    buf = held.pop()
+    return sys.getrefcount(buf)
+
+
+_SOLE = _sole_reference_count()
+
+
+class BufferPool:
+    """The recent arrays of one buffer parameter, live (a caller holds them) or free."""
+
+    __slots__ = ("held",)
+
+    def __init__(self) -> None:
+        self.held: list[np.ndarray] = []
+
+    def take(self, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+        """A held array nothing else references, or a new one. (`pop` is atomic: two
+        threads calling the executable never get the same array.)"""
+        held = self.held
+        for _ in range(len(held)):
+            try:
+                buf = held.pop()
+            except IndexError:
+                break
+            if sys.getrefcount(buf) == _SOLE:
+                return buf
+            held.insert(0, buf)  # still live: look again at a later call
+        return np.empty(shape, dtype)
+
+    def give(self, buf: np.ndarray) -> None:
+        held = self.held
+        held.append(buf)
+        if len(held) > POOL_DEPTH:
+            try:
+                del held[0]
+            except IndexError:
+                pass
+
+
+def launcher(module: Module, host: Callable[..., Any], dims: np.ndarray,
+             n_inputs: int, strided: StridedHost) -> Callable[..., list[np.ndarray]]:
+    """A Python function specialized to this module's parameters, so a call does no
+    more than check input layouts, find the buffers and call the host function."""
+    env: dict[str, Any] = {"host": host, "dims": dims, "ndarray": np.ndarray, "empty": np.empty,
+                           "uint16": np.uint16, "strided": strided, "asarray": np.asarray,
+                           "array": np.array, "np": np, "private": _private}
+    w = SourceWriter()
+    args = [f"a{k}" for k in range(n_inputs)]
+    pooled: list[str] = []
+    with w.block(f"def launch({', '.join(args)})"):
+        w.line("in_place = False")
+        names = [_launch_param(w, env, p, pooled, module.donors) for p in module.params]
+        for k in sorted(module.donors):
+            others = ", ".join(a for a in args if a != f"a{k}")
+            w.line(f"a{k} = private(a{k}, ({others}{',' if others else ''}))")
+        if "parallel" in module.source:  # (numba's thread count is per calling thread)
+            env["set_threads"], env["threads"] = numba.set_num_threads, thread_count()
+            w.line("set_threads(threads)")
+        w.line(f"(strided.host() if in_place else host)({', '.join(names + ['dims'])})")
+        for name in pooled:
+            w.line(f"pool_{name}.give({name})")
+        w.line(f"return [{', '.join(_output_names(module, env))}]")
+    exec(compile(w.text(), "<tracer cpu launcher>", "exec"), env)
+    return env["launch"]
+
+
+def _output_names(module: Module, env: dict[str, Any]) -> list[str]:
+    outs = []
+    for k, (kind, payload) in enumerate(module.outputs):
+        if kind == "param":
+            p = module.params[payload]
+            outs.append(f"{p.name}_f16" if p.value.dtype in HALVES else p.name)
+        elif kind == "input":
+            outs.append(f"asarray(a{payload})")
+        else:
+            env[f"literal{k}"] = payload
+            outs.append(f"array(literal{k})")
+    return outs
+
+
+def _launch_param(w: SourceWriter, env: dict[str, Any], p: Any, pooled: list[str],
+                  donors: Any) -> str:
+    """Lines that produce host parameter `p`; returns the name to pass."""
+    f16 = p.value.dtype in HALVES  # float16 / bfloat16: the kernel sees uint16 bits
+    if p.kind == "const":  # (the host's C-layout code reads it: contiguous, once)
+        value = np.ascontiguousarray(p.value)
+        env[p.name] = value.view(np.uint16) if f16 else value
+        return p.name
+    if p.kind == "input":
+        _launch_input(w, f"a{p.index}", p.name, bool(p.value.ndim) and p.index not in donors)
+        return f"a{p.index}.view(uint16)" if f16 else f"a{p.index}"
+    shape, dtype = tuple(p.value.shape), np.dtype(p.value.dtype)
+    array = f"{p.name}_f16" if f16 else p.name
+    if shape and int(np.prod(shape)) * dtype.itemsize >= POOL_MIN_BYTES:
+        env[f"pool_{array}"] = BufferPool()
+        pooled.append(array)
+        w.line(f"{array} = pool_{array}.take({shape!r}, {dtype.name!r})")
+    else:
+        w.line(f"{array} = empty({shape!r}, {dtype.name!r})")
+    if f16:
+        w.line(f"{p.name} = {array}.view(uint16)")
+    return p.name
+
+
+def _launch_input(w: SourceWriter, a: str, name: str, may_stride: bool) -> None:
+    """Input `a` (host parameter `name`) made an aligned C-contiguous ndarray (a copy;
+    read-only ones are fine: kernels only write the inputs `_private` vetted), unless
+    `may_stride` and `strided` reads it in place. (Unaligned data is copied too: the
+    compiled code assumes aligned arrays.)"""
+    with w.block(f"if type({a}) is not ndarray or not ({a}.flags.c_contiguous and "
+                 f"{a}.flags.aligned)"):
+        if may_stride:
+            with w.block(f"if type({a}) is ndarray and strided.admit({a}, {name!r})"):
+                w.line("in_place = True")
+            with w.block("else"):
+                w.line(f"{a} = strided.copy({a})")
+        else:
+            w.line(f"{a} = strided.copy({a})")
+
+
+def _private(x: np.ndarray, others: tuple) -> np.ndarray:
+    """A donated input the kernel may write an output into: `x` itself, or a copy when
+    it is read-only or shares memory with another input (the same array passed twice,
+    two views of one base), whose reads the writes would change."""
+    if not x.flags.writeable or any(np.may_share_memory(x, o) for o in others):
+        return x.copy()
+    return x
