@@ -42,18 +42,17 @@ def _row_sum(x: Any) -> Any:
 
 
 def _forced(fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    """A jitted `fn` whose strided version serves every view (also the ones the default
-    copies: out-of-order strides, the input of a float sum)."""
+    """A jitted `fn` whose strided version serves every view (also the input of a float
+    sum, which the default copies)."""
     jitted = tr.jit(fn)
 
     def call(x: np.ndarray) -> Any:
-        saved = strided.elementwise_inputs, strided.reads_in_order
+        saved = strided.elementwise_inputs
         strided.elementwise_inputs = lambda source, host, params: {p for p, _ in params}
-        strided.reads_in_order = lambda a: True
         try:
             return jitted(x)
         finally:
-            strided.elementwise_inputs, strided.reads_in_order = saved
+            strided.elementwise_inputs = saved
     return call
 
 

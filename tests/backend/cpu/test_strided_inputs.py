@@ -1,8 +1,8 @@
 """Non-contiguous inputs on the cpu backend: read in place where the kernel only
 indexes them (no copy: checked by the memory a call allocates), copied where a
-library kernel needs contiguous memory or the view's memory order does not follow
-the loops; results equal NumPy's for every kind of view; the strided version costs
-one extra compile per module at most, and read-only inputs none."""
+library kernel needs contiguous memory or a float sum folds them; results equal
+NumPy's for every kind of view; the strided version costs one extra compile per module
+at most, and read-only inputs none."""
 
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ def test_an_element_wise_read_of_a_strided_view_allocates_no_copy(in_place_at_on
     assert f(x) == np.max(np.abs(x) * 2)
 
 
-def test_inputs_the_kernel_hands_to_blas_or_walks_against_their_layout_are_copied(
+def test_inputs_the_kernel_hands_to_blas_are_copied_transposed_ones_read_in_place(
         in_place_at_once):
     rng = np.random.default_rng(0)
     w = rng.standard_normal((12, 8))[::2]
@@ -67,13 +67,11 @@ def test_inputs_the_kernel_hands_to_blas_or_walks_against_their_layout_are_copie
     np.testing.assert_allclose(exe(w, x)[0], x @ w)
     y = rng.standard_normal((64, 32))
     exe = _executable(tr.jit(lambda y: y * 3), y.T)
-    assert (exe.strided.copies, exe.strided.in_place) == (1, 0)  # columns innermost
+    assert (exe.strided.copies, exe.strided.in_place) == (0, 1)  # a transpose: in place
     np.testing.assert_array_equal(exe(y.T[::-1])[0], y.T[::-1] * 3)
-    assert (exe.strided.copies, exe.strided.in_place) == (2, 0)
     rows = rng.standard_normal((64, 128))[::-2, ::2]  # (the executable's shape, 32x64)
-    exe(rows)
-    assert (exe.strided.copies, exe.strided.in_place) == (2, 1)
     np.testing.assert_array_equal(exe(rows)[0], rows * 3)
+    assert (exe.strided.copies, exe.strided.in_place) == (0, 3)
 
 
 @pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="numba runs one thread")
@@ -237,16 +235,6 @@ def test_elementwise_inputs_are_found_from_the_source():
     assert strided.elementwise_inputs(kernels, "nest", (("x", 2), ("y", 2))) == {"x"}
     assert strided.elementwise_inputs(kernels.replace("nest(out, dims[0], b, a)", ""),
                                       "host", (("a", 2), ("b", 2))) == {"a"}
-
-
-@pytest.mark.parametrize("shape, strides, in_order", [
-    ((4, 5), (20, 4), True), ((4, 5), (4, 16), False), ((4, 5), (-40, 8), True),
-    ((4, 5), (0, 4), True), ((4, 5), (4, 0), True), ((1, 5), (4, 20), True),
-    ((3, 4, 5), (80, 4, 16), False), ((3, 4, 5), (-160, 40, -4), True)])
-def test_reads_in_order_follows_the_strides(shape, strides, in_order):
-    a = np.lib.stride_tricks.as_strided(np.zeros(400, np.float32), shape, np.abs(strides))
-    a = a[tuple(slice(None, None, -1 if s < 0 else 1) for s in strides)]
-    assert strided.reads_in_order(a) is in_order
 
 
 def _strided_copy(a: np.ndarray) -> np.ndarray:

@@ -11,19 +11,13 @@ launcher calls the version it picked directly (not through numba's dispatcher, w
 would compile a third for a read-only array). Donated inputs are never read strided:
 outputs are written into them.
 
-Measured on a 2-core machine, 4096x4096 float32 (`bench/bench_strided.py`):
-- `x[::2]` (1-d) through an element-wise op: in place 25 ms, copy + kernel 59 ms;
-- `x[::-1]` (rows reversed) through a row sum: in place 26 ms, copy + kernel 37 (but
-  see `_reassociating`: float sums and products keep the copy, for their rounding);
-- `x.T` through an element-wise op: in place 304 ms, copy + kernel 172 ms (the loops
-  walk the last axis innermost, here 16 KiB apart: one cache line and a TLB entry per
-  element), and through a reduction 137 against 197 ms. (With the machine's load at 8
-  the transposing copy slowed 3x and in place won, 0.8-0.9x: the rule follows the
-  figures of the quieter run.)
-So an input is read in place when walking it last axis innermost visits memory in
-order (`reads_in_order`: the strides, by magnitude, do not grow inwards; broadcast
-axes, stride 0, always qualify); a transposed view is copied as before (the loop
-order does not follow the input's memory order; reductions over it lose 30%).
+Measured on a 2-core machine, 4096x4096 float32, in place against copy + kernel
+(`bench/bench_strided.py`, one run at load 2): `x[::2]` (1-d) through `x * 2 + 1`
+0.43x, a broadcast row 0.48x, `x.T` 0.87x (a row max over it 0.78x); rows reversed
+through a row max 0.97x. A transposed view is walked against its memory order either
+way (the copy reads it so too), so it is read in place as well: the same time or
+less, without the copy's memory. (Runs under a load of 8-11 gave 0.8-1.0x for `x.T`;
+one gave 1.8x, copy faster: noise on this shared machine, not seen again.)
 The 'A' kernel of a reduction does not vectorize (19 against 4 ms on contiguous
 data), so it runs only for calls that pass a strided view, and inputs a float sum or
 product folds are copied (the vectorized fold rounds differently).
@@ -128,18 +122,6 @@ def _element_load(parent: ast.AST | None, name: ast.Name, rank: int) -> bool:
                                             for i in indices for n in ast.walk(i))
 
 
-def reads_in_order(a: np.ndarray) -> bool:
-    """Whether loops over `a`'s index space, last axis innermost, walk its memory in
-    order: the stride magnitudes of the axes longer than 1 never grow inwards."""
-    inner = 0
-    for n, s in zip(reversed(a.shape), reversed(a.strides)):
-        if n > 1 and s:
-            if abs(s) < inner:
-                return False
-            inner = abs(s)
-    return True
-
-
 class StridedHost:
     """The host function compiled for strided inputs, made when calls need it, and
     counters of what the launcher did with non-contiguous inputs (`copies`, `in_place`).
@@ -171,7 +153,7 @@ class StridedHost:
     def admit(self, a: np.ndarray, name: str) -> bool:
         """Whether non-contiguous ndarray `a`, host input `name`, is read in place;
         False: the caller copies it (`copy`)."""
-        if not (a.flags.aligned and reads_in_order(a)) or name not in self.readable():
+        if not a.flags.aligned or name not in self.readable():
             return False
         if self._host is None and not self._make_ready(a.nbytes):
             return False
