@@ -7,9 +7,11 @@
         return tnp.tanh(x @ w + b)
 """
 
+import importlib as _importlib
+
 # (numpy installs the Tracer's methods)
-from . import debug, numpy, ops, profiler, random, transforms, tree, tree_util
-from . import ad_checkpoint, nn, scipy, test_util
+from . import debug, numpy, ops, profiler, transforms, tree, tree_util
+from . import ad_checkpoint
 from .callbacks import io_callback, pure_callback
 from .api import (Jitted, block_until_ready, clear_caches, device_put, devices, eval_shape, jit,
                   make_hlo, make_jaxpr)
@@ -34,6 +36,20 @@ from ._version import __version__ as __version__
 
 import numpy as _np
 from .tracing import Tracer as _Tracer
+
+# Namespaces imported on first use (`tr.random.key(0)`, `import tracer.nn`): they are
+# composites of tracer.numpy that `import tracer` need not pay for.
+_LAZY = frozenset({"nn", "random", "scipy", "test_util"})
+
+
+def __getattr__(name: str) -> object:
+    if name in _LAZY:
+        return _importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module 'tracer' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
 
 # JAX's `jax.Array`, for isinstance checks and annotations: eager results are NumPy
 # arrays, traced values are Tracers.

@@ -14,18 +14,23 @@ from collections import Counter
 from typing import Sequence
 
 from ..core import Eqn, Graph
-from . import dot, svg
-from .model import build, count_instructions
 
 MAX_DRAWN = 5000
 
+# (the renderers are imported when a graph is first drawn: `import tracer` need not pay
+# for the layout and SVG code)
+
 
 def graph_to_dot(graph: Graph, name: str, fusion: Sequence[Sequence[Eqn]] = ()) -> str:
+    from . import dot
+    from .model import build
     return dot.render(build(graph, name, fusion))
 
 
 def graph_to_svg(graph: Graph, name: str, fusion: Sequence[Sequence[Eqn]] = (),
                  max_instructions: int = MAX_DRAWN) -> str:
+    from . import svg
+    from .model import build, count_instructions
     size = count_instructions(graph)
     if size > max_instructions:
         return svg.render_summary(name, size, max_instructions, _op_counts(graph))

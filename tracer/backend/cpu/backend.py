@@ -37,7 +37,7 @@ from ..numba.fusion import INDEX_OPS
 from ..numba.lower import lower
 from ..blas_threads import BLAS_PARALLEL_MIN_FLOPS, largest_product_flops
 from ..numba.scalar import SCALAR_EMITTERS, storage_dtype
-from . import blas, cache, threads
+from . import blas, cache, strided, threads
 from .emit.table import OP_EMITTERS
 from .generate import Module, generate
 from .launch import launcher
@@ -52,8 +52,8 @@ def _uses_blas(graph: Graph) -> bool:
     return False
 
 
-def _array_type(dtype: np.dtype, ndim: int) -> Any:
-    return numba.types.Array(numba.from_dtype(storage_dtype(dtype)), ndim, "C")
+def _array_type(dtype: np.dtype, ndim: int, layout: str = "C") -> Any:
+    return numba.types.Array(numba.from_dtype(storage_dtype(dtype)), ndim, layout)
 
 
 _USES_THREADS = re.compile(r"parallel=True|\w_parallel\b")
@@ -67,13 +67,15 @@ class NumbaExecutable:
     GNU OpenMP process)."""
 
     def __init__(self, module: Module, host: Callable[..., Any], fresh_compile: bool,
-                 n_inputs: int, serial: Callable[[], "NumbaExecutable"]):
+                 n_inputs: int, serial: Callable[[], "NumbaExecutable"],
+                 strided_host: strided.StridedHost):
         self.source = module.source
         self.fresh_compile = fresh_compile
         self.donors = module.donors  # inputs an output is written into
         self._host = host
         self._dims = np.array(module.dims, np.int64)
-        self._call = launcher(module, host, self._dims, n_inputs)
+        self.strided = strided_host  # what happened to non-contiguous inputs (counters)
+        self._call = launcher(module, host, self._dims, n_inputs, strided_host)
         self._threaded = bool(_USES_THREADS.search(module.source))
         self._serial: Callable[[], NumbaExecutable] | NumbaExecutable = serial
 
@@ -126,27 +128,23 @@ class NumbaCpuBackend:
     def _generate(self, graph: Graph, parallel_ok: bool,
                   donated: tuple[int, ...] = ()) -> "Prepared":
         module = generate(graph, parallel_ok=parallel_ok, fuse=self.fuse, donated=donated)
-        signature = [_param_type(p) for p in module.params]
-        signature.append(numba.types.Array(numba.types.int64, 1, "C"))
-        return Prepared(module, module.host, tuple(signature), len(graph.inputs),
+        return Prepared(module, module.host, _signature(module), len(graph.inputs),
                         largest_product_flops(graph), graph)
 
     def load(self, prepared: "Prepared") -> NumbaExecutable:
         """The executable of a prepared module: compiled now, or loaded from memory or
         from the disk cache."""
-        start = time.perf_counter_ns()
-        host, fresh = cache.compile_module(prepared.module.source, prepared.function,
-                                           prepared.signature)
-        profiler.record("numba compile" if fresh else "cache load", "compile", start,
-                        time.perf_counter_ns())
-        flops = prepared.blas_flops
-        if flops and (flops < BLAS_PARALLEL_MIN_FLOPS or thread_count() == 1):
-            host = blas.single_threaded(host)
-        elif flops:
-            host = blas.threads_while_idle(host, thread_count())
-        return NumbaExecutable(prepared.module, host, fresh, prepared.n_inputs,
+        host, fresh = _compiled_host(prepared, prepared.signature)
+        module = prepared.module
+        inputs = tuple((p.name, p.value.ndim) for p in module.params
+                       if p.kind == "input" and p.value.ndim and p.index not in module.donors)
+        variant = strided.StridedHost(
+            module.source, module.host, inputs, functools.partial(_signature, module),
+            lambda sig: _compiled_host(prepared, sig)[0],
+            functools.partial(cache.in_memory, module.source))
+        return NumbaExecutable(module, host, fresh, prepared.n_inputs,
                                functools.partial(self._serial, prepared.graph,
-                                                 tuple(sorted(prepared.module.donors))))
+                                                 tuple(sorted(module.donors))), variant)
 
     def _serial(self, graph: Graph, donated: tuple[int, ...]) -> NumbaExecutable:
         """The same lowered graph compiled without threads (see NumbaExecutable)."""
@@ -157,9 +155,42 @@ class NumbaCpuBackend:
         cache.clear_memory()
 
 
-def _param_type(p: Any) -> Any:
-    """Inputs and buffers hold a ShapedArray, constants the array itself."""
-    return _array_type(p.value.dtype, p.value.ndim)
+def _signature(module: Module, strided_inputs: frozenset[str] = frozenset()) -> tuple:
+    """The host function's argument types: `strided_inputs` in 'A' layout, the rest 'C'."""
+    dims = numba.types.Array(numba.types.int64, 1, "C")
+    return (*(_param_type(p, p.name in strided_inputs) for p in module.params), dims)
+
+
+def _compiled_host(prepared: Prepared, signature: tuple) -> tuple[Any, bool]:
+    """The host function compiled for `signature` (or loaded from memory or disk), and
+    whether numba compiled it."""
+    start = time.perf_counter_ns()
+    dispatcher, fresh = cache.compile_module(prepared.module.source, prepared.function,
+                                             signature)
+    profiler.record("numba compile" if fresh else "cache load", "compile", start,
+                    time.perf_counter_ns())
+    # The machine code for exactly `signature`, called without numba's dispatch: the
+    # launcher picks the version (and makes inputs C-contiguous for the first), where
+    # the dispatcher would compile again for a read-only array or a call mixing layouts
+    # (it converts types only once compiling is disabled, and then finds the two
+    # versions ambiguous). Its wrapper checks each array's dtype, not its layout or rank:
+    # the launcher's checks and the jit cache's keys guarantee those.
+    host = dispatcher.overloads[signature].entry_point
+    flops = prepared.blas_flops
+    if flops and (flops < BLAS_PARALLEL_MIN_FLOPS or thread_count() == 1):
+        host = blas.single_threaded(host)
+    elif flops:
+        host = blas.threads_while_idle(host, thread_count())
+    return host, fresh
+
+
+def _param_type(p: Any, strided_input: bool = False) -> Any:
+    """Inputs and buffers hold a ShapedArray, constants the array itself; 'A' layout
+    for an input read in place. (Typed writable: the entry point also takes read-only
+    arrays, and kernels write only donated inputs, which the launcher makes writable;
+    read-only types would make numba
+    specialize the library kernels, such as np.dot, that take inputs and buffers both.)"""
+    return _array_type(p.value.dtype, p.value.ndim, "A" if strided_input else "C")
 
 
 def compile_count() -> int:

@@ -10,6 +10,9 @@ buffer parameter of at least `POOL_MIN_BYTES`, the last `POOL_DEPTH` arrays it m
 two live results never share memory. glibc's `mallopt(M_MMAP_THRESHOLD)` would warm
 every allocation of the process instead; the pool changes nothing outside tracer.
 
+Non-contiguous inputs: copied, or read in place by the module's strided version when
+`strided.StridedHost` admits them (see `strided`); the launcher then calls that version.
+
 Donation (`jit(donate_argnums=...)`): an input the module writes an output into
 (`Module.donors`) is checked before the call; one that is read-only or overlaps
 another input is copied first, so the result is right whatever the caller passed.
@@ -27,6 +30,7 @@ from ..numba.scalar import HALVES
 from ..numba.source import SourceWriter
 from .generate import Module
 from .options import thread_count
+from .strided import StridedHost
 
 POOL_MIN_BYTES = 1 << 20  # smaller buffers come from malloc's heap, already warm
 POOL_DEPTH = 2            # `y = f(x)` in a loop: the previous result is live during a call
@@ -76,24 +80,25 @@ class BufferPool:
 
 
 def launcher(module: Module, host: Callable[..., Any], dims: np.ndarray,
-             n_inputs: int) -> Callable[..., list[np.ndarray]]:
+             n_inputs: int, strided: StridedHost) -> Callable[..., list[np.ndarray]]:
     """A Python function specialized to this module's parameters, so a call does no
     more than check input layouts, find the buffers and call the host function."""
     env: dict[str, Any] = {"host": host, "dims": dims, "ndarray": np.ndarray, "empty": np.empty,
-                           "uint16": np.uint16, "prepare": _prepare, "asarray": np.asarray,
+                           "uint16": np.uint16, "strided": strided, "asarray": np.asarray,
                            "array": np.array, "np": np, "private": _private}
     w = SourceWriter()
     args = [f"a{k}" for k in range(n_inputs)]
     pooled: list[str] = []
     with w.block(f"def launch({', '.join(args)})"):
-        names = [_launch_param(w, env, p, pooled) for p in module.params]
+        w.line("in_place = False")
+        names = [_launch_param(w, env, p, pooled, module.donors) for p in module.params]
         for k in sorted(module.donors):
             others = ", ".join(a for a in args if a != f"a{k}")
             w.line(f"a{k} = private(a{k}, ({others}{',' if others else ''}))")
         if "parallel" in module.source:  # (numba's thread count is per calling thread)
             env["set_threads"], env["threads"] = numba.set_num_threads, thread_count()
             w.line("set_threads(threads)")
-        w.line(f"host({', '.join(names + ['dims'])})")
+        w.line(f"(strided.host() if in_place else host)({', '.join(names + ['dims'])})")
         for name in pooled:
             w.line(f"pool_{name}.give({name})")
         w.line(f"return [{', '.join(_output_names(module, env))}]")
@@ -115,17 +120,17 @@ def _output_names(module: Module, env: dict[str, Any]) -> list[str]:
     return outs
 
 
-def _launch_param(w: SourceWriter, env: dict[str, Any], p: Any, pooled: list[str]) -> str:
+def _launch_param(w: SourceWriter, env: dict[str, Any], p: Any, pooled: list[str],
+                  donors: Any) -> str:
     """Lines that produce host parameter `p`; returns the name to pass."""
     f16 = p.value.dtype in HALVES  # float16 / bfloat16: the kernel sees uint16 bits
-    if p.kind == "const":
-        env[p.name] = p.value.view(np.uint16) if f16 else p.value
+    if p.kind == "const":  # (the host's C-layout code reads it: contiguous, once)
+        value = np.ascontiguousarray(p.value)
+        env[p.name] = value.view(np.uint16) if f16 else value
         return p.name
     if p.kind == "input":
-        a = f"a{p.index}"
-        with w.block(f"if type({a}) is not ndarray or not {a}.flags.c_contiguous"):
-            w.line(f"{a} = prepare({a})")
-        return f"{a}.view(uint16)" if f16 else a
+        _launch_input(w, f"a{p.index}", p.name, bool(p.value.ndim) and p.index not in donors)
+        return f"a{p.index}.view(uint16)" if f16 else f"a{p.index}"
     shape, dtype = tuple(p.value.shape), np.dtype(p.value.dtype)
     array = f"{p.name}_f16" if f16 else p.name
     if shape and int(np.prod(shape)) * dtype.itemsize >= POOL_MIN_BYTES:
@@ -139,10 +144,20 @@ def _launch_param(w: SourceWriter, env: dict[str, Any], p: Any, pooled: list[str
     return p.name
 
 
-def _prepare(x: Any) -> np.ndarray:
-    """A C-contiguous array (read-only ones are fine: kernels only write the inputs
-    `_private` vetted)."""
-    return np.ascontiguousarray(x)
+def _launch_input(w: SourceWriter, a: str, name: str, may_stride: bool) -> None:
+    """Input `a` (host parameter `name`) made an aligned C-contiguous ndarray (a copy;
+    read-only ones are fine: kernels only write the inputs `_private` vetted), unless
+    `may_stride` and `strided` reads it in place. (Unaligned data is copied too: the
+    compiled code assumes aligned arrays.)"""
+    with w.block(f"if type({a}) is not ndarray or not ({a}.flags.c_contiguous and "
+                 f"{a}.flags.aligned)"):
+        if may_stride:
+            with w.block(f"if type({a}) is ndarray and strided.admit({a}, {name!r})"):
+                w.line("in_place = True")
+            with w.block("else"):
+                w.line(f"{a} = strided.copy({a})")
+        else:
+            w.line(f"{a} = strided.copy({a})")
 
 
 def _private(x: np.ndarray, others: tuple) -> np.ndarray:
