@@ -69,7 +69,11 @@ def GeneralConv(dimension_numbers: tuple[str, str, str], out_chan: int,
 
     def apply_fun(params: Any, inputs: Any, **kwargs: Any) -> Any:
         W, b = params
-        return ops.conv_general_dilated(inputs, W, strides, padding, one, one,
+        # ops.conv_general_dilated wants one dtype, as XLA's; promote as tracer.numpy does,
+        # so float32 data meets the float64 parameters of tracer's initializers
+        dtype = jnp.result_type(inputs, W)
+        return ops.conv_general_dilated(jnp.asarray(inputs, dtype), jnp.asarray(W, dtype),
+                                        strides, padding, one, one,
                                         dimension_numbers=dimension_numbers) + b
     return init_fun, apply_fun
 
