@@ -350,9 +350,12 @@ def _cuda_available() -> bool:
     return bool(cuda.is_available())
 
 
-def device_put(x: Any, device: str = "cuda") -> Any:
-    """`x` (a pytree of arrays) on `device`: numba device arrays for 'cuda' (jitted
-    functions given device arrays return device arrays), NumPy arrays for the others."""
+def device_put(x: Any, device: str | None = None) -> Any:
+    """`x` (a pytree of arrays) on `device` (as JAX's, the default backend when None):
+    numba device arrays for 'cuda' (jitted functions given device arrays return device
+    arrays), NumPy arrays for the others."""
+    if device is None:
+        device = config.default_backend
     if device not in backend_names():
         raise TracerValueError(f"device_put: unknown device {device!r}; available: "
                                f"{', '.join(devices())}")
