@@ -22,6 +22,7 @@ from .core import ShapedArray, typecheck
 from .errors import (TracerError, TracerTypeError, TracerValueError, add_user_line,
                      names_user_line)
 from .hlo import HloModule
+from .numpy._eager import EagerArray
 from .stages import Compiled, Lowered
 from .tracing import GraphBuilder, current_builder, is_value
 from .tree_util import (keystr, tree_flatten, tree_flatten_with_path, tree_map,
@@ -64,7 +65,7 @@ class Jitted:
             if current_builder() is not None:
                 return self._inline(args, kwargs)
             dynamic, statics = self._split(args, kwargs)
-            if not kwargs and all(type(a) is np.ndarray for a in args):
+            if not kwargs and all(type(a) in _ARRAYS for a in args):
                 leaves, treedef = args, _flat_treedef(len(args))  # the common case
             else:
                 leaves, treedef = tree_flatten(dynamic)
@@ -89,7 +90,7 @@ class Jitted:
             if profiler._session is not None:
                 return self._run_recorded(compiled, inputs)
             outs = compiled.run(inputs) if compiled.aliased else compiled.executable(*inputs)
-            return compiled.lowered.out_tree.unflatten(outs)
+            return compiled.lowered.out_tree.unflatten(list(map(_result, outs)))
         except TracerError as e:
             self._stats.failed += 1
             add_user_line(e)
@@ -101,7 +102,7 @@ class Jitted:
         with profiler.naming(lowered.name), profiler.span("run", "execute",
                                                           backend=lowered.backend):
             outs = compiled.run(inputs)
-        return compiled.lowered.out_tree.unflatten(outs)
+        return compiled.lowered.out_tree.unflatten(list(map(_result, outs)))
 
     def _split(self, args: tuple, kwargs: dict) -> tuple[tuple, tuple]:
         """(dynamic (args, kwargs) pytree, hashable static values)."""
@@ -364,6 +365,15 @@ def device_put(x: Any, device: str | None = None) -> Any:
         from .backend.cuda.lib.arrays import device_put as put
         return tree_map(put, x)
     return tree_map(np.asarray, x)
+
+
+_ARRAYS = (np.ndarray, EagerArray)
+
+
+def _result(x: Any) -> Any:
+    """A result array as an EagerArray view (JAX's `.at`, `.block_until_ready()` on
+    what `jit` returns; a NumPy array for everything else); device arrays as they are."""
+    return x.view(EagerArray) if type(x) is np.ndarray else x
 
 
 @functools.lru_cache(maxsize=64)

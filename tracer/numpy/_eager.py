@@ -28,6 +28,9 @@ class EagerArray(np.ndarray):
     def at(self) -> "_EagerAt":
         return _EagerAt(np.asarray(self))
 
+    def __repr__(self) -> str:
+        return repr(self.view(np.ndarray))  # NumPy's `array(...)`: it is one
+
     def block_until_ready(self) -> "EagerArray":
         """Computed already (NumPy arrays are ready when returned)."""
         return self
