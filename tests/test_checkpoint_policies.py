@@ -128,7 +128,7 @@ def _saved(text: str) -> list[str]:
 @pytest.mark.parametrize("name", sorted(POLICIES))
 def test_saved_residuals_are_those_jax_saves(name: str, capsys: pytest.CaptureFixture) -> None:
     jax = pytest.importorskip("jax")
-    import jax.ad_checkpoint  # noqa: F401  (jax.ad_checkpoint as the namespace mlp uses)
+    ad_checkpoint = pytest.importorskip("jax.ad_checkpoint")  # (mlp reads jax.ad_checkpoint)
     tr.print_saved_residuals(tr.checkpoint(_f, policy=POLICIES[name]), W1, W2, X)
     ours = capsys.readouterr().out
     policy = getattr(jax.checkpoint_policies, name, None) if name != "default" else None
@@ -139,6 +139,6 @@ def test_saved_residuals_are_those_jax_saves(name: str, capsys: pytest.CaptureFi
         policy = policy(jax.checkpoint_policies.save_only_these_names("hidden"),
                         jax.checkpoint_policies.nothing_saveable)
     with jax.enable_x64(True):
-        jax.ad_checkpoint.print_saved_residuals(
+        ad_checkpoint.print_saved_residuals(
             jax.checkpoint(lambda *a: mlp(jax, *a), policy=policy), W1, W2, X)
     assert _saved(ours) == _saved(capsys.readouterr().out)

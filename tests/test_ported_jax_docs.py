@@ -30,8 +30,6 @@ GAPS = {
     "Common_Gotchas_in_JAX.md": {
         8: MUTABLE, 26: "static out-of-bounds indices raise IndexError, as NumPy",
         27: "static out-of-bounds .at[].get() raises IndexError, as NumPy", 30: MUTABLE},
-    "Custom_derivative_rules_for_Python_code.md": {
-        50: "Python control flow inside a custom_jvp function under grad"},
     "key-concepts.md": {9: "tracer.ops accept weak Python scalars (lax.add(1, 1.0) runs)"},
     "thinking_in_jax.md": {7: MUTABLE},
 }
@@ -67,7 +65,7 @@ def test_pass_counts() -> None:
     total = sum(len(cells(p)) for p in PAGES)
     jax_pass = total - sum(map(len, JAX_FAILS.values()))
     tracer_pass = jax_pass - sum(len(v) for v in GAPS.values())
-    assert (total, jax_pass, tracer_pass) == (313, 294, 287)
+    assert (total, jax_pass, tracer_pass) == (313, 294, 288)
 
 
 @pytest.mark.slow_ports
