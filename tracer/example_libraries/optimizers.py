@@ -192,9 +192,10 @@ def adamax(step_size: Any, b1: float = 0.9, b2: float = 0.999,
 
 
 def _broadcast_along(ndim: int, v: Any, axis: int) -> Any:
-    """A 1-d `v` as a rank-`ndim` array varying along `axis` only."""
-    idx = [None] * ndim
-    idx[axis] = slice(None)
+    """A 1-d `v` as a rank-`ndim` array varying along `axis` only (a scalar's one
+    accumulator as it is)."""
+    idx: list[Any] = [None] * ndim
+    idx[axis:axis + 1] = [slice(None)]
     return v[tuple(idx)]
 
 
