@@ -20,7 +20,8 @@ from ..nn import (elu, gelu, leaky_relu, log_softmax, relu, selu, sigmoid, softm
                   softplus, standardize)
 from ..nn.initializers import glorot_normal, normal, ones, zeros
 
-__all__ = ["Dense", "GeneralConv", "Conv", "BatchNorm", "elementwise", "Tanh", "Relu",
+__all__ = ["Dense", "GeneralConv", "Conv", "GeneralConvTranspose", "Conv1DTranspose",
+           "ConvTranspose", "BatchNorm", "elementwise", "Tanh", "Relu",
            "Exp", "LogSoftmax", "Softmax", "Softplus", "Sigmoid", "Elu", "LeakyRelu", "Selu",
            "Gelu", "MaxPool", "SumPool", "AvgPool", "Flatten", "Identity", "FanOut",
            "FanInSum", "FanInConcat", "Dropout", "serial", "parallel", "shape_dependent",
@@ -79,6 +80,37 @@ def GeneralConv(dimension_numbers: tuple[str, str, str], out_chan: int,
 
 
 Conv = functools.partial(GeneralConv, ("NHWC", "HWIO", "NHWC"))
+
+
+def GeneralConvTranspose(dimension_numbers: tuple[str, str, str], out_chan: int,
+                         filter_shape: Sequence[int], strides: Sequence[int] | None = None,
+                         padding: Any = "VALID", W_init: Any = None,
+                         b_init: Any = normal(1e-6)) -> Layer:
+    """A transposed convolution (`ops.conv_transpose`) with the given layouts."""
+    lhs_spec, rhs_spec, out_spec = dimension_numbers
+    strides = strides or (1,) * len(filter_shape)
+    W_init = W_init or glorot_normal(rhs_spec.index("I"), rhs_spec.index("O"))
+
+    def init_fun(rng: Any, input_shape: Sequence[int]) -> Any:
+        spatial = iter(filter_shape)
+        kernel_shape = [out_chan if c == "O" else input_shape[lhs_spec.index("C")]
+                        if c == "I" else next(spatial) for c in rhs_spec]
+        output_shape = ops.conv_transpose_shape_tuple(input_shape, kernel_shape, strides,
+                                                      padding, dimension_numbers)
+        bias_shape = [out_chan if c == "C" else 1 for c in out_spec]
+        k1, k2 = random.split(rng)
+        return output_shape, (W_init(k1, kernel_shape), b_init(k2, bias_shape))
+
+    def apply_fun(params: Any, inputs: Any, **kwargs: Any) -> Any:
+        W, b = params
+        dtype = jnp.result_type(inputs, W)
+        return ops.conv_transpose(jnp.asarray(inputs, dtype), jnp.asarray(W, dtype), strides,
+                                  padding, dimension_numbers=dimension_numbers) + b
+    return init_fun, apply_fun
+
+
+Conv1DTranspose = functools.partial(GeneralConvTranspose, ("NHC", "HIO", "NHC"))
+ConvTranspose = functools.partial(GeneralConvTranspose, ("NHWC", "HWIO", "NHWC"))
 
 
 def BatchNorm(axis: Any = (0, 1, 2), epsilon: float = 1e-5, center: bool = True,
