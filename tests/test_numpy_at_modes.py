@@ -1,10 +1,13 @@
 """`x.at[idx].get(mode=, fill_value=)` and `.set/.add(..., mode=)` for out-of-bounds
-indices, against JAX (x64): eager, under `jit` with traced indices, and under `grad`."""
+indices, against JAX (x64): eager, under `jit` with traced indices, and under `grad`;
+and against NumPy on random index arrays (hypothesis)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import tracer as tr
 import tracer.numpy as tnp
@@ -79,3 +82,31 @@ def test_results_say_they_live_on_the_host() -> None:
     x = tr.jit(lambda a: a + 1)(np.ones(2))
     assert x.devices() == {"cpu"} == tnp.arange(3).devices()
     assert x.sharding.device_set == {"cpu"}
+
+
+def _normalized(i: np.ndarray, n: int) -> np.ndarray:
+    return np.where(i < 0, i + n, i)
+
+
+@settings(max_examples=60)
+@given(st.data())
+def test_modes_against_numpy_on_random_indices(data) -> None:
+    """Any integer index array along any axis: 'fill' reads the fill value exactly where
+    the index is out of bounds, 'clip' clamps, 'drop' skips those updates."""
+    shape = data.draw(st.lists(st.integers(1, 4), min_size=1, max_size=3), label="shape")
+    axis = data.draw(st.integers(0, len(shape) - 1), label="axis")
+    n = shape[axis]
+    idx = np.array(data.draw(st.lists(st.integers(-2 * n - 1, 2 * n), min_size=1,
+                                      max_size=5), label="idx"))
+    x = np.arange(np.prod(shape), dtype=np.float64).reshape(shape)
+    where = (slice(None),) * axis + (idx,)
+    norm = _normalized(idx, n)
+    inside = (norm >= 0) & (norm < n)
+    taken = np.take(x, np.clip(norm, 0, n - 1), axis=axis)
+    mask = inside.reshape((1,) * axis + (-1,) + (1,) * (len(shape) - axis - 1))
+    np.testing.assert_array_equal(tnp.array(x).at[where].get(mode="clip"), taken)
+    np.testing.assert_array_equal(tnp.array(x).at[where].get(mode="fill", fill_value=-1.0),
+                                  np.where(mask, taken, -1.0))
+    want = x.copy()
+    np.moveaxis(want, axis, 0)[norm[inside]] = -5.0
+    np.testing.assert_array_equal(tnp.array(x).at[where].set(-5.0, mode="drop"), want)
