@@ -20,8 +20,8 @@ from tests.jax_example_programs import Program, library_mode, load
 jax = pytest.importorskip("jax")
 
 
-def _both(run) -> tuple[Program, Program]:
-    with library_mode("tracer"):
+def _both(run, backend: str = "interpreter") -> tuple[Program, Program]:
+    with library_mode("tracer", backend):
         got = run("tracer")
     with library_mode("jax"):
         want = run("jax")
@@ -159,3 +159,18 @@ def test_mnist_vae() -> None:
     got_elbo, want_elbo = (np.array(_printed(p, elbo), float) for p in (got, want))
     np.testing.assert_allclose(got_elbo, want_elbo, rtol=1e-9)
     assert all(np.array_equal(a, b) for a, b in zip(_drawn(got), _drawn(want), strict=True))
+
+
+@pytest.mark.slow_ports
+def test_programs_on_the_cpu_backend() -> None:
+    gp = _both(lambda lib: _main(load("gaussian_process_regression", lib)), "cpu")
+    _close(_drawn(gp[0]), _drawn(gp[1]), rtol=1e-9)
+
+    def kernel_lsq(lib: str) -> Program:
+        prog = load("kernel_lsq", lib, as_main=True)
+        prog.ns["predicted"] = prog.call("predict", prog.ns["xs"])
+        return prog
+    got, want = _both(kernel_lsq, "cpu")
+    _close(got.ns["predicted"], want.ns["predicted"], rtol=1e-9)
+    mnist = _both(lambda lib: load("mnist_classifier", lib, as_main=True, mnist=(16, 16)), "cpu")
+    _close(*[p.ns["get_params"](p.ns["opt_state"]) for p in mnist], rtol=1e-10)
