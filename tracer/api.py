@@ -88,21 +88,23 @@ class Jitted:
                 raise cache.overflow_error(self.name, self._leaf_names(dynamic), leaves,
                                            sigs) from None
             if profiler._session is not None:
-                return self._run_recorded(compiled, inputs)
+                return self._run_recorded(compiled, inputs, leaves)
             outs = compiled.run(inputs) if compiled.aliased else compiled.executable(*inputs)
+            if compiled.lowered.donated:
+                return compiled.lowered.out_tree.unflatten(_donated(outs, inputs, leaves))
             return compiled.lowered.out_tree.unflatten(list(map(_result, outs)))
         except TracerError as e:
             self._stats.failed += 1
             add_user_line(e)
             raise
 
-    def _run_recorded(self, compiled: Compiled, inputs: list) -> Any:
+    def _run_recorded(self, compiled: Compiled, inputs: list, leaves: Sequence[Any]) -> Any:
         """One call as a timeline event (only while tr.profiler records)."""
         lowered = compiled.lowered
         with profiler.naming(lowered.name), profiler.span("run", "execute",
                                                           backend=lowered.backend):
             outs = compiled.run(inputs)
-        return compiled.lowered.out_tree.unflatten(list(map(_result, outs)))
+        return lowered.out_tree.unflatten(_donated(outs, inputs, leaves))
 
     def _split(self, args: tuple, kwargs: dict) -> tuple[tuple, tuple]:
         """(dynamic (args, kwargs) pytree, hashable static values)."""
@@ -374,6 +376,13 @@ def _result(x: Any) -> Any:
     """A result array as an EagerArray view (JAX's `.at`, `.block_until_ready()` on
     what `jit` returns; a NumPy array for everything else); device arrays as they are."""
     return x.view(EagerArray) if type(x) is np.ndarray else x
+
+
+def _donated(outs: Sequence[Any], inputs: Sequence[Any], leaves: Sequence[Any]) -> list[Any]:
+    """Results, where an output written into a donated input is the caller's array
+    itself (as it was passed); the others as `_result` makes them."""
+    caller = {id(x): leaf for x, leaf in zip(inputs, leaves, strict=True)}
+    return [caller.get(id(o)) if id(o) in caller else _result(o) for o in outs]
 
 
 @functools.lru_cache(maxsize=64)
