@@ -90,9 +90,9 @@ class Jitted:
             if profiler._session is not None:
                 return self._run_recorded(compiled, inputs, leaves)
             outs = compiled.run(inputs) if compiled.aliased else compiled.executable(*inputs)
-            if compiled.lowered.donated:
-                return compiled.lowered.out_tree.unflatten(_donated(outs, inputs, leaves))
-            return compiled.lowered.out_tree.unflatten(list(map(_result, outs)))
+            outs = cache.donated_results(outs, inputs, leaves) if compiled.lowered.donated \
+                else list(map(cache.as_result, outs))
+            return compiled.lowered.out_tree.unflatten(outs)
         except TracerError as e:
             self._stats.failed += 1
             add_user_line(e)
@@ -104,7 +104,7 @@ class Jitted:
         with profiler.naming(lowered.name), profiler.span("run", "execute",
                                                           backend=lowered.backend):
             outs = compiled.run(inputs)
-        return lowered.out_tree.unflatten(_donated(outs, inputs, leaves))
+        return lowered.out_tree.unflatten(cache.donated_results(outs, inputs, leaves))
 
     def _split(self, args: tuple, kwargs: dict) -> tuple[tuple, tuple]:
         """(dynamic (args, kwargs) pytree, hashable static values)."""
@@ -357,8 +357,7 @@ def device_put(x: Any, device: str | None = None) -> Any:
     """`x` (a pytree of arrays) on `device` (as JAX's, the default backend when None):
     numba device arrays for 'cuda' (jitted functions given device arrays return device
     arrays), NumPy arrays for the others."""
-    if device is None:
-        device = config.default_backend
+    device = config.default_backend if device is None else device
     if device not in backend_names():
         raise TracerValueError(f"device_put: unknown device {device!r}; available: "
                                f"{', '.join(devices())}")
@@ -369,20 +368,7 @@ def device_put(x: Any, device: str | None = None) -> Any:
     return tree_map(np.asarray, x)
 
 
-_ARRAYS = (np.ndarray, EagerArray)
-
-
-def _result(x: Any) -> Any:
-    """A result array as an EagerArray view (JAX's `.at`, `.block_until_ready()` on
-    what `jit` returns; a NumPy array for everything else); device arrays as they are."""
-    return x.view(EagerArray) if type(x) is np.ndarray else x
-
-
-def _donated(outs: Sequence[Any], inputs: Sequence[Any], leaves: Sequence[Any]) -> list[Any]:
-    """Results, where an output written into a donated input is the caller's array
-    itself (as it was passed); the others as `_result` makes them."""
-    caller = {id(x): leaf for x, leaf in zip(inputs, leaves, strict=True)}
-    return [caller.get(id(o)) if id(o) in caller else _result(o) for o in outs]
+_ARRAYS = (np.ndarray, EagerArray)  # argument types of the hot path's common case
 
 
 @functools.lru_cache(maxsize=64)

@@ -75,6 +75,20 @@ def as_input(x: Any, sig: LeafSig) -> np.ndarray:
     return np.asarray(x, dtype=sig[1])
 
 
+def as_result(x: Any) -> Any:
+    """A result array as an EagerArray view (JAX's `.at`, `.block_until_ready()` on
+    what `jit` returns; a NumPy array for everything else); device arrays as they are."""
+    return x.view(EagerArray) if type(x) is np.ndarray else x
+
+
+def donated_results(outs: Sequence[Any], inputs: Sequence[Any],
+                    leaves: Sequence[Any]) -> list[Any]:
+    """Results, where an output written into a donated input is the caller's array
+    itself (as it was passed); the others as `as_result` makes them."""
+    caller = {id(x): leaf for x, leaf in zip(inputs, leaves, strict=True)}
+    return [caller.get(id(o)) if id(o) in caller else as_result(o) for o in outs]
+
+
 def overflow_error(fun_name: str, names: Sequence[str], leaves: Sequence[Any],
                    sigs: Sequence[LeafSig]) -> TracerOverflowError:
     """The error for a Python int argument out of its dtype's range (JAX: OverflowError)."""
