@@ -31,3 +31,7 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "slow_ports" in item.keywords:
             item.add_marker(skip)
+
+# JAX's example programs, stored as they are (2-space indents, control_test's absltest
+# class): tests/test_ported_jax_programs.py runs them, pytest does not collect them.
+collect_ignore_glob = ["jax_examples/*"]

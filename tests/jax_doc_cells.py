@@ -20,7 +20,7 @@ from dataclasses import dataclass
 DOCS = pathlib.Path(__file__).parent / "jax_docs"
 
 _RENAMES = [
-    (re.compile(r"^(\s*)from jax import lax\b", re.M), r"\1from tracer import ops as lax"),
+    (re.compile(r"^(\s*from jax import [^\n]*?)\blax\b", re.M), r"\1ops as lax"),
     (re.compile(r"^(\s*)from jax\.lax import", re.M), r"\1from tracer.ops import"),
     (re.compile(r"^(\s*)import jax\.lax as", re.M), r"\1import tracer.ops as"),
     (re.compile(r"\bjax\.lax\b"), "jax.ops"),

@@ -1,6 +1,6 @@
 """Op-table cases for the ops the transformations add (`tracer.ops.ad_ops`):
-stop_gradient, checkpoint, the custom_jvp / custom_vjp calls, and custom_lin (the
-tangent of a custom_vjp call, evaluated here by forward mode)."""
+stop_gradient, checkpoint, checkpoint_name, the custom_jvp / custom_vjp calls, and
+custom_lin (the tangent of a custom_vjp call, evaluated here by forward mode)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import numpy as np
 
 from tests.op_db import OpCase
 from tracer import ops
-from tracer.transforms import checkpoint, custom_jvp, custom_vjp, jvp, stop_gradient
+from tracer.transforms import (checkpoint, checkpoint_name, custom_jvp, custom_vjp, jvp,
+                               stop_gradient)
 
 X3 = np.array([0.5, -1.25, 2.0])
 V3 = np.array([1.0, 0.5, -2.0])
@@ -28,6 +29,8 @@ CASES: list[OpCase] = [
            expected=np.sin(X3) * X3),
     OpCase("checkpoint:pytree", lambda x, y: checkpoint(lambda d: d["a"] + d["b"])(
         {"a": x, "b": y}), (X3, V3), expected=X3 + V3),
+    OpCase("checkpoint_name", lambda x: checkpoint_name(ops.mul(x, 2.0), "doubled"), (X3,),
+           expected=2 * X3),
     OpCase("custom_jvp_call", lambda x: _cube(x), (X3,), expected=X3 ** 3),
     OpCase("custom_vjp_call", lambda x: _sin2(x), (X3,), expected=2 * np.sin(X3)),
     OpCase("custom_lin", lambda x, v: jvp(_sin2, (x,), (v,))[1], (X3, V3),

@@ -1,7 +1,7 @@
 """Names JAX users type daily, with JAX's semantics: `tr.tree`,
 `register_pytree_node_class`, `make_jaxpr`, `jacobian`, `block_until_ready`,
 `test_util.check_grads`, `grad(holomorphic=True)`, `custom_jvp.defjvps`, `precision=`,
-the `ops.*_in_dim` and shape-tuple helpers, checkpoint policies and
+the `ops.*_in_dim` and shape-tuple helpers, `conv_transpose`, checkpoint policies and
 `print_saved_residuals`, and the traced-index-into-a-NumPy-constant error. Oracles:
 JAX (lax helpers), calculus, NumPy. Eager or interpreter: cheap."""
 
@@ -130,3 +130,33 @@ def test_traced_index_into_a_numpy_constant_says_how() -> None:
     assert "test_jax_names.py" in str(info.value)
     assert float(tr.jit(lambda i: tnp.take(table, i, axis=0), backend="interpreter")(
         np.int64(2))) == 2.0
+
+
+CONV_TRANSPOSE = [
+    dict(strides=(2, 2), padding="SAME"),
+    dict(strides=(1, 2), padding="VALID", rhs_dilation=(2, 1)),
+    dict(strides=(2, 1), padding=((1, 0), (2, 1))),
+    dict(strides=(2, 2), padding=((1, 1), (0, 2)), use_consistent_padding=True),
+    dict(strides=(3, 1), padding="SAME", transpose_kernel=True),
+    dict(strides=(2, 2), padding="VALID", dimension_numbers=("NCHW", "OIHW", "NCHW")),
+]
+
+
+@pytest.mark.parametrize("kwargs", CONV_TRANSPOSE, ids=range(len(CONV_TRANSPOSE)))
+def test_conv_transpose_matches_jax(kwargs: dict) -> None:
+    jax = pytest.importorskip("jax")
+    rng = np.random.default_rng(0)
+    lhs, rhs = rng.standard_normal((2, 5, 6, 3)), rng.standard_normal((3, 2, 3, 4))
+    if "dimension_numbers" in kwargs:
+        lhs, rhs = lhs.transpose(0, 3, 1, 2), rhs.transpose(3, 2, 0, 1)
+    if kwargs.get("transpose_kernel"):  # the kernel's I and O trade places
+        rhs = rhs.transpose(0, 1, 3, 2)
+    with jax.enable_x64(True):
+        want = jax.lax.conv_transpose(lhs, rhs, **kwargs)
+    got = ops.conv_transpose(lhs, rhs, **kwargs)
+    np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-13)
+    if not any(k in kwargs for k in ("rhs_dilation", "transpose_kernel", "use_consistent_"
+                                     "padding")):
+        assert ops.conv_transpose_shape_tuple(
+            lhs.shape, rhs.shape, kwargs["strides"], kwargs["padding"],
+            kwargs.get("dimension_numbers", ("NHWC", "HWIO", "NHWC"))) == want.shape

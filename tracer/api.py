@@ -22,6 +22,7 @@ from .core import ShapedArray, typecheck
 from .errors import (TracerError, TracerTypeError, TracerValueError, add_user_line,
                      names_user_line)
 from .hlo import HloModule
+from .numpy._eager import EagerArray
 from .stages import Compiled, Lowered
 from .tracing import GraphBuilder, current_builder, is_value
 from .tree_util import (keystr, tree_flatten, tree_flatten_with_path, tree_map,
@@ -64,7 +65,7 @@ class Jitted:
             if current_builder() is not None:
                 return self._inline(args, kwargs)
             dynamic, statics = self._split(args, kwargs)
-            if not kwargs and all(type(a) is np.ndarray for a in args):
+            if not kwargs and all(type(a) in _ARRAYS for a in args):
                 leaves, treedef = args, _flat_treedef(len(args))  # the common case
             else:
                 leaves, treedef = tree_flatten(dynamic)
@@ -87,21 +88,23 @@ class Jitted:
                 raise cache.overflow_error(self.name, self._leaf_names(dynamic), leaves,
                                            sigs) from None
             if profiler._session is not None:
-                return self._run_recorded(compiled, inputs)
+                return self._run_recorded(compiled, inputs, leaves)
             outs = compiled.run(inputs) if compiled.aliased else compiled.executable(*inputs)
+            outs = cache.donated_results(outs, inputs, leaves) if compiled.lowered.donated \
+                else list(map(cache.as_result, outs))
             return compiled.lowered.out_tree.unflatten(outs)
         except TracerError as e:
             self._stats.failed += 1
             add_user_line(e)
             raise
 
-    def _run_recorded(self, compiled: Compiled, inputs: list) -> Any:
+    def _run_recorded(self, compiled: Compiled, inputs: list, leaves: Sequence[Any]) -> Any:
         """One call as a timeline event (only while tr.profiler records)."""
         lowered = compiled.lowered
         with profiler.naming(lowered.name), profiler.span("run", "execute",
                                                           backend=lowered.backend):
             outs = compiled.run(inputs)
-        return compiled.lowered.out_tree.unflatten(outs)
+        return lowered.out_tree.unflatten(cache.donated_results(outs, inputs, leaves))
 
     def _split(self, args: tuple, kwargs: dict) -> tuple[tuple, tuple]:
         """(dynamic (args, kwargs) pytree, hashable static values)."""
@@ -350,9 +353,11 @@ def _cuda_available() -> bool:
     return bool(cuda.is_available())
 
 
-def device_put(x: Any, device: str = "cuda") -> Any:
-    """`x` (a pytree of arrays) on `device`: numba device arrays for 'cuda' (jitted
-    functions given device arrays return device arrays), NumPy arrays for the others."""
+def device_put(x: Any, device: str | None = None) -> Any:
+    """`x` (a pytree of arrays) on `device` (as JAX's, the default backend when None):
+    numba device arrays for 'cuda' (jitted functions given device arrays return device
+    arrays), NumPy arrays for the others."""
+    device = config.default_backend if device is None else device
     if device not in backend_names():
         raise TracerValueError(f"device_put: unknown device {device!r}; available: "
                                f"{', '.join(devices())}")
@@ -361,6 +366,9 @@ def device_put(x: Any, device: str = "cuda") -> Any:
         from .backend.cuda.lib.arrays import device_put as put
         return tree_map(put, x)
     return tree_map(np.asarray, x)
+
+
+_ARRAYS = (np.ndarray, EagerArray)  # argument types of the hot path's common case
 
 
 @functools.lru_cache(maxsize=64)

@@ -16,6 +16,7 @@ import numpy as np
 from . import dtypes, reprs
 from .core import ShapedArray, reject_masked
 from .errors import DTypeError, EscapedTracerError, TracerOverflowError, TracerTypeError
+from .numpy._eager import EagerArray
 from .tracing import Tracer, escaped_message
 
 log = logging.getLogger("tracer.jit")
@@ -29,7 +30,7 @@ _WEAK = {bool: dtypes.bool_, int: dtypes.int64, float: dtypes.float64,
 def leaf_signature(x: Any) -> LeafSig:
     """(shape, dtype, weak_type) of one argument leaf, without building avals."""
     t = type(x)
-    if t is np.ndarray:
+    if t is np.ndarray or t is EagerArray:
         d = x.dtype
         return (x.shape, d if d.isnative else d.newbyteorder("="), False)
     weak = _WEAK.get(t)
@@ -67,9 +68,25 @@ def as_input(x: Any, sig: LeafSig) -> np.ndarray:
     t = type(x)
     if t is np.ndarray:
         return x if x.dtype.isnative else x.astype(sig[1])  # big-endian data: native copy
+    if t is EagerArray:  # (a jit or tracer.numpy result): the executable gets its ndarray
+        return x.view(np.ndarray) if x.dtype.isnative else np.asarray(x, sig[1])
     if getattr(t, "__cuda_ndarray__", False):
         return x
     return np.asarray(x, dtype=sig[1])
+
+
+def as_result(x: Any) -> Any:
+    """A result array as an EagerArray view (JAX's `.at`, `.block_until_ready()` on
+    what `jit` returns; a NumPy array for everything else); device arrays as they are."""
+    return x.view(EagerArray) if type(x) is np.ndarray else x
+
+
+def donated_results(outs: Sequence[Any], inputs: Sequence[Any],
+                    leaves: Sequence[Any]) -> list[Any]:
+    """Results, where an output written into a donated input is the caller's array
+    itself (as it was passed); the others as `as_result` makes them."""
+    caller = {id(x): leaf for x, leaf in zip(inputs, leaves, strict=True)}
+    return [caller.get(id(o)) if id(o) in caller else as_result(o) for o in outs]
 
 
 def overflow_error(fun_name: str, names: Sequence[str], leaves: Sequence[Any],

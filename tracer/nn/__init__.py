@@ -15,7 +15,7 @@ from ..scipy.special import logsumexp
 from . import initializers
 
 __all__ = ["relu", "relu6", "gelu", "silu", "swish", "sigmoid", "softplus", "log_sigmoid",
-           "tanh", "elu", "leaky_relu", "softmax", "log_softmax", "logsumexp", "one_hot",
+           "tanh", "elu", "selu", "leaky_relu", "softmax", "log_softmax", "logsumexp", "one_hot",
            "standardize", "initializers"]
 
 
@@ -74,6 +74,12 @@ def gelu(x: Any, approximate: bool = True) -> Any:
 def elu(x: Any, alpha: float = 1.0) -> Any:
     x = _float(x)
     return tnp.where(x > 0, x, alpha * tnp.expm1(tnp.where(x > 0, 0.0, x)))
+
+
+def selu(x: Any) -> Any:
+    """Scaled ELU with the constants of Klambauer et al. (JAX's `jax.nn.selu`)."""
+    alpha, scale = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
+    return scale * elu(x, alpha)
 
 
 def leaky_relu(x: Any, negative_slope: float = 0.01) -> Any:

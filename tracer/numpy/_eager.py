@@ -1,13 +1,14 @@
 """`EagerArray`: what `tracer.numpy` returns outside a trace. A `numpy.ndarray`
 subclass (so it is a NumPy array for every other purpose: NumPy functions, in-place
 updates, pickling) with the methods JAX programs call on results: `x.at[idx].set(v)`
-and friends (a new array, as on traced values), `x.block_until_ready()`, and
-indexing by a traced index (`table[i]` inside `jit` with `table` from `tnp.arange`),
-which NumPy itself cannot do.
+and friends (a new array, as on traced values), `x.block_until_ready()`, `x.devices()`
+and `x.sharding` (the host), and indexing by a traced index (`table[i]` inside `jit`
+with `table` from `tnp.arange`), which NumPy itself cannot do.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -28,6 +29,18 @@ class EagerArray(np.ndarray):
     def at(self) -> "_EagerAt":
         return _EagerAt(np.asarray(self))
 
+    def __repr__(self) -> str:
+        return repr(self.view(np.ndarray))  # NumPy's `array(...)`: it is one
+
+    def devices(self) -> set[str]:
+        """Where the array lives: host memory ('cpu'), as JAX's `x.devices()`."""
+        return {"cpu"}
+
+    @property
+    def sharding(self) -> "SingleDeviceSharding":
+        """JAX's `x.sharding`: the whole array on the host."""
+        return SingleDeviceSharding("cpu")
+
     def block_until_ready(self) -> "EagerArray":
         """Computed already (NumPy arrays are ready when returned)."""
         return self
@@ -37,6 +50,16 @@ class EagerArray(np.ndarray):
             from ._indexing import getitem
             return getitem(np.asarray(self), idx)
         return super().__getitem__(idx)
+
+
+@dataclass(frozen=True)
+class SingleDeviceSharding:
+    """The sharding of an array held whole by one device (JAX's name)."""
+    device: str
+
+    @property
+    def device_set(self) -> set[str]:
+        return {self.device}
 
 
 class _EagerAt:

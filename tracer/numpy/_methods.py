@@ -17,6 +17,7 @@ from .. import dtypes, ops
 from ..errors import ShapeError, TracerTypeError
 from ..tracing import Tracer, install_methods
 from . import _protocols, _reductions, _shape, _sorting, _ufuncs
+from ._at_modes import get_with_mode, update_with_mode
 from ._indexing import getitem, index_update
 from ._take import take
 from ._linalg import diagonal, dot, matmul, trace
@@ -143,8 +144,9 @@ def _to_device(self: Tracer, device: Any, /, *, stream: Any = None) -> Tracer:
 
 
 def _update_method(method: str, doc: str) -> Callable[..., Any]:
-    def update(self: "_IndexUpdateRef", values: Any) -> Any:
-        return index_update(self.array, self.index, values, method)
+    def update(self: "_IndexUpdateRef", values: Any, *, indices_are_sorted: bool = False,
+               unique_indices: bool = False, mode: str | None = None) -> Any:
+        return update_with_mode(self.array, self.index, values, method, index_update, mode)
 
     update.__name__, update.__doc__ = method, f"A copy of x with {doc}."
     return update
@@ -161,9 +163,11 @@ class _IndexUpdateRef:
     def __repr__(self) -> str:
         return f"_IndexUpdateRef({self.array!r}, {self.index!r})"
 
-    def get(self) -> Any:
-        """`x[idx]`."""
-        return getitem(self.array, self.index)
+    def get(self, *, indices_are_sorted: bool = False, unique_indices: bool = False,
+            mode: str | None = None, fill_value: Any = None) -> Any:
+        """`x[idx]`; `mode="fill"` reads `fill_value` at out-of-bounds indices, "clip"
+        clamps them (tracer/numpy/_at_modes.py)."""
+        return get_with_mode(self.array, self.index, getitem, mode, fill_value)
 
     set = _update_method("set", "x[idx] = values (duplicate indices: the last one wins)")
     add = _update_method("add", "values added at idx; duplicates accumulate (np.add.at)")

@@ -37,6 +37,8 @@ from .misc import *  # noqa: F401,F403
 from .misc import __all__ as _misc
 from .in_dim import *  # noqa: F401,F403
 from .in_dim import __all__ as _in_dim
+from .conv_transpose import *  # noqa: F401,F403
+from .conv_transpose import __all__ as _conv_transpose
 from .registry import OPS, Op
 from .scatter import *  # noqa: F401,F403
 from .scatter import __all__ as _scatter
@@ -48,7 +50,7 @@ from . import callbacks as _callbacks  # noqa: F401  (the callback op records)
 
 __all__ = ["OPS", "Op", *_elementwise, *_shape, *_linalg, *_reduce, *_control, *_indexing,
            *_scatter, *_collectives, *_conv, *_window, *_sort, *_rng, *_decomp, *_fft,
-           *_batch_norm, *_bits, *_misc, *_tokens, *_in_dim]
+           *_batch_norm, *_bits, *_misc, *_tokens, *_in_dim, *_conv_transpose]
 from . import elementwise_rules  # noqa: F401,E402
 from . import control_batch_rules  # noqa: F401,E402
 from . import shape_rules  # noqa: F401,E402

@@ -72,20 +72,33 @@ def _run(graph: Graph, args: Sequence[np.ndarray]) -> list[np.ndarray]:
 
 
 checkpoint_p = define_op(
-    "checkpoint", shape=lambda *avals, to_apply: _sub_shape(to_apply, avals),
-    impl=lambda *args, to_apply: _run(to_apply, args), hlo_name="checkpoint",
+    "checkpoint", shape=lambda *avals, to_apply, policy=None: _sub_shape(to_apply, avals),
+    impl=lambda *args, to_apply, policy=None: _run(to_apply, args), hlo_name="checkpoint",
     family="ad", multiple_results=True,
-    doc="Checkpoint(args; to_apply): calls to_apply; reverse mode stores only the "
-        "operands and recomputes the rest in the backward pass (JAX's remat).")
+    doc="Checkpoint(args; to_apply, policy): calls to_apply; reverse mode stores the "
+        "operands and the values `policy` says are saveable, and recomputes the rest in "
+        "the backward pass (JAX's remat).")
 
 
-def _checkpoint_batch(args: Sequence[Any], dims: Sequence[int | None], *,
-                      to_apply: Graph) -> tuple[list[Any], list[int | None]]:
+def _checkpoint_batch(args: Sequence[Any], dims: Sequence[int | None], *, to_apply: Graph,
+                      **policy: Any) -> tuple[list[Any], list[int | None]]:
     graph, out_dims = _frame().batch_graph(to_apply, dims, [False] * len(to_apply.outputs))
-    return checkpoint_p.bind(*args, to_apply=graph), out_dims
+    return checkpoint_p.bind(*args, to_apply=graph, **policy), out_dims
 
 
 checkpoint_p.batch = _checkpoint_batch
+
+# ------------------------------------------------------------------ checkpoint_name
+checkpoint_name_p = define_op(
+    "checkpoint_name", shape=lambda x, name: x, impl=lambda x, name: np.array(x, copy=True),
+    hlo_name="checkpoint-name", family="ad",
+    doc="CheckpointName(x; name): the identity, marking x for checkpoint policies "
+        "(JAX's checkpoint_name): save_only_these_names('a') saves the values named 'a'.")
+checkpoint_name_p.jvp = lambda primals, tangents, *, name: (
+    checkpoint_name_p.bind(primals[0], name=name), tangents[0])
+checkpoint_name_p.transpose = lambda ct, x, *, name: [ct]
+checkpoint_name_p.batch = lambda args, dims, *, name: (
+    checkpoint_name_p.bind(args[0], name=name), dims[0])
 
 
 # ------------------------------------------------------------------ custom rules

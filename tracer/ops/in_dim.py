@@ -62,9 +62,17 @@ def _drop(x: Any, axis: int) -> Any:
 
 
 def _out_shape(fn: Any, *shapes: Sequence[int]) -> tuple[int, ...]:
-    graph, _ = trace_flat(lambda *xs: [fn(*xs)], [ShapedArray(tuple(s), np.float32)
-                                                   for s in shapes])
-    return graph.out_avals[0].shape
+    """The shape rule's answer; a -1 dim (a batch size not known yet, as stax's
+    `(-1, 784)`) is traced as 1 and as 2, and the output dims that follow it are -1."""
+    def trace(unknown: int) -> tuple[int, ...]:
+        avals = [ShapedArray(tuple(unknown if d == -1 else d for d in s), np.float32)
+                 for s in shapes]
+        graph, _ = trace_flat(lambda *xs: [fn(*xs)], avals)
+        return graph.out_avals[0].shape
+    one = trace(1)
+    if not any(d == -1 for s in shapes for d in s):
+        return one
+    return tuple(a if a == b else -1 for a, b in zip(one, trace(2), strict=True))
 
 
 def conv_general_shape_tuple(lhs_shape: Sequence[int], rhs_shape: Sequence[int],

@@ -9,6 +9,7 @@ widens the accumulator).
 
 from __future__ import annotations
 
+import enum
 import inspect
 import math
 from typing import Any, Sequence
@@ -22,10 +23,19 @@ from .common import operand_aval, static_ints, wrapper_error
 from .registry import define_op, harmonize, same_dtypes
 from .shape import check_dims
 
-__all__ = ["dot_general", "dot"]
+__all__ = ["dot_general", "dot", "Precision"]
 
 Dims = tuple[int, ...]
 _PRECISIONS = ("DEFAULT", "HIGH", "HIGHEST")
+
+
+class Precision(enum.Enum):
+    """`jax.lax.Precision`: what `precision=` accepts besides the names. Every level
+    computes at the operands' full precision on every backend (no bf16/TF32 passes)."""
+
+    DEFAULT = 0
+    HIGH = 1
+    HIGHEST = 2
 
 
 def _check_pairs(kind: str, lhs_dims: Dims, rhs_dims: Dims, lhs: ShapedArray,

@@ -4,12 +4,12 @@ the user-facing wrappers built on them."""
 
 from . import control_rules, while_rules  # noqa: F401  (attach the control-flow AD rules)
 from ..ops.ad_ops import stop_gradient
-from .api_ad import (grad, hessian, jacfwd, jacrev, jvp, linearize, print_saved_residuals,
-                     value_and_grad, vjp)
+from .api_ad import grad, hessian, jacfwd, jacrev, jvp, linearize, value_and_grad, vjp
 from .api_vmap import vmap
 from .batching import vmap_graph
 from .checkpoint import checkpoint, checkpoint_name, checkpoint_policies, lower_ad_ops
 from .custom import custom_jvp, custom_vjp
+from .saved_residuals import print_saved_residuals
 from .jvp import jvp_graph
 from .transpose import transpose_graph
 from .vjp import linearize_graph, vjp_graph

@@ -31,7 +31,7 @@ from .util import differentiable, eval_fresh, tangent_aval
 from .vjp import linearize_graph, vjp_graph
 
 __all__ = ["jvp", "linearize", "vjp", "grad", "value_and_grad", "jacfwd", "jacrev", "hessian",
-           "print_saved_residuals"]
+]
 
 
 # ------------------------------------------------------------------------- tracing
@@ -478,23 +478,3 @@ def _assemble(rows: list[Any], out_shapes: list[tuple[int, ...]], out_tree: PyTr
         inner = tree_unflatten(in_tree, blocks)
         per_out.append(inner[0] if single else inner)
     return tree_unflatten(out_tree, per_out)
-
-
-def print_saved_residuals(fun: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
-    """Print the values reverse mode saves between the forward and the backward pass
-    of `fun(*args)` (JAX's `jax.ad_checkpoint.print_saved_residuals`): one line each,
-    its type and where it comes from (an argument or an op)."""
-    tr = _trace("vjp", fun, args, kwargs)
-    n = len(tr.graph.outputs)
-    v = vjp_graph(tr.graph, [differentiable(a) for a in tr.graph.in_avals],
-                  [i < tr.num_out for i in range(n)])
-    producers = {id(o): e for e in v.forward.eqns for o in e.outputs}
-    inputs = {id(x): i for i, x in enumerate(v.forward.inputs)}
-    for atom in v.forward.outputs[n:]:
-        if id(atom) in inputs:
-            print(f"{atom.aval} from the argument leaf {inputs[id(atom)]}")
-        elif id(atom) in producers:
-            eqn = producers[id(atom)]
-            print(f"{atom.aval} output of {eqn.op.name} from {eqn.source}")
-        else:
-            print(f"{atom.aval} (a constant)")

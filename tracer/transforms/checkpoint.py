@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable, Sequence
 
-from ..core import Eqn, Graph, Var, subgraphs
+from ..core import Eqn, Graph, Var, is_effectful, subgraphs
 from ..errors import names_user_line
 from ..interpret import eval_graph
 from ..ops.ad import UndefinedPrimal, aval_of_value, instantiate
@@ -28,60 +28,34 @@ from ..tracing import bind, current_builder, trace_flat
 from ..tree_util import tree_flatten, tree_unflatten
 from .control_rules import fill_tangents, nonzero_mask
 from .jvp import jvp_graph
-from .partial_eval import PE_RULES, partial_eval_graph
+from .partial_eval import PE_RULES, PartialEval, partial_eval_graph
+from .remat_policies import checkpoint_name, checkpoint_policies, nothing_saveable
 from .transpose import transpose_graph
-from .util import (merge, new_eqn, pick, read, select_outputs, tangent_aval, trace_closed,
-                   without_host_effects)
+from .util import (merge, new_eqn, pick, prune, read, tangent_aval,
+                   trace_closed, without_host_effects)
 
 __all__ = ["checkpoint", "checkpoint_name", "checkpoint_policies", "lower_ad_ops"]
-
-
-class checkpoint_policies:  # noqa: N801 - JAX's name for this namespace
-    """JAX's policy names, for `checkpoint(fun, policy=...)`: a policy answers
-    whether an intermediate may be saved (see `checkpoint` for how tracer uses it)."""
-
-    @staticmethod
-    def everything_saveable(*_: Any, **__: Any) -> bool:
-        return True
-
-    @staticmethod
-    def nothing_saveable(*_: Any, **__: Any) -> bool:
-        return False
-
-    dots_saveable = checkpoint_dots = dots_with_no_batch_dims_saveable = nothing_saveable
-
-    @staticmethod
-    def save_only_these_names(*names: str) -> Callable[..., bool]:
-        return checkpoint_policies.nothing_saveable
-
-    @staticmethod
-    def save_any_names_but_these(*names: str) -> Callable[..., bool]:
-        return checkpoint_policies.nothing_saveable
-
-    save_anything_except_these_names = save_any_names_but_these
-
-
-def checkpoint_name(x: Any, name: str) -> Any:
-    """`x` unchanged, named for a checkpoint policy (JAX's `checkpoint_name`)."""
-    return x
 
 
 def checkpoint(fun: Callable[..., Any], *, prevent_cse: bool = True,
                policy: Callable[..., bool] | None = None,
                static_argnums: int | Sequence[int] = ()) -> Callable[..., Any]:
     """`fun`, but reverse-mode differentiation saves only its (array) arguments and
-    recomputes everything else it computes during the backward pass.
+    the intermediates `policy` says are saveable, and recomputes the rest during the
+    backward pass.
 
-    `policy` (JAX's `checkpoint_policies`): `everything_saveable` saves every
-    intermediate (no recomputation); any other policy recomputes everything but the
-    arguments, as `nothing_saveable` does (values are the same either way; only the
-    memory / time trade differs). `prevent_cse` is accepted: the recomputation is
+    `policy` (JAX's `checkpoint_policies`; None is `nothing_saveable`): called as
+    `policy(op, *avals, **params)` on the ops of the primal computation, True to save
+    that op's result (`dots_saveable` saves matrix products, `save_only_these_names`
+    the values named by `checkpoint_name`). Values are the same either way; only the
+    memory / time trade differs. `prevent_cse` is accepted: the recomputation is
     always kept apart (a `call`).
 
     >>> grad(checkpoint(lambda x: ops.sin(ops.sin(x))))(1.0)  # stores x only
     """
     if policy is checkpoint_policies.everything_saveable:
         return fun
+    policy_param = {} if policy is None or policy is nothing_saveable else {"policy": policy}
     statics = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
 
     @functools.wraps(fun)
@@ -103,7 +77,7 @@ def checkpoint(fun: Callable[..., Any], *, prevent_cse: bool = True,
 
         graph, consts = trace_flat(flat, [aval_of_value(x) for x in leaves],
                                    f"checkpoint_{getattr(fun, '__name__', 'fun')}")
-        outs = checkpoint_p.bind(*leaves, *consts, to_apply=graph)
+        outs = checkpoint_p.bind(*leaves, *consts, to_apply=graph, **policy_param)
         return tree_unflatten(out_trees[0], outs)
 
     return remat
@@ -111,29 +85,65 @@ def checkpoint(fun: Callable[..., Any], *, prevent_cse: bool = True,
 
 # ----------------------------------------------------------------------------- rules
 def checkpoint_jvp(primals: Sequence[Any], tangents: Sequence[Any], *,
-                   to_apply: Graph) -> tuple[list, list]:
+                   to_apply: Graph, **policy: Any) -> tuple[list, list]:
     nz = nonzero_mask(tangents)
     graph, out_nz = jvp_graph(to_apply, nz)
-    outs = checkpoint_p.bind(*primals, *pick(tangents, nz), to_apply=graph)
+    outs = checkpoint_p.bind(*primals, *pick(tangents, nz), to_apply=graph, **policy)
     n = len(to_apply.outputs)
     return outs[:n], fill_tangents(outs[n:], out_nz, to_apply.out_avals)
 
 
 def checkpoint_partial_eval(eqn: Eqn, in_unk: list[bool]
                             ) -> tuple[list[Eqn], list[Eqn], list[bool]]:
-    pe = partial_eval_graph(eqn.params["to_apply"], in_unk)
+    """The forward half computes the known outputs and the values the policy saves;
+    the backward half is the whole checkpoint with those values as extra inputs."""
+    graph, policy = eqn.params["to_apply"], eqn.params.get("policy")
+    pe = partial_eval_graph(graph, in_unk)
     out_unk = pe.out_unknowns
     n_known = out_unk.count(False)
+    saved = saved_values(graph, pe, out_unk, policy) if policy is not None else []
+    saved_outer = [Var(v.aval) for v in saved]
     known = []
-    if n_known:
-        primal = select_outputs(pe.known, [True] * n_known + [False] * pe.num_res)
-        known = [new_eqn(checkpoint_p, pick(eqn.inputs, in_unk, False), {"to_apply": primal},
-                         pick(eqn.outputs, out_unk, False), eqn.source)]
+    if n_known or saved:
+        known_outs = [a for a, u in zip(graph.outputs, out_unk, strict=True) if not u]
+        primal = prune(Graph(pe.known.inputs, pe.known.eqns, tuple(known_outs + saved),
+                             pe.known.name))
+        known = [new_eqn(checkpoint_p, pick(eqn.inputs, in_unk, False),
+                         {**eqn.params, "to_apply": primal},
+                         pick(eqn.outputs, out_unk, False) + saved_outer, eqn.source)]
     outs = tuple(v if u else Var(v.aval) for v, u in zip(eqn.outputs, out_unk, strict=True))
-    return known, [Eqn(eqn.op, eqn.inputs, eqn.params, outs, eqn.source)], out_unk
+    params = {**eqn.params, "to_apply": with_saved_inputs(graph, saved)}
+    unknown = Eqn(eqn.op, tuple(saved_outer) + tuple(eqn.inputs), params, outs, eqn.source)
+    return known, [unknown], out_unk
 
 
-def checkpoint_transpose(cts: list[Any], *args: Any, to_apply: Graph) -> list[Any]:
+def saved_values(graph: Graph, pe: PartialEval, out_unk: Sequence[bool],
+                 policy: Callable[..., bool]) -> list[Var]:
+    """Results of the forward half's eqns that `policy` saves and the backward half
+    reads (once they are its inputs, it no longer recomputes their producers)."""
+    candidates = [v for e in pe.known.eqns if not is_effectful(e)
+                  and policy(e.op, *(a.aval for a in e.inputs), **e.params) for v in e.outputs]
+    if not candidates:
+        return []
+    tangent_outs = [a for a, u in zip(graph.outputs, out_unk, strict=True) if u]
+    backward = _cut(graph, candidates, tangent_outs)
+    read = {id(a) for e in backward.eqns for a in e.inputs} | {id(a) for a in tangent_outs}
+    return [v for v in candidates if id(v) in read]
+
+
+def with_saved_inputs(graph: Graph, saved: Sequence[Var]) -> Graph:
+    """`graph` taking the `saved` values as leading inputs instead of computing them."""
+    return _cut(graph, saved, graph.outputs) if saved else graph
+
+
+def _cut(graph: Graph, values: Sequence[Var], outputs: Sequence[Any]) -> Graph:
+    ids = {id(v) for v in values}
+    eqns = tuple(e for e in graph.eqns if not all(id(v) in ids for v in e.outputs))
+    return prune(Graph(tuple(values) + tuple(graph.inputs), eqns, tuple(outputs), graph.name))
+
+
+def checkpoint_transpose(cts: list[Any], *args: Any, to_apply: Graph,
+                         **policy: Any) -> list[Any]:
     lin = tuple(isinstance(a, UndefinedPrimal) for a in args)
     outs = call_p.bind(*pick(args, lin, False), *map(instantiate, cts),
                        to_apply=_recompute_and_transpose(to_apply, lin))
@@ -184,7 +194,7 @@ def _lower(graph: Graph) -> Graph:
 
 
 def _has_ad_ops(graph: Graph) -> bool:
-    return any(e.op.name in _INLINED or e.op.name == "stop_gradient"
+    return any(e.op.name in _INLINED or e.op.name in ("stop_gradient", "checkpoint_name")
                or any(_has_ad_ops(g) for g in subgraphs(e.params)) for e in graph.eqns)
 
 
@@ -193,7 +203,7 @@ def _eval_lowered(graph: Graph, args: Sequence[Any]) -> list[Any]:
     for eqn in graph.eqns:
         ins = [read(env, a) for a in eqn.inputs]
         name = eqn.op.name
-        if name == "stop_gradient":
+        if name in ("stop_gradient", "checkpoint_name"):
             outs = ins
         elif name in _INLINED:
             sub = eqn.params[_INLINED[name]]

@@ -31,7 +31,7 @@ from ..errors import TracerTypeError, names_user_line
 from ..ops import convert_element_type
 from ..ops.ad import aval_of_value, zeros_like_aval
 from ..ops.ad_ops import Rule, custom_jvp_call_p, custom_vjp_call_p
-from ..tracing import Tracer, current_builder, trace_flat
+from ..tracing import Tracer, current_builder, known_value, trace_flat
 from ..tree_util import PyTreeDef, tree_flatten, tree_unflatten
 from ..interpret import eval_graph
 from .util import select_outputs, tangent_aval
@@ -82,7 +82,10 @@ class _Custom:
             out_trees.append(out_tree)
             return out
 
-        graph, consts = trace_flat(flat, [aval_of_value(x) for x in leaves], self.name)
+        # values the enclosing trace knows (grad outside jit) reach the function, so its
+        # Python control flow works as in JAX; the graph then holds for those values only
+        graph, consts = trace_flat(flat, [aval_of_value(x) for x in leaves], self.name,
+                                   [known_value(x) for x in leaves])
         return graph, consts, tree, out_trees[0]
 
     def _error(self, msg: str) -> TracerTypeError:
@@ -149,10 +152,12 @@ class custom_jvp(_Custom):
         if current_builder() is None:  # concrete values: nothing can differentiate them
             return self.fun(*self._full(nondiff, diff))
         call, consts, tree, out_tree = self._trace_call(nondiff, diff)
-        jvp = Rule(functools.partial(self._run_jvp, nondiff, tree, out_tree, call.out_avals),
-                   f"jvp_of_{self.name}")
-        outs = custom_jvp_call_p.bind(*tree_flatten(tuple(diff))[0], *consts, call=call,
-                                      jvp=jvp, num_consts=len(consts))
+        leaves = tree_flatten(tuple(diff))[0]
+        rule = functools.partial(self._run_jvp, nondiff, tree, out_tree, call.out_avals)
+        rule = _at_known_values(rule, leaves, call.in_avals[:len(leaves)])
+        outs = custom_jvp_call_p.bind(*leaves, *consts, call=call,
+                                      jvp=Rule(rule, f"jvp_of_{self.name}"),
+                                      num_consts=len(consts))
         return tree_unflatten(out_tree, outs)
 
     def _run_jvp(self, nondiff: list[Any], tree: PyTreeDef, out_tree: PyTreeDef,
@@ -166,6 +171,43 @@ class custom_jvp(_Custom):
         touts = self._flat(res[1], out_tree, [tangent_aval(a) for a in out_avals],
                            "the jvp rule's tangent output")
         return outs, touts
+
+
+def _at_known_values(rule: Callable[..., Any], leaves: Sequence[Any],
+                     avals: Sequence[ShapedArray]) -> Callable[..., Any]:
+    """`rule(primals, tangents)` for a call whose primal values the enclosing trace
+    knows (grad outside jit): when the JVP first needs it, it is traced with those
+    values, so its Python control flow reads concrete primals as in JAX (and so does
+    the function it calls, to any order), then replayed."""
+    values = [known_value(x) for x in leaves]
+    if any(v is None for v in values):
+        return rule
+    traced: list[tuple[Graph | None, int]] = []
+
+    def replay(primals: list[Any], tangents: list[Any]) -> tuple[list[Any], list[Any]]:
+        if not traced:
+            traced.append(_trace_rule(rule, avals, values))
+        graph, num_out = traced[0]
+        if graph is None:  # it closes over outer traced values: run it here
+            return rule(primals, tangents)
+        outs = eval_graph(graph, [*primals, *tangents])
+        return outs[:num_out], outs[num_out:]
+    return replay
+
+
+def _trace_rule(rule: Callable[..., Any], avals: Sequence[ShapedArray],
+                values: Sequence[Any]) -> tuple[Graph | None, int]:
+    n = len(avals)
+    sizes: list[int] = []
+
+    def flat(*xs: Any) -> list[Any]:
+        outs, touts = rule(list(xs[:n]), list(xs[n:]))
+        sizes.append(len(outs))
+        return [*outs, *touts]
+
+    graph, captured = trace_flat(flat, [*avals, *map(tangent_aval, avals)], "jvp_rule",
+                                 [*values, *[None] * n])
+    return (None, 0) if captured else (graph, sizes[0])
 
 
 class custom_vjp(_Custom):
@@ -226,7 +268,7 @@ class custom_vjp(_Custom):
         token = DIFFERENTIATING.set(False)  # fwd's own call of the function runs it
         try:
             graph, consts = trace_flat(flat, [aval_of_value(x) for x in leaves],
-                                       f"fwd_of_{self.name}")
+                                       f"fwd_of_{self.name}", [known_value(x) for x in leaves])
         finally:
             DIFFERENTIATING.reset(token)
         m = num_out[0]

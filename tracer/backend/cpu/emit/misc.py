@@ -91,4 +91,5 @@ def _identity(ge: GraphEmitter, eqn: Eqn) -> None:
 EMITTERS: dict[str, Any] = {"composite": _composite, "optimization_barrier": _barrier,
                             "custom_call": _custom_call, "checkpoint": _inline("to_apply"),
                             "custom_jvp_call": _inline("call"),
-                            "custom_vjp_call": _inline("call"), "stop_gradient": _identity}
+                            "custom_vjp_call": _inline("call"), "stop_gradient": _identity,
+                            "checkpoint_name": _identity}

@@ -45,7 +45,8 @@ def _collective(ge: DeviceGraphEmitter, eqn: Eqn) -> None:
 
 
 EMITTERS: dict[str, OpEmitter] = {
-    "stop_gradient": _identity, "optimization_barrier": _identity, "reshape": _reshape,
+    "stop_gradient": _identity, "checkpoint_name": _identity, "optimization_barrier": _identity,
+    "reshape": _reshape,
     "get_dimension_size": _get_dimension_size,
     **{name: _collective for name in ("all_reduce", "all_gather", "reduce_scatter",
                                       "all_to_all", "collective_permute", "replica_id")},
