@@ -53,30 +53,12 @@ def GeneralConv(dimension_numbers: tuple[str, str, str], out_chan: int,
                 filter_shape: Sequence[int], strides: Sequence[int] | None = None,
                 padding: Any = "VALID", W_init: Any = None, b_init: Any = normal(1e-6)) -> Layer:
     """A convolution with the given (lhs, rhs, out) layout strings, e.g. NHWC/HWIO/NHWC."""
-    lhs_spec, rhs_spec, out_spec = dimension_numbers
     one = (1,) * len(filter_shape)
-    strides = strides or one
-    W_init = W_init or glorot_normal(rhs_spec.index("I"), rhs_spec.index("O"))
 
-    def init_fun(rng: Any, input_shape: Sequence[int]) -> Any:
-        spatial = iter(filter_shape)
-        kernel_shape = [out_chan if c == "O" else input_shape[lhs_spec.index("C")]
-                        if c == "I" else next(spatial) for c in rhs_spec]
-        output_shape = ops.conv_general_shape_tuple(input_shape, kernel_shape, strides,
-                                                    padding, dimension_numbers)
-        bias_shape = [out_chan if c == "C" else 1 for c in out_spec]
-        k1, k2 = random.split(rng)
-        return output_shape, (W_init(k1, kernel_shape), b_init(k2, bias_shape))
-
-    def apply_fun(params: Any, inputs: Any, **kwargs: Any) -> Any:
-        W, b = params
-        # ops.conv_general_dilated wants one dtype, as XLA's; promote as tracer.numpy does,
-        # so float32 data meets the float64 parameters of tracer's initializers
-        dtype = jnp.result_type(inputs, W)
-        return ops.conv_general_dilated(jnp.asarray(inputs, dtype), jnp.asarray(W, dtype),
-                                        strides, padding, one, one,
-                                        dimension_numbers=dimension_numbers) + b
-    return init_fun, apply_fun
+    def conv(x: Any, w: Any, strides: Sequence[int], padding: Any, dn: Any) -> Any:
+        return ops.conv_general_dilated(x, w, strides, padding, one, one, dimension_numbers=dn)
+    return _conv_layer(ops.conv_general_shape_tuple, conv, dimension_numbers, out_chan,
+                       filter_shape, strides, padding, W_init, b_init)
 
 
 Conv = functools.partial(GeneralConv, ("NHWC", "HWIO", "NHWC"))
@@ -87,6 +69,17 @@ def GeneralConvTranspose(dimension_numbers: tuple[str, str, str], out_chan: int,
                          padding: Any = "VALID", W_init: Any = None,
                          b_init: Any = normal(1e-6)) -> Layer:
     """A transposed convolution (`ops.conv_transpose`) with the given layouts."""
+    def conv(x: Any, w: Any, strides: Sequence[int], padding: Any, dn: Any) -> Any:
+        return ops.conv_transpose(x, w, strides, padding, dimension_numbers=dn)
+    return _conv_layer(ops.conv_transpose_shape_tuple, conv, dimension_numbers, out_chan,
+                       filter_shape, strides, padding, W_init, b_init)
+
+
+def _conv_layer(shape_tuple: Callable[..., Any], conv: Callable[..., Any],
+                dimension_numbers: tuple[str, str, str], out_chan: int,
+                filter_shape: Sequence[int], strides: Sequence[int] | None, padding: Any,
+                W_init: Any, b_init: Any) -> Layer:
+    """The layer of a convolution `conv` whose output shape `shape_tuple` gives."""
     lhs_spec, rhs_spec, out_spec = dimension_numbers
     strides = strides or (1,) * len(filter_shape)
     W_init = W_init or glorot_normal(rhs_spec.index("I"), rhs_spec.index("O"))
@@ -95,17 +88,19 @@ def GeneralConvTranspose(dimension_numbers: tuple[str, str, str], out_chan: int,
         spatial = iter(filter_shape)
         kernel_shape = [out_chan if c == "O" else input_shape[lhs_spec.index("C")]
                         if c == "I" else next(spatial) for c in rhs_spec]
-        output_shape = ops.conv_transpose_shape_tuple(input_shape, kernel_shape, strides,
-                                                      padding, dimension_numbers)
+        output_shape = shape_tuple(input_shape, kernel_shape, strides, padding,
+                                   dimension_numbers)
         bias_shape = [out_chan if c == "C" else 1 for c in out_spec]
         k1, k2 = random.split(rng)
         return output_shape, (W_init(k1, kernel_shape), b_init(k2, bias_shape))
 
     def apply_fun(params: Any, inputs: Any, **kwargs: Any) -> Any:
         W, b = params
+        # the convolution wants one dtype, as XLA's; promote as tracer.numpy does, so
+        # float32 data meets the float64 parameters of tracer's initializers
         dtype = jnp.result_type(inputs, W)
-        return ops.conv_transpose(jnp.asarray(inputs, dtype), jnp.asarray(W, dtype), strides,
-                                  padding, dimension_numbers=dimension_numbers) + b
+        return conv(jnp.asarray(inputs, dtype), jnp.asarray(W, dtype), strides, padding,
+                    dimension_numbers) + b
     return init_fun, apply_fun
 
 
