@@ -7,6 +7,7 @@ processes (killed mid-compile, left at exit, two of them sharing one cache direc
 
 from __future__ import annotations
 
+import io
 import os
 import signal
 import subprocess
@@ -160,6 +161,21 @@ def test_the_worker_exits_with_the_process(tmp_path):
     while not _gone(pid):
         assert time.monotonic() < deadline, f"compile worker {pid} outlived its process"
         time.sleep(0.05)
+
+
+def test_a_worker_whose_caller_stopped_reading_exits_quietly(tmp_path):
+    """The caller exited mid-compile: the reply's pipe is broken. The worker's loop ends
+    (no traceback in the user's terminal), after finishing the request it had."""
+    class Gone(io.BytesIO):
+        def write(self, data):
+            raise BrokenPipeError(32, "Broken pipe")
+
+    requests = io.BytesIO()
+    compile_worker._send(requests, ("not python", "main", (), str(tmp_path)))
+    compile_worker._send(requests, ("never read", "main", (), str(tmp_path)))
+    requests.seek(0)
+    compile_worker.serve(requests, Gone())
+    assert compile_worker._receive(requests) is not None  # (the second was left unread)
 
 
 def test_two_processes_compiling_one_kernel_into_one_cache_both_succeed(tmp_path):

@@ -120,17 +120,22 @@ def shared() -> Worker:
 
 
 def serve(requests: IO[bytes], replies: IO[bytes]) -> None:
-    """The worker's loop: compile each request until stdin closes."""
+    """The worker's loop: compile each request until stdin closes, or until the caller
+    stops reading (it exited mid-compile: the machine code is in the cache all the same,
+    and a traceback in the user's terminal would report nothing wrong)."""
     from .backend.cpu import cache as cpu_cache
     from .config import config
     while (request := _receive(requests)) is not None:
         source, function, signature, cache_dir = request
         try:
             config.update("cache_dir", cache_dir)
-            fresh = cpu_cache.compile_module(source, function, signature)[1]
-            _send(replies, (True, fresh))
+            reply = (True, cpu_cache.compile_module(source, function, signature)[1])
         except Exception as e:  # noqa: BLE001 - reported to the caller, who recompiles
-            _send(replies, (False, f"{type(e).__name__}: {e}"))
+            reply = (False, f"{type(e).__name__}: {e}")
+        try:
+            _send(replies, reply)
+        except (BrokenPipeError, OSError):
+            return
 
 
 def _main() -> None:
