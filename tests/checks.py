@@ -1,6 +1,6 @@
 """Assertions several test files share: a bad call raises a TracerError that is also the
 matching built-in; a tracer.numpy function gives NumPy's values and dtype, eagerly and
-under `tr.jit`, or raises what NumPy raises."""
+under `tr.jit`, or raises what NumPy raises; the op names a graph uses."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import tracer as tr
+from tracer.core import Graph, subgraphs
 
 
 def raises(cls: type[BaseException], fn: Callable[[], Any]) -> str:
@@ -46,3 +47,12 @@ def raises_like_numpy(fn: Callable[..., Any], np_fn: Callable[..., Any], *args: 
     with pytest.raises(tr.TracerError) as err:
         fn(*args)
     assert isinstance(err.value, builtin)
+
+
+def ops_in(graph: Graph) -> set[str]:
+    """The names of the ops `graph` and its sub-graphs use."""
+    found = {eqn.op.name for eqn in graph.eqns}
+    for eqn in graph.eqns:
+        for sub in subgraphs(eqn.params):
+            found |= ops_in(sub)
+    return found

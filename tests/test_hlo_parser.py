@@ -14,10 +14,11 @@ import pytest
 from hypothesis import given, settings
 
 import tracer as tr
+from tests.checks import ops_in
 from tests.op_db import all_cases
 from tests.test_op_table import _inputs, _trace
 from tracer import ops
-from tracer.core import subgraphs, typecheck
+from tracer.core import typecheck
 from tracer.export import HloSyntaxError, parse_hlo
 from tracer.export.exported import check_serializable
 from tracer.hlo import graph_to_text
@@ -30,14 +31,6 @@ CASES = all_cases()
 UNSERIALIZABLE = {"custom_lin", "pure_callback", "io_callback", "debug_callback", "debug_print"}
 
 
-def _ops_in(graph, found):
-    for eqn in graph.eqns:
-        found.add(eqn.op.name)
-        for sub in subgraphs(eqn.params):
-            _ops_in(sub, found)
-    return found
-
-
 def _graph(case):
     return lower_ad_ops(_trace(case))  # AD-only ops are inlined before any backend sees them
 
@@ -45,7 +38,7 @@ def _graph(case):
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_parse_print_round_trip(case):
     graph = _graph(case)
-    held = _ops_in(graph, set()) & UNSERIALIZABLE
+    held = ops_in(graph) & UNSERIALIZABLE
     if held:
         with pytest.raises(tr.TracerValueError, match="Python function"):
             check_serializable(graph, case.name)
@@ -69,7 +62,7 @@ def test_parse_print_round_trip(case):
 def test_round_trip_covers_the_structures_export_needs():
     found = set()
     for case in CASES:
-        _ops_in(_graph(case), found)
+        found |= ops_in(_graph(case))
     assert {"while", "conditional", "scan", "call", "composite", "custom_call", "reduce",
             "sort", "scatter", "gather", "select_and_scatter", "conv_general_dilated"} <= found
 

@@ -12,8 +12,9 @@ import warnings
 import numpy as np
 import pytest
 
+from tests.checks import ops_in
 from tests.op_db import all_cases
-from tracer.core import aval_of, subgraphs, typecheck
+from tracer.core import aval_of, typecheck
 from tracer.interpret import run_graph
 from tracer.ops import OPS
 from tracer.tracing import trace_flat
@@ -72,18 +73,10 @@ def test_golden(case):
         assert np.asarray(g).shape == w.shape, case.name
 
 
-def _ops_in(graph, found):
-    for eqn in graph.eqns:
-        found.add(eqn.op.name)
-        for sub in subgraphs(eqn.params):
-            _ops_in(sub, found)
-    return found
-
-
 def test_every_op_is_covered_by_the_table():
     found: set[str] = set()
     for case in CASES:
-        _ops_in(_trace(case), found)
+        found |= ops_in(_trace(case))
     missing = sorted(set(OPS) - found)
     assert not missing, f"ops without an op-table case: {missing}"
 

@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 
 import tracer as tr
+from tests.checks import ops_in
 from tests.op_db import all_cases
 from tracer import ops
-from tracer.core import Graph, aval_of, subgraphs, typecheck
+from tracer.core import aval_of, typecheck
 from tracer.errors import TracerTypeError, TracerValueError
 from tracer.ops import OPS
 from tracer.tracing import trace_flat
@@ -24,18 +25,10 @@ BATCH = 3
 
 
 # ------------------------------------------------------------ op table vs loop-and-stack
-def _ops_in(graph: Graph, found: set[str]) -> set[str]:
-    for eqn in graph.eqns:
-        found.add(eqn.op.name)
-        for sub in subgraphs(eqn.params):
-            _ops_in(sub, found)
-    return found
-
-
 def _missing_rules(case) -> list[str]:
     avals = [aval_of(a) for a in case.args]
     graph, _ = trace_flat(lambda *xs: tree_flatten(case.fn(*xs))[0], avals)
-    return sorted(n for n in _ops_in(graph, set()) if OPS[n].batch is None)
+    return sorted(n for n in ops_in(graph) if OPS[n].batch is None)
 
 
 def _variant(x, k: int):
