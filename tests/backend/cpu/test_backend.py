@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 import tracer as tr
 import tracer.numpy as tnp
+from tests.backend import models
 from tests.op_db import all_cases
 from tracer import ops
 from tracer.backend import backend_names, register_backend
@@ -181,36 +182,14 @@ def test_independent_sums_over_the_same_rows_share_one_pass():
     _compare(g, [u, w], rtol=1e-5)
 
 
-def _mixed(x, w, i):
-    h = tnp.maximum(x @ w, 0.0)
-    centered = h - tnp.mean(h, axis=0)
-    top = tnp.argmax(centered, axis=1)
-    return tnp.tanh(centered.T)[::-1] * 2.0, top, ops.dynamic_slice(h, [i, i], [2, 2])
-
-
-def _layernorm(x, g):
-    mean = tnp.mean(x, axis=-1, keepdims=True)
-    var = tnp.mean((x - mean) ** 2, axis=-1, keepdims=True)
-    return (x - mean) / tnp.sqrt(var + 1e-5) * g
-
-
-def _logsumexp(x):
-    m = tnp.max(x, axis=1, keepdims=True)
-    return tnp.log(tnp.sum(tnp.exp(x - m), axis=1)) + m[:, 0]
-
-
-def _columns(x):  # reduces a leading dim: accumulates in memory
-    return tnp.sum(x * x, axis=0), tnp.argmax(x, axis=0), tnp.min(x[::-1], axis=(0, 1))
-
-
 def test_row_groups_and_parallel_kernels_match_the_interpreter():
     rng = np.random.default_rng(0)
     x = rng.normal(size=(256, 160)).astype(np.float32)  # large enough for prange
     x[3, 7] = np.nan
     g = rng.normal(size=160).astype(np.float32)
     sources = []
-    for fn, args in ((_softmax, [x]), (_logsumexp, [x]), (_layernorm, [x, g]),
-                     (_columns, [x.astype(np.float64)]), (_chain, [x, g])):
+    for fn, args in ((_softmax, [x]), (models.logsumexp, [x]), (models.layernorm, [x, g]),
+                     (models.columns, [x.astype(np.float64)]), (_chain, [x, g])):
         graph = _trace(fn, args)
         exe = CPU.compile(graph)
         sources.append(exe.source)
@@ -226,8 +205,8 @@ def test_row_groups_and_parallel_kernels_match_the_interpreter():
 def test_fused_and_unfused_agree():
     args = [np.random.rand(6, 4).astype(np.float32), np.random.rand(4, 5).astype(np.float32),
             np.int32(3)]
-    fused = _compare(_mixed, args)
-    unfused = _compare(_mixed, args, backend=NumbaCpuBackend(fuse=False))
+    fused = _compare(models.mixed, args)
+    unfused = _compare(models.mixed, args, backend=NumbaCpuBackend(fuse=False))
     for a, b in zip(fused, unfused, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-6)
 

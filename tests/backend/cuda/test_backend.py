@@ -21,6 +21,7 @@ pytest.importorskip("tracer.backend.cuda.backend", reason="numba-cuda is not ins
 
 import tracer as tr  # noqa: E402
 import tracer.numpy as tnp  # noqa: E402
+from tests.backend import models  # noqa: E402
 from tests.op_db import all_cases  # noqa: E402
 from tracer import ops  # noqa: E402
 from tracer.backend.cuda.backend import (HOST_FALLBACKS, HOST_OPS,  # noqa: E402
@@ -160,28 +161,6 @@ def test_row_softmax_is_one_kernel_of_one_block_per_row():
     assert _kernels(exe) == 1 and "def rows_" in exe.source
 
 
-def _layernorm(x, g):
-    mean = tnp.mean(x, axis=-1, keepdims=True)
-    var = tnp.mean((x - mean) ** 2, axis=-1, keepdims=True)
-    return (x - mean) / tnp.sqrt(var + 1e-5) * g
-
-
-def _logsumexp(x):
-    m = tnp.max(x, axis=1, keepdims=True)
-    return tnp.log(tnp.sum(tnp.exp(x - m), axis=1)) + m[:, 0]
-
-
-def _columns(x):
-    return tnp.sum(x * x, axis=0), tnp.argmax(x, axis=0), tnp.min(x[::-1], axis=(0, 1))
-
-
-def _mixed(x, w, i):
-    h = tnp.maximum(x @ w, 0.0)
-    centered = h - tnp.mean(h, axis=0)
-    return tnp.tanh(centered.T)[::-1] * 2.0, tnp.argmax(centered, axis=1), \
-        ops.dynamic_slice(h, [i, i], [2, 2])
-
-
 def _cosine(u, v):
     return tnp.dot(u, v) / (tnp.sqrt(tnp.dot(u, u)) * tnp.sqrt(tnp.dot(v, v)))
 
@@ -198,8 +177,9 @@ def test_fused_structures_match_the_interpreter(fuse):
     x[3, 7] = np.nan
     g = rng.normal(size=40).astype(np.float32)
     backend = CUDA if fuse else NumbaCudaBackend(fuse=False)
-    cases = [(_layernorm, [x, g]), (_logsumexp, [x]), (_columns, [x.astype(np.float64)]),
-             (_mixed, [x[:, :4], g[:5].reshape(1, 5).repeat(4, 0), np.int32(3)]),
+    cases = [(models.layernorm, [x, g]), (models.logsumexp, [x]),
+             (models.columns, [x.astype(np.float64)]),
+             (models.mixed, [x[:, :4], g[:5].reshape(1, 5).repeat(4, 0), np.int32(3)]),
              (tr.vmap(_cosine), [x, x[::-1]]), (_rows_3d, [x.reshape(3, 4, 20)])]
     for fn, args in cases:
         graph = _trace(fn, args)
