@@ -8,7 +8,6 @@ import numpy as np
 
 from . import profiler, reprs
 from .backend import Executable, get_backend
-from .backend.numba.fusion import LoopNest, OpStep, RowGroup, plan_graph
 from .config import config
 from .core import Eqn, Graph, ShapedArray, Var, subgraphs
 from .dump import dump_source
@@ -148,6 +147,9 @@ def fusion_groups(graph: Graph) -> list[list[Eqn]]:
     row group of nests); an index map recomputed by several nests counts in the first.
     (Planned on the optimized graph as drawn: the cpu backend first folds transposes into
     its dots and may turn small dots into loops, so its own plan can group a little more.)"""
+    # (imported here: only drawing needs the fusion planner before a compile does)
+    from .backend.numba.fusion import LoopNest, OpStep, RowGroup, plan_graph
+
     groups: list[list[Eqn]] = []
     seen: set[int] = set()
     for step in plan_graph(graph).steps:

@@ -14,7 +14,6 @@ from typing import Any
 import numpy as np
 
 from ..ops import replicas
-from . import host_ops
 from .job import Job, ReplicaError, current_job
 from .pmap import pmap
 
@@ -30,6 +29,9 @@ class _MpiTransport:
 
     def run(self, op: str, operands: tuple[np.ndarray, ...], params: dict[str, Any],
             out: np.ndarray | None = None) -> Any:
+        # (imported here: a lone process, the usual case, never needs the MPI host steps)
+        from . import host_ops
+
         job = current_job()
         assert job is not None, "replica_count() > 1 only inside a job"
         return host_ops.run(job, op, operands, params, out)

@@ -16,6 +16,7 @@ the function of the same name here; see `_protocols`) and the array API namespac
 from __future__ import annotations
 
 import functools as _functools
+import importlib as _importlib
 import math
 import types as _types
 from typing import Any
@@ -25,33 +26,53 @@ import numpy as np
 from .. import dtypes as _dtypes
 from ..errors import TracerTypeError
 from ..tracing import Tracer as _Tracer
-from . import _accumulate, _build, _calculus, _creation, _edit, _einsum, _floats, _indexing
-from . import _linalg, _methods, _nan, _pad, _predicates, _quantile, _rearrange, _reductions
-from . import _eager, _shape, _sorting, _stats, _take, _ufuncs, _vectorize
-from . import fft as fft, linalg as linalg
+from . import _accumulate, _creation, _indexing, _linalg, _methods, _rearrange, _reductions
+from . import _eager, _shape, _sorting, _take, _ufuncs
 from ._accumulate import *  # noqa: F401,F403
-from ._build import *  # noqa: F401,F403
-from ._calculus import *  # noqa: F401,F403
 from ._creation import *  # noqa: F401,F403
-from ._edit import *  # noqa: F401,F403
-from ._einsum import *  # noqa: F401,F403
-from ._floats import *  # noqa: F401,F403
 from ._indexing import *  # noqa: F401,F403
 from ._take import *  # noqa: F401,F403
 from ._linalg import *  # noqa: F401,F403
-from ._nan import *  # noqa: F401,F403
-from ._pad import *  # noqa: F401,F403
-from ._predicates import *  # noqa: F401,F403
-from ._quantile import *  # noqa: F401,F403
 from ._promotion import PromotionOverflowError, error
 from ._rearrange import *  # noqa: F401,F403
 from ._reductions import *  # noqa: F401,F403
 from ._shape import *  # noqa: F401,F403
 from ._sorting import *  # noqa: F401,F403
-from ._stats import *  # noqa: F401,F403
-from ._stats import WeightsSumToZeroError
 from ._ufuncs import *  # noqa: F401,F403
-from ._vectorize import *  # noqa: F401,F403
+
+# Modules imported on first use of one of their names (`tnp.quantile`, `tnp.linalg`): a
+# traced model seldom needs them, so `import tracer` does not compile them
+# (tests/test_import.py; tests/test_numpy_namespace.py checks these lists against each
+# module's `__all__`).
+_LAZY_NAMES: dict[str, tuple[str, ...]] = {
+    "_build": ("meshgrid", "indices", "ix_", "tri", "vander", "logspace", "geomspace", "kron",
+               "block", "diagflat", "unravel_index", "ravel_multi_index", "tril_indices",
+               "triu_indices", "tril_indices_from", "triu_indices_from", "diag_indices",
+               "diag_indices_from"),
+    "_calculus": ("convolve", "correlate", "interp", "trapezoid", "gradient", "unwrap",
+                  "polyval", "polyadd", "polysub", "polymul", "polyder", "polyint"),
+    "_edit": ("append", "insert", "delete", "resize", "put", "put_along_axis", "fill_diagonal",
+              "select", "piecewise", "choose", "compress", "extract", "cross", "hsplit",
+              "vsplit", "dsplit", "unstack", "rollaxis"),
+    "_einsum": ("einsum", "einsum_path"),
+    "_floats": ("frexp", "ldexp", "modf", "nextafter", "spacing", "gcd", "lcm", "bitwise_count",
+                "i0", "nan_to_num", "bartlett", "blackman", "hamming", "hanning", "kaiser"),
+    "_nan": ("nansum", "nanprod", "nanmean", "nanvar", "nanstd", "nanmax", "nanmin",
+             "nanargmax", "nanargmin", "nancumsum", "nancumprod"),
+    "_pad": ("pad",),
+    "_predicates": ("isclose", "allclose", "array_equal", "array_equiv", "isin", "iscomplex",
+                    "isreal", "iscomplexobj", "isrealobj", "isscalar", "real_if_close", "copy",
+                    "astype", "can_cast", "isdtype", "asanyarray", "ascontiguousarray",
+                    "asfortranarray", "fromfunction", "vecdot", "matvec", "vecmat",
+                    "matrix_transpose"),
+    "_quantile": ("median", "quantile", "percentile", "nanmedian", "nanquantile",
+                  "nanpercentile"),
+    "_stats": ("bincount", "digitize", "histogram", "histogram_bin_edges", "average", "cov",
+               "corrcoef", "WeightsSumToZeroError"),
+    "_vectorize": ("vectorize", "apply_along_axis", "apply_over_axes"),
+}
+_LAZY_MODULE_OF = {name: module for module, names in _LAZY_NAMES.items() for name in names}
+_LAZY_NAMESPACES = ("fft", "linalg")
 
 # dtypes: NumPy's scalar types, usable wherever a dtype is expected (`dtype=tnp.int8`,
 # `x.dtype == tnp.float32`).
@@ -115,8 +136,13 @@ def iinfo(x: Any) -> np.iinfo:
 
 
 def __getattr__(name: str) -> Any:
-    """`tnp.bfloat16`: ml_dtypes' bfloat16 scalar type, imported on first use (tracer works
-    without ml_dtypes; only this name needs it)."""
+    """Names of the modules in `_LAZY_NAMES` and the `fft`/`linalg` namespaces, imported on
+    first use; `tnp.bfloat16`: ml_dtypes' bfloat16 scalar type (tracer works without
+    ml_dtypes; only this name needs it)."""
+    if name in _LAZY_MODULE_OF:
+        return _load_lazy(_LAZY_MODULE_OF[name])[name]
+    if name in _LAZY_NAMESPACES:
+        return _importlib.import_module(f".{name}", __name__)
     if name == "bfloat16":
         try:
             import ml_dtypes
@@ -127,15 +153,16 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'tracer.numpy' has no attribute {name!r}")
 
 
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY_MODULE_OF, *_LAZY_NAMESPACES})
+
+
 _methods.install()
 
 __all__ = [
     *_creation.__all__, *_ufuncs.__all__, *_reductions.__all__, *_shape.__all__,
-    *_rearrange.__all__, *_pad.__all__, *_linalg.__all__, *_indexing.__all__, *_take.__all__,
-    *_accumulate.__all__, *_build.__all__, *_calculus.__all__, *_nan.__all__, *_stats.__all__,
-    *_sorting.__all__, *_edit.__all__, *_einsum.__all__, *_floats.__all__,
-    *_predicates.__all__, *_quantile.__all__, *_vectorize.__all__,
-    "PromotionOverflowError", "WeightsSumToZeroError",
+    *_rearrange.__all__, *_linalg.__all__, *_indexing.__all__, *_take.__all__,
+    *_accumulate.__all__, *_sorting.__all__, *_LAZY_MODULE_OF, "PromotionOverflowError",
     "bool_", "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "float32", "float64", "complex64", "complex128", "int_", "intp", "uint",
     "half", "single", "double", "csingle", "cdouble", "generic", "number", "integer",
@@ -158,8 +185,20 @@ def _with_eager_results(fn: Any) -> Any:
     return call
 
 
-# asarray keeps NumPy's identity (`asarray(x) is x` for an ndarray x): not wrapped.
-for _name in __all__:
-    _fn = globals().get(_name)
-    if isinstance(_fn, _types.FunctionType) and _name not in ("asarray", "asanyarray"):
-        globals()[_name] = _with_eager_results(_fn)
+def _export(names: Any, namespace: dict[str, Any]) -> dict[str, Any]:
+    """Put `names` of `namespace` into this module, functions wrapped by `_with_eager_results`
+    (asarray keeps NumPy's identity, `asarray(x) is x` for an ndarray x: not wrapped)."""
+    for name in names:
+        fn = namespace[name]
+        if isinstance(fn, _types.FunctionType) and name not in ("asarray", "asanyarray"):
+            fn = _with_eager_results(fn)
+        globals()[name] = fn
+    return globals()
+
+
+def _load_lazy(module: str) -> dict[str, Any]:
+    """Import one of `_LAZY_NAMES`' modules and export its names here."""
+    return _export(_LAZY_NAMES[module], vars(_importlib.import_module(f".{module}", __name__)))
+
+
+_export([n for n in __all__ if n not in _LAZY_MODULE_OF], globals())

@@ -22,6 +22,7 @@ rng_uniform, rng_normal, and the two Threefry-2x32 ops `tracer.random` is built 
 
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 from typing import Any, Sequence
@@ -43,8 +44,12 @@ BIT_DTYPES = frozenset(np.dtype(f"{k}{n}") for k in "ui" for n in (1, 2, 4, 8))
 _ALIASES = {"default": "three_fry", "threefry": "three_fry", "rng_three_fry": "three_fry",
             "rng_philox": "philox", "rng_default": "three_fry"}
 
-# The reference backend's process-level stream for rng_uniform / rng_normal.
-_STREAM = np.random.default_rng()
+
+@functools.cache
+def _stream() -> np.random.Generator:
+    """The reference backend's process-level stream for rng_uniform / rng_normal (made on
+    first use: `np.random` is a module `import tracer` need not load)."""
+    return np.random.default_rng()
 
 
 def _check_shape(shape: tuple[int, ...]) -> None:
@@ -231,11 +236,11 @@ def _uniform_impl(a: np.ndarray, b: np.ndarray, *, shape: tuple[int, ...]) -> np
     dt = a.dtype
     if dtypes.is_float(dt):
         nmant = dtypes.finfo(dt).nmant
-        u = _STREAM.integers(0, 1 << nmant, size=shape).astype(dt) * dt.type(2.0 ** -nmant)
+        u = _stream().integers(0, 1 << nmant, size=shape).astype(dt) * dt.type(2.0 ** -nmant)
         with np.errstate(all="ignore"):
             r = u * (b - a) + a
             return np.where(r < b, r, a).astype(dt)  # [a, b); b <= a gives a
-    raw = _STREAM.integers(0, 2 ** 64 - 1, size=shape, dtype=U64, endpoint=True)
+    raw = _stream().integers(0, 2 ** 64 - 1, size=shape, dtype=U64, endpoint=True)
     return uniform_int(raw, a, b)
 
 
@@ -276,7 +281,7 @@ def _normal_shape(mu: ShapedArray, sigma: ShapedArray, *, shape: tuple[int, ...]
 
 
 def _normal_impl(mu: np.ndarray, sigma: np.ndarray, *, shape: tuple[int, ...]) -> np.ndarray:
-    z = _STREAM.standard_normal(size=shape).astype(mu.dtype)
+    z = _stream().standard_normal(size=shape).astype(mu.dtype)
     with np.errstate(all="ignore"):
         return (mu + sigma * z).astype(mu.dtype)
 
