@@ -132,7 +132,7 @@ class Jitted:
             reason = cache.explain_miss(self.name, key, list(self._cache),
                                         self._leaf_names(dynamic))
         if config.explain_cache_misses:
-            cache.log.warning(reason)
+            cache.log().warning(reason)
         start = time.perf_counter()
         lowered = self._lower_key(key, args, kwargs, dynamic)
         if tiers.tiered(lowered.backend):
@@ -142,8 +142,8 @@ class Jitted:
                 compiled = lowered.compile()
         fresh = bool(getattr(compiled.executable, "fresh_compile", True))
         if config.log_compiles:
-            cache.log.warning(cache.compile_line(self.name, key, reason, fresh,
-                                                 time.perf_counter() - start))
+            cache.log().warning(cache.compile_line(self.name, key, reason, fresh,
+                                                   time.perf_counter() - start))
         # Shape-generic backends reuse machine code across sizes: count real compiles.
         self._stats.compiles += int(fresh)
         while len(self._cache) >= config.jit_cache_size:

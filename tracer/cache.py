@@ -7,9 +7,8 @@ call, so `leaf_signature` avoids building objects for the common leaf types.
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
-from typing import Any, NamedTuple, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple, Sequence
 
 import numpy as np
 
@@ -19,7 +18,16 @@ from .errors import DTypeError, EscapedTracerError, TracerOverflowError, TracerT
 from .numpy._eager import EagerArray
 from .tracing import Tracer, escaped_message
 
-log = logging.getLogger("tracer.jit")
+if TYPE_CHECKING:
+    import logging
+
+
+def log() -> logging.Logger:
+    """The "tracer.jit" logger of cache misses and compiles (`logging` is imported on the
+    first message: `import tracer` need not load it)."""
+    import logging
+
+    return logging.getLogger("tracer.jit")
 
 LeafSig = tuple  # (shape, dtype, weak_type)
 

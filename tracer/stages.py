@@ -13,7 +13,6 @@ from .core import Eqn, Graph, ShapedArray, Var, subgraphs
 from .dump import dump_source
 from .errors import TracerTypeError, TracerValueError, names_user_line
 from .hlo import HloModule, hlo_html
-from .passes import optimize
 from .tree_util import PyTreeDef, tree_flatten, tree_unflatten
 
 
@@ -50,6 +49,8 @@ class Lowered:
 
     def optimize(self) -> Graph:
         """The graph after the optimization passes (what a backend compiles)."""
+        from .passes import optimize  # (imported here: only compiling needs the passes)
+
         with profiler.naming(self.name):
             return optimize(self.graph, self.name)
 
