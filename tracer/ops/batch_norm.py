@@ -202,3 +202,7 @@ def batch_norm_grad(operand: Any, scale: Any, mean: Any, variance: Any, grad_out
 batch_norm_grad_p = define_op(
     "batch_norm_grad", shape=_grad_shape, impl=_grad_impl, family="batch_norm",
     multiple_results=True, doc=inspect.cleandoc(batch_norm_grad.__doc__ or ""))
+
+# (last: the rules module imports this one) The op records arrive with their JVP /
+# transpose / batching rules, however this module was first imported.
+from . import numerics_rules  # noqa: E402,F401

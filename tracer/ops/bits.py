@@ -173,3 +173,7 @@ bitcast_convert_type_p = define_op(
     "bitcast_convert_type", shape=_bitcast_shape, impl=_bitcast_impl, family="bits",
     hlo_name="bitcast-convert", differentiable=False,
     doc=inspect.cleandoc(bitcast_convert_type.__doc__ or ""))
+
+# (last: the rules module imports this one) The op records arrive with their JVP /
+# transpose / batching rules, however this module was first imported.
+from . import numerics_rules  # noqa: E402,F401

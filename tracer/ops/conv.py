@@ -333,3 +333,7 @@ def conv(lhs: Any, rhs: Any, window_strides: Sequence[int], padding: Any) -> Any
     """Seed Conv: the default layout with "SAME" padding (output spatial size
     ceil(input / stride)) or "VALID" (no padding); `conv_general_dilated` underneath."""
     return conv_general_dilated(lhs, rhs, window_strides, padding)
+
+# (last: the rules module imports this one) The op records arrive with their JVP /
+# transpose / batching rules, however this module was first imported.
+from . import conv_rules  # noqa: E402,F401

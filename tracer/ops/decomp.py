@@ -232,3 +232,7 @@ def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True) -> Any:
 
 svd_p = define_op("svd", shape=_svd_shape, impl=impl.svd_impl, family="decomp",
                   multiple_results=True, doc=inspect.cleandoc(svd.__doc__ or ""))
+
+# (last: the rules module imports this one) The op records arrive with their JVP /
+# transpose / batching rules, however this module was first imported.
+from . import decomp_rules  # noqa: E402,F401

@@ -117,3 +117,7 @@ def fft(operand: Any, fft_type: Any, fft_length: Any) -> Any:
 
 fft_p = define_op("fft", shape=_fft_shape, impl=_fft_impl, family="fft", linear=True,
                   doc=inspect.cleandoc(fft.__doc__ or ""))
+
+# (last: the rules module imports this one) The op records arrive with their JVP /
+# transpose / batching rules, however this module was first imported.
+from . import numerics_rules  # noqa: E402,F401

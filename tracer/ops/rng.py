@@ -302,3 +302,7 @@ rng_normal_p = define_op(
     "rng_normal", shape=_normal_shape, impl=_normal_impl, hlo_name="rng-normal",
     family="rng", differentiable=False, effectful=True,
     doc=inspect.cleandoc(rng_normal.__doc__ or ""))
+
+# (last: the rules module imports this one) The op records arrive with their JVP /
+# transpose / batching rules, however this module was first imported.
+from . import rng_rules  # noqa: E402,F401

@@ -413,3 +413,7 @@ def _trace_map(fun: Callable[..., Any], scalars: list[ShapedArray]) -> Graph:
         raise wrapper_error(TracerTypeError, "map", "the computation must be closed: it uses "
                             "traced values of an enclosing function; pass them as operands")
     return graph
+
+# (last: the rules module imports this one) The op records arrive with their JVP /
+# transpose / batching rules, however this module was first imported.
+from . import window_rules  # noqa: E402,F401
