@@ -42,8 +42,7 @@ from ._ufuncs import *  # noqa: F401,F403
 
 # Modules imported on first use of one of their names (`tnp.quantile`, `tnp.linalg`): a
 # traced model seldom needs them, so `import tracer` does not compile them
-# (tests/test_import.py; tests/test_numpy_namespace.py checks these lists against each
-# module's `__all__`).
+# (tests/test_import.py, which also checks these lists against each module's `__all__`).
 _LAZY_NAMES: dict[str, tuple[str, ...]] = {
     "_build": ("meshgrid", "indices", "ix_", "tri", "vander", "logspace", "geomspace", "kron",
                "block", "diagflat", "unravel_index", "ravel_multi_index", "tril_indices",

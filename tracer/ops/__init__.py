@@ -24,7 +24,7 @@ from .sort import *  # noqa: F401,F403
 from .sort import __all__ as _sort
 from .misc import *  # noqa: F401,F403
 from .misc import __all__ as _misc
-from .registry import Op
+from .registry import Op as Op
 from .scatter import *  # noqa: F401,F403
 from .scatter import __all__ as _scatter
 from .shape import *  # noqa: F401,F403
