@@ -57,9 +57,9 @@ def compiled_all_reduce(eqn: Eqn) -> tuple[int, int] | None:
     across processes itself (`lib.mpi.mpi_all_reduce`): over the whole job, a plain
     monoid (add, mul, max, min) of integers or float32/64, MPI reachable from compiled
     code; None for a host step."""
-    p, aval = eqn.params, eqn.inputs[0].aval
-    if eqn.op.name != "all_reduce" or p["replica_groups"] is not None:
+    if eqn.op.name != "all_reduce" or eqn.params["replica_groups"] is not None:
         return None
+    p, aval = eqn.params, eqn.inputs[0].aval
     name = monoid(p["to_apply"])
     if name not in OPS or aval.dtype.kind not in "iuf" or aval.dtype in HALVES:
         return None

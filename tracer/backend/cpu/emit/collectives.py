@@ -46,10 +46,11 @@ def _host_step_into(ge: GraphEmitter, eqn: Eqn) -> None:
 
 def _compiled_all_reduce(ge: GraphEmitter, eqn: Eqn, code: int, signature: int) -> None:
     """MPI called from compiled code (`numba.lib.mpi.mpi_all_reduce`); a status other than
-    OK leaves for Python (object mode) only to raise its error. The signature's digest
+    OK leaves for Python (`mpi_failed`, object mode) only to raise its error. The signature's digest
     is read from `dims`, so the source stays the same for every operand shape."""
     x, out = eqn.inputs[0], eqn.outputs[0]
     run = ge.mod.use("mpi_all_reduce", "numba.lib.mpi")
+    failed = ge.mod.use("mpi_failed", "numba.lib.mpi")
     digest = ge.mod.size(("replica signature", signature), signature, "signature")
     dtype = f"np.{storage_dtype(out.aval.dtype).name}"
     if out.aval.ndim:
@@ -62,8 +63,7 @@ def _compiled_all_reduce(ge: GraphEmitter, eqn: Eqn, code: int, signature: int) 
     ge.w.line(f"{status} = {run}({operand}, {target}, {digest}, {code})")
     table, index = ge.mod.fallback(eqn, run=failure_runner(eqn))
     with ge.w.block(f"if {status} != 0"):
-        with ge.w.block("with numba.objmode()"):
-            ge.w.line(f"fallback.run({table}, {index}, {status})")
+        ge.w.line(f"{failed}({table}, {index}, {status})")
     if out.aval.ndim:
         ge.bind(out, Ref(target, out.aval))
     else:

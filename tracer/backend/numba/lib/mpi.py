@@ -23,6 +23,8 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
+from ..fallback import run as _run_runner
+
 _jit = njit(cache=True, error_model="numpy")
 
 # The state array's slots (`tracer.distributed.native` fills them).
@@ -282,3 +284,12 @@ def mpi_all_reduce(x, out, digest, op):
     if nbytes * s[SIZE] <= s[SMALL_BYTES]:
         return _gathered(s, flat, dest, op, request, flag)
     return _blocks(s, flat, dest, op, request, flag)
+
+
+@_jit
+def mpi_failed(table, index, status):
+    """Leave for Python (object mode) to raise the error of `status`: runner `index`
+    of fallback table `table`. A function of its own: numba cannot lower an object-mode
+    block inside a branch when another one follows it."""
+    with numba.objmode():
+        _run_runner(table, index, status)
