@@ -21,6 +21,7 @@ import numba
 import numpy as np
 from llvmlite import ir
 from numba import njit, types
+from numba.core import cgutils
 from numba.extending import intrinsic
 
 from ..fallback import run as _run_runner
@@ -31,6 +32,7 @@ _jit = njit(cache=True, error_model="numpy")
 DATA_COMM, CONTROL_COMM, BYTE, SIZE, RANK = 0, 1, 2, 3, 4
 SEQUENCE, CHECKS, TIMEOUT_US, FAIL_TAG = 5, 6, 7, 8
 SLOT_BYTES, SMALL_BYTES, SLOTS, SCRATCH, SCRATCH_BYTES, MPI_ERROR = 9, 10, 11, 12, 13, 14
+REQUEST = 15  # two int32s: the request being waited for, and MPI's completion flag
 STATE_SLOTS = 16
 STATE_SYMBOL = "tracer_replica_state"
 
@@ -58,6 +60,7 @@ _Wtime = types.ExternalFunction("MPI_Wtime", types.float64())
 _sched_yield = types.ExternalFunction("sched_yield", types.int32())
 _malloc = types.ExternalFunction("malloc", _intp(_intp))
 _free = types.ExternalFunction("free", types.void(_intp))
+_memcpy = types.ExternalFunction("memcpy", _ptr(_ptr, _ptr, _intp))
 
 
 @intrinsic
@@ -74,10 +77,13 @@ def _state_address(typingctx):  # numba intrinsic protocol
 
 @intrinsic
 def _address(typingctx, value):  # numba intrinsic protocol
-    """An integer as a pointer (MPICH's MPI_IN_PLACE, MPI_STATUS_IGNORE, malloc's)."""
+    """An integer (or a pointer) as a pointer: MPICH's MPI_IN_PLACE, malloc's, an
+    entry point's arguments."""
     def codegen(context, builder, signature, args):
+        if isinstance(signature.args[0], types.RawPointer):
+            return args[0]
         return builder.inttoptr(args[0], ir.IntType(8).as_pointer())
-    return types.voidptr(types.intp), codegen
+    return types.voidptr(value), codegen
 
 
 @_jit
@@ -86,8 +92,9 @@ def _state():
 
 
 @_jit
-def _bytes(address, count):
-    return numba.carray(_address(address), (count,), np.uint8)
+def _elements(address, count, dtype):
+    """`count` elements of `dtype` at `address` (a 1-d array; no copy)."""
+    return numba.carray(_address(address), (count,), dtype)
 
 
 @_jit
@@ -126,23 +133,23 @@ def _started(s, code, request, flag):
 
 
 @_jit
-def _exchange(s, digest, payload, request, flag):
-    """All-gather this replica's slot (sequence number, digest, then `payload`'s bytes)
-    into the job's slot table; MISMATCH when any replica's signature differs."""
+def _exchange(s, digest, payload, nbytes, request, flag):
+    """All-gather this replica's slot (sequence number, digest, then `nbytes` bytes from
+    address `payload`) into the job's slot table; MISMATCH when any replica's signature
+    differs."""
     size, slot = s[SIZE], s[SLOT_BYTES]
-    slots = _bytes(s[SLOTS], (size + 1) * slot)
+    words = _elements(s[SLOTS], (size + 1) * slot // 8, np.int64)
     s[SEQUENCE] += 1
-    head = slots[:_HEADER].view(np.int64)
-    head[0], head[1] = s[SEQUENCE], digest
-    slots[_HEADER:_HEADER + payload.size] = payload
-    code = _Iallgather(slots.ctypes.data, slot, s[BYTE], slots[slot:].ctypes.data, slot,
+    words[0] = s[SEQUENCE]
+    words[1] = digest
+    _memcpy(_address(s[SLOTS] + _HEADER), _address(payload), nbytes)
+    code = _Iallgather(_address(s[SLOTS]), slot, s[BYTE], _address(s[SLOTS] + slot), slot,
                        s[BYTE], s[DATA_COMM], request.ctypes.data)
     status = _started(s, code, request, flag)
     if status != OK:
         return status
-    for r in range(size):
-        row = slots[(r + 1) * slot:(r + 1) * slot + _HEADER].view(np.int64)
-        if row[0] != head[0] or row[1] != head[1]:
+    for r in range(1, size + 1):
+        if words[r * slot // 8] != words[0] or words[r * slot // 8 + 1] != words[1]:
             return MISMATCH
     return OK
 
@@ -168,17 +175,19 @@ def _combine(out, a, b, op):
 
 
 @_jit
-def _fold_rows(out, rows, own, rank, op):
-    """out = row 0 ∘ row 1 ∘ … left to right (replica order): row r is `rows[r]`, except
-    row `rank`, which is `own` (this replica's block, where it lies)."""
-    size = rows.shape[0]
-    first = own if rank == 0 else rows[0]
+def _fold_rows(out, rows, first, stride, own, rank, size, op):
+    """out = row 0 ∘ row 1 ∘ … left to right (replica order): row r is `out.size`
+    elements of `rows` (1-d) from `first + r * stride`, except row `rank`, which is
+    `own` (this replica's block, where it lies)."""
+    count = out.size
+    acc = own if rank == 0 else rows[first:first + count]
     if size == 1:
-        out[:] = first
-        return
-    _combine(out, first, own if rank == 1 else rows[1], op)
-    for r in range(2, size):
-        _combine(out, out, own if r == rank else rows[r], op)
+        for i in range(count):
+            out[i] = acc[i]
+    for r in range(1, size):
+        at = first + r * stride
+        _combine(out, acc, own if r == rank else rows[at:at + count], op)
+        acc = out
 
 
 @_jit
@@ -197,13 +206,14 @@ def _scratch(s, nbytes):
 def _tiny(s, x, out, digest, op, request, flag):
     """Operands of at most a slot's payload ride in the signature exchange: one round
     trip, check included."""
-    status = _exchange(s, digest, x.view(np.uint8), request, flag)
+    status = _exchange(s, digest, x.ctypes.data, x.size * x.itemsize, request, flag)
     if status != OK:
         return status
-    item, size, slot = x.itemsize, s[SIZE], s[SLOT_BYTES]
-    table = _bytes(s[SLOTS] + slot, size * slot).view(x.dtype).reshape(size, slot // item)
-    rows = table[:, _HEADER // item:_HEADER // item + x.size]
-    _fold_rows(out, rows, rows[s[RANK]], s[RANK], op)
+    item, size, rank, slot = x.itemsize, s[SIZE], s[RANK], s[SLOT_BYTES]
+    table = _elements(s[SLOTS] + slot, size * slot // item, x.dtype)
+    first, stride = _HEADER // item, slot // item
+    own = table[first + rank * stride:first + rank * stride + x.size]
+    _fold_rows(out, table, first, stride, own, rank, size, op)
     return OK
 
 
@@ -214,12 +224,13 @@ def _gathered(s, x, out, op, request, flag):
     address = _scratch(s, size * nbytes)
     if address == 0:
         return NO_MEMORY
-    rows = _bytes(address, size * nbytes).view(x.dtype).reshape(size, x.size)
+    rows = _elements(address, size * x.size, x.dtype)
     code = _Iallgather(x.ctypes.data, nbytes, s[BYTE], rows.ctypes.data, nbytes, s[BYTE],
                        s[DATA_COMM], request.ctypes.data)
     status = _started(s, code, request, flag)
     if status == OK:
-        _fold_rows(out, rows, rows[s[RANK]], s[RANK], op)
+        own = rows[s[RANK] * x.size:(s[RANK] + 1) * x.size]
+        _fold_rows(out, rows, 0, x.size, own, s[RANK], size, op)
     return status
 
 
@@ -229,11 +240,11 @@ def _layout(count, item, size, rank):
     sides (block `rank` of every replica comes here, its own stays in place), then the
     all-gather of the blocks. As `tracer.distributed.reduce._layout`."""
     table = np.zeros((6, size), np.int32)
-    starts = np.array([count * k // size for k in range(size + 1)])
-    mine = (starts[rank + 1] - starts[rank]) * item
+    mine = (count * (rank + 1) // size - count * rank // size) * item
     for k in range(size):
-        table[4, k] = (starts[k + 1] - starts[k]) * item
-        table[5, k] = table[1, k] = starts[k] * item
+        start, end = count * k // size, count * (k + 1) // size
+        table[4, k] = (end - start) * item
+        table[5, k] = table[1, k] = start * item
         table[0, k] = table[4, k] if k != rank else 0
         table[2, k] = mine if k != rank else 0
         table[3, k] = k * mine
@@ -250,14 +261,14 @@ def _blocks(s, x, out, op, request, flag):
     address = _scratch(s, max(size * mine * item, 1))
     if address == 0:
         return NO_MEMORY
-    rows = _bytes(address, size * mine * item).view(x.dtype).reshape(size, mine)
+    rows = _elements(address, size * mine, x.dtype)
     code = _Ialltoallv(x.ctypes.data, table[0].ctypes.data, table[1].ctypes.data, s[BYTE],
                        rows.ctypes.data, table[2].ctypes.data, table[3].ctypes.data, s[BYTE],
                        s[DATA_COMM], request.ctypes.data)
     status = _started(s, code, request, flag)
     if status != OK:
         return status
-    _fold_rows(out[start:start + mine], rows, x[start:start + mine], rank, op)
+    _fold_rows(out[start:start + mine], rows, 0, mine, x[start:start + mine], rank, size, op)
     code = _Iallgatherv(_address(_IN_PLACE), 0, s[BYTE], out.ctypes.data,
                         table[4].ctypes.data, table[5].ctypes.data, s[BYTE], s[DATA_COMM],
                         request.ctypes.data)
@@ -265,18 +276,20 @@ def _blocks(s, x, out, op, request, flag):
 
 
 @_jit
-def mpi_all_reduce(x, out, digest, op):
-    """out = the fold, in replica order, of every replica's `x` (C-contiguous, same shape
-    and dtype as `out`) with reduction `op` (`OPS`), after the signature check (`digest`:
-    of op, operand and params). A status code: OK, or what went wrong."""
+def _all_reduce(x, out, count, dtype, digest, op):
+    """Write at address `out` the fold, in replica order, of every replica's `count`
+    elements of `dtype` at address `x` (C order), with reduction `op` (`OPS`), after the
+    signature check (`digest`: of op, operand and params). A status code: OK, or what
+    went wrong."""
     s = _state()
-    flat, dest = x.reshape(x.size), out.reshape(out.size)
-    request, flag = np.zeros(1, np.int32), np.zeros(1, np.int32)
-    nbytes = flat.size * flat.itemsize
+    flat, dest = _elements(x, count, dtype), _elements(out, count, dtype)
+    words = _elements(s.ctypes.data + REQUEST * 8, 2, np.int32)
+    request, flag = words[:1], words[1:]
+    nbytes = count * flat.itemsize
     if nbytes <= s[SLOT_BYTES] - _HEADER:
         return _tiny(s, flat, dest, digest, op, request, flag)
     if s[CHECKS]:
-        status = _exchange(s, digest, flat.view(np.uint8)[:0], request, flag)
+        status = _exchange(s, digest, 0, 0, request, flag)
         if status != OK:
             return status
     else:
@@ -284,6 +297,66 @@ def mpi_all_reduce(x, out, digest, op):
     if nbytes * s[SIZE] <= s[SMALL_BYTES]:
         return _gathered(s, flat, dest, op, request, flag)
     return _blocks(s, flat, dest, op, request, flag)
+
+
+# One C entry point per dtype, compiled once per process (or loaded from the disk
+# cache) when code that calls it is generated (`publish`), and called by symbol name
+# (`mpi_all_reduce`): generated modules then link none of this file's code, which numba
+# would otherwise optimize again inside every module.
+def _entry_float32(x, out, count, digest, op):
+    return _all_reduce(x, out, count, np.float32, digest, op)
+
+
+def _entry_float64(x, out, count, digest, op):
+    return _all_reduce(x, out, count, np.float64, digest, op)
+
+
+def _entry_int32(x, out, count, digest, op):
+    return _all_reduce(x, out, count, np.int32, digest, op)
+
+
+def _entry_int64(x, out, count, digest, op):
+    return _all_reduce(x, out, count, np.int64, digest, op)
+
+
+_ENTRIES = {np.dtype(f.__name__[len("_entry_"):]): f
+            for f in (_entry_float32, _entry_float64, _entry_int32, _entry_int64)}
+DTYPES = tuple(_ENTRIES)  # what compiled code all-reduces (others: a host step)
+_published: dict[np.dtype, object] = {}
+
+
+def _entry_symbol(dtype: np.dtype) -> str:
+    return f"tracer_mpi_all_reduce_{np.dtype(dtype).name}"
+
+
+def publish(dtype: np.dtype) -> None:
+    """Compile (or load) the C entry point of `dtype` and name it in LLVM's symbol table,
+    before any code that calls it is linked. Only inside a job whose MPI compiled code
+    can call (`tracer.distributed.native`)."""
+    import llvmlite.binding as llvm
+    dtype = np.dtype(dtype)
+    if dtype not in _published:
+        entry = numba.cfunc(types.int64(_ptr, _ptr, types.int64, types.int64, types.int64),
+                            cache=True, error_model="numpy")(_ENTRIES[dtype])
+        llvm.add_symbol(_entry_symbol(dtype), entry.address)
+        _published[dtype] = entry
+
+
+@intrinsic
+def mpi_all_reduce(typingctx, x, out, digest, op):  # numba intrinsic protocol
+    """out = the fold, in replica order, of every replica's `x` (C-contiguous, the shape
+    and dtype of `out`) with reduction `op` (`OPS`) after the signature check: a call of
+    the dtype's C entry point (`publish`). A status code: OK, or what went wrong."""
+    name = _entry_symbol(np.dtype(str(x.dtype)))
+
+    def codegen(context, builder, signature, args):
+        i64, p = ir.IntType(64), ir.IntType(8).as_pointer()
+        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(i64, [p, p, i64, i64, i64]), name)
+        xs = context.make_array(signature.args[0])(context, builder, args[0])
+        ys = context.make_array(signature.args[1])(context, builder, args[1])
+        return builder.call(fn, [builder.bitcast(xs.data, p), builder.bitcast(ys.data, p),
+                                 xs.nitems, args[2], args[3]])
+    return types.int64(x, out, types.int64, types.int64), codegen
 
 
 @_jit
