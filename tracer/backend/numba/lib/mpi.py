@@ -351,7 +351,8 @@ def mpi_all_reduce(typingctx, x, out, digest, op):  # numba intrinsic protocol
 
     def codegen(context, builder, signature, args):
         i64, p = ir.IntType(64), ir.IntType(8).as_pointer()
-        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(i64, [p, p, i64, i64, i64]), name)
+        kind = ir.FunctionType(i64, [p, p, i64, i64, i64])
+        fn = cgutils.get_or_insert_function(builder.module, kind, name)
         xs = context.make_array(signature.args[0])(context, builder, args[0])
         ys = context.make_array(signature.args[1])(context, builder, args[1])
         return builder.call(fn, [builder.bitcast(xs.data, p), builder.bitcast(ys.data, p),
