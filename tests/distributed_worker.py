@@ -180,20 +180,21 @@ def check_compiled_all_reduce() -> None:
     from tracer.distributed.job import current_job
     x = data(R, (4, 3))
     xs = [data(r, (4, 3)) for r in range(N)]
-    for computation, reference in ((ops.add, np.add), (ops.mul, np.multiply),
-                                   (ops.max, np.maximum), (ops.min, np.minimum)):
-        f = tr.jit(lambda v, c=computation: ops.all_reduce(v, c))
-        assert "mpi_all_reduce(" in f.lower(x).compile().source
-        np.testing.assert_array_equal(f(x), functools.reduce(reference, xs))
-    total = tr.jit(lambda v: ops.all_reduce(v))(np.float32(R + 0.5))
+    folds = {ops.add: np.add, ops.mul: np.multiply, ops.max: np.maximum, ops.min: np.minimum}
+    every = tr.jit(lambda v, s: ([ops.all_reduce(v, c) for c in folds], ops.all_reduce(s)))
+    assert every.lower(x, np.float32(0)).compile().source.count("mpi_all_reduce(") == 5
+    reduced, total = every(x, np.float32(R + 0.5))
+    for got, reference in zip(reduced, folds.values(), strict=True):
+        np.testing.assert_array_equal(got, functools.reduce(reference, xs))
     assert total.dtype == np.float32 and total == fold([np.float32(r + 0.5) for r in range(N)])
     wide = np.arange(N * 700, dtype=np.int32) * (R + 1)
     np.testing.assert_array_equal(tr.jit(lambda v: ops.all_reduce(v))(wide),
                                   np.arange(N * 700, dtype=np.int32) * sum(range(1, N + 1)))
-    with tr.config.override(distributed_checks=False):
-        for size in SAME_SIZES:
-            np.testing.assert_array_equal(tr.jit(lambda v: ops.all_reduce(v))(data(R, (size,))),
-                                          fold([data(r, (size,)) for r in range(N)]))
+    with tr.config.override(distributed_checks=False):  # the three paths, unchecked
+        paths = tr.jit(lambda *vs: [ops.all_reduce(v) for v in vs])
+        for got, size in zip(paths(*[data(R, (n,)) for n in SAME_SIZES]), SAME_SIZES,
+                             strict=True):
+            np.testing.assert_array_equal(got, fold([data(r, (size,)) for r in range(N)]))
     before = current_job().sequence
     halved = tr.jit(lambda v: ops.fori_loop(0, 5, lambda i, a: ops.all_reduce(a) * 0.5, v))
     expected = fold(xs) * np.float32(0.5)

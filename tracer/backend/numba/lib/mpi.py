@@ -33,7 +33,8 @@ DATA_COMM, CONTROL_COMM, BYTE, SIZE, RANK = 0, 1, 2, 3, 4
 SEQUENCE, CHECKS, TIMEOUT_US, FAIL_TAG = 5, 6, 7, 8
 SLOT_BYTES, SMALL_BYTES, SLOTS, SCRATCH, SCRATCH_BYTES, MPI_ERROR = 9, 10, 11, 12, 13, 14
 REQUEST = 15  # two int32s: the request being waited for, and MPI's completion flag
-STATE_SLOTS = 16
+ROWS, FIRST, STRIDE, OWN, START, LENGTH = 16, 17, 18, 19, 20, 21  # where `_plan` put rows
+STATE_SLOTS = 24
 STATE_SYMBOL = "tracer_replica_state"
 
 # Status codes.
@@ -84,6 +85,14 @@ def _address(typingctx, value):  # numba intrinsic protocol
             return args[0]
         return builder.inttoptr(args[0], ir.IntType(8).as_pointer())
     return types.voidptr(value), codegen
+
+
+@intrinsic
+def _integer(typingctx, pointer):  # numba intrinsic protocol
+    """A pointer as an integer (an address to compute with)."""
+    def codegen(context, builder, signature, args):
+        return builder.ptrtoint(args[0], ir.IntType(64))
+    return types.int64(pointer), codegen
 
 
 @_jit
@@ -203,43 +212,43 @@ def _scratch(s, nbytes):
 
 
 @_jit
-def _tiny(s, x, out, digest, op, request, flag):
-    """Operands of at most a slot's payload ride in the signature exchange: one round
-    trip, check included."""
-    status = _exchange(s, digest, x.ctypes.data, x.size * x.itemsize, request, flag)
-    if status != OK:
-        return status
-    item, size, rank, slot = x.itemsize, s[SIZE], s[RANK], s[SLOT_BYTES]
-    table = _elements(s[SLOTS] + slot, size * slot // item, x.dtype)
-    first, stride = _HEADER // item, slot // item
-    own = table[first + rank * stride:first + rank * stride + x.size]
-    _fold_rows(out, table, first, stride, own, rank, size, op)
+def _plan(s, rows, first, stride, own, start, length):
+    """Where the fold finds its rows (byte addresses and offsets; `_all_reduce`)."""
+    s[ROWS], s[FIRST], s[STRIDE], s[OWN] = rows, first, stride, own
+    s[START], s[LENGTH] = start, length
     return OK
 
 
 @_jit
-def _gathered(s, x, out, op, request, flag):
-    """Small operands: every replica's all-gathered, folded everywhere."""
-    size, nbytes = s[SIZE], x.size * x.itemsize
-    address = _scratch(s, size * nbytes)
-    if address == 0:
-        return NO_MEMORY
-    rows = _elements(address, size * x.size, x.dtype)
-    code = _Iallgather(x.ctypes.data, nbytes, s[BYTE], rows.ctypes.data, nbytes, s[BYTE],
-                       s[DATA_COMM], request.ctypes.data)
-    status = _started(s, code, request, flag)
-    if status == OK:
-        own = rows[s[RANK] * x.size:(s[RANK] + 1) * x.size]
-        _fold_rows(out, rows, 0, x.size, own, s[RANK], size, op)
-    return status
+def _tiny(s, x, nbytes, digest, request, flag):
+    """Operands of at most a slot's payload ride in the signature exchange: one round
+    trip, check included."""
+    status = _exchange(s, digest, x, nbytes, request, flag)
+    table, slot = s[SLOTS] + s[SLOT_BYTES], s[SLOT_BYTES]
+    own = table + s[RANK] * slot + _HEADER
+    return status if status != OK else _plan(s, table, _HEADER, slot, own, 0, nbytes)
 
 
 @_jit
-def _layout(count, item, size, rank):
+def _gathered(s, x, nbytes, request, flag):
+    """Small operands: every replica's all-gathered, folded everywhere."""
+    rows = _scratch(s, s[SIZE] * nbytes)
+    if rows == 0:
+        return NO_MEMORY
+    code = _Iallgather(_address(x), nbytes, s[BYTE], _address(rows), nbytes, s[BYTE],
+                       s[DATA_COMM], request.ctypes.data)
+    status = _started(s, code, request, flag)
+    own = rows + s[RANK] * nbytes
+    return status if status != OK else _plan(s, rows, 0, nbytes, own, 0, nbytes)
+
+
+@_jit
+def _layout(nbytes, item, size, rank):
     """Byte counts and displacements (int32 rows): the all-to-all's send and receive
     sides (block `rank` of every replica comes here, its own stays in place), then the
     all-gather of the blocks. As `tracer.distributed.reduce._layout`."""
     table = np.zeros((6, size), np.int32)
+    count = nbytes // item
     mine = (count * (rank + 1) // size - count * rank // size) * item
     for k in range(size):
         start, end = count * k // size, count * (k + 1) // size
@@ -252,27 +261,49 @@ def _layout(count, item, size, rank):
 
 
 @_jit
-def _blocks(s, x, out, op, request, flag):
-    """Large operands: an all-to-all brings block `rank` of every replica here, it is
-    folded into that block of `out`, an in-place all-gather fills in the others."""
-    size, rank, item = s[SIZE], s[RANK], x.itemsize
-    table = _layout(x.size, item, size, rank)
-    start, mine = table[5, rank] // item, table[4, rank] // item
-    address = _scratch(s, max(size * mine * item, 1))
-    if address == 0:
+def _blocks(s, x, nbytes, item, request, flag):
+    """Large operands: an all-to-all brings block `rank` of every replica here (its own
+    stays in place), to be folded into that block of the result (`_fill_in` then
+    all-gathers the blocks)."""
+    size, rank = s[SIZE], s[RANK]
+    table = _layout(nbytes, item, size, rank)
+    start, mine = table[5, rank], table[4, rank]
+    rows = _scratch(s, max(size * mine, 1))
+    if rows == 0:
         return NO_MEMORY
-    rows = _elements(address, size * mine, x.dtype)
-    code = _Ialltoallv(x.ctypes.data, table[0].ctypes.data, table[1].ctypes.data, s[BYTE],
-                       rows.ctypes.data, table[2].ctypes.data, table[3].ctypes.data, s[BYTE],
+    code = _Ialltoallv(_address(x), table[0].ctypes.data, table[1].ctypes.data, s[BYTE],
+                       _address(rows), table[2].ctypes.data, table[3].ctypes.data, s[BYTE],
                        s[DATA_COMM], request.ctypes.data)
     status = _started(s, code, request, flag)
-    if status != OK:
-        return status
-    _fold_rows(out[start:start + mine], rows, 0, mine, x[start:start + mine], rank, size, op)
-    code = _Iallgatherv(_address(_IN_PLACE), 0, s[BYTE], out.ctypes.data,
+    return status if status != OK else _plan(s, rows, 0, mine, x + start, start, mine)
+
+
+@_jit
+def _fill_in(s, out, nbytes, item, request, flag):
+    """The in-place all-gather of every replica's folded block of `out`."""
+    table = _layout(nbytes, item, s[SIZE], s[RANK])
+    code = _Iallgatherv(_address(_IN_PLACE), 0, s[BYTE], _address(out),
                         table[4].ctypes.data, table[5].ctypes.data, s[BYTE], s[DATA_COMM],
                         request.ctypes.data)
     return _started(s, code, request, flag)
+
+
+@_jit
+def _bring_rows(s, x, nbytes, item, digest, request, flag):
+    """The byte-moving half, the same for every dtype (compiled once): check the
+    signature and bring every replica's operand (or block) here; where they lie is left
+    in the state (`_plan`). A status code."""
+    if nbytes <= s[SLOT_BYTES] - _HEADER:
+        return _tiny(s, x, nbytes, digest, request, flag)
+    if s[CHECKS]:
+        status = _exchange(s, digest, 0, 0, request, flag)
+        if status != OK:
+            return status
+    else:
+        s[SEQUENCE] += 1
+    if nbytes * s[SIZE] <= s[SMALL_BYTES]:
+        return _gathered(s, x, nbytes, request, flag)
+    return _blocks(s, x, nbytes, item, request, flag)
 
 
 @_jit
@@ -282,21 +313,20 @@ def _all_reduce(x, out, count, dtype, digest, op):
     signature check (`digest`: of op, operand and params). A status code: OK, or what
     went wrong."""
     s = _state()
-    flat, dest = _elements(x, count, dtype), _elements(out, count, dtype)
     words = _elements(s.ctypes.data + REQUEST * 8, 2, np.int32)
     request, flag = words[:1], words[1:]
-    nbytes = count * flat.itemsize
-    if nbytes <= s[SLOT_BYTES] - _HEADER:
-        return _tiny(s, flat, dest, digest, op, request, flag)
-    if s[CHECKS]:
-        status = _exchange(s, digest, 0, 0, request, flag)
-        if status != OK:
-            return status
-    else:
-        s[SEQUENCE] += 1
-    if nbytes * s[SIZE] <= s[SMALL_BYTES]:
-        return _gathered(s, flat, dest, op, request, flag)
-    return _blocks(s, flat, dest, op, request, flag)
+    item = _elements(x, count, dtype).itemsize
+    x, out = _integer(x), _integer(out)
+    status = _bring_rows(s, x, count * item, item, digest, request, flag)
+    if status != OK:
+        return status
+    size, length = s[SIZE], s[LENGTH] // item
+    rows = _elements(s[ROWS], (s[FIRST] + (size - 1) * s[STRIDE]) // item + length, dtype)
+    _fold_rows(_elements(out + s[START], length, dtype), rows, s[FIRST] // item,
+               s[STRIDE] // item, _elements(s[OWN], length, dtype), s[RANK], size, op)
+    if count * item * size <= s[SMALL_BYTES] or count * item <= s[SLOT_BYTES] - _HEADER:
+        return OK
+    return _fill_in(s, out, count * item, item, request, flag)
 
 
 # One C entry point per dtype, compiled once per process (or loaded from the disk
