@@ -46,7 +46,10 @@ ROWS = """\
   njit -> C MPI_Allreduce        per call of k in an njit loop: MPICH's own algorithm
                                  reached from compiled code (a ctypes pointer: not cacheable)
   njit -> object mode -> mpi4py  per call of k in an njit loop: what leaving compiled code
-                                 for Python costs (the old host step's road)"""
+                                 for Python costs (the old host step's road)
+  a jit call of v + 1 (no MPI)   what any jit call costs with this operand (dispatch, one
+                                 pass over it): the part of the first tracer row that is
+                                 not the all-reduce"""
 
 
 # ------------------------------------------------------------------ inside the job
@@ -140,7 +143,8 @@ def _size_row(comm: Any, size: int, ways: dict[str, Callable[..., Any]]) -> dict
              "tracer, k in one fori_loop": lambda k: loop(x, k),
              "  checks off ": lambda k: _unchecked(loop, x, k),
              "njit -> C MPI_Allreduce": lambda k: ways["c"](x, y, k),
-             "njit -> object mode -> mpi4py": lambda k: ways["host"](x, y, k)}
+             "njit -> object mode -> mpi4py": lambda k: ways["host"](x, y, k),
+             "a jit call of v + 1 (no MPI)": lambda k: _repeat(k, ways["plus"], x)}
     return _ratios(_paired(comm, loops, max(2, min(200, (1 << 22) // (size * 16)))),
                    "mpi4py Allreduce")
 
@@ -149,7 +153,7 @@ def allreduce_rows(comm: Any) -> dict[str, dict[str, list[float]]]:
     import tracer as tr
     from tracer import ops
     ways = {"c": _c_allreduce(comm), "host": _host_step_allreduce(comm),
-            "call": tr.jit(lambda v: ops.all_reduce(v)),
+            "call": tr.jit(lambda v: ops.all_reduce(v)), "plus": tr.jit(lambda v: v + 1),
             # k all-reduces of the same operand in one call (collectives are never hoisted)
             "loop": tr.jit(lambda v, k: ops.fori_loop(0, k, lambda i, acc: ops.all_reduce(v),
                                                       v))}
