@@ -174,8 +174,9 @@ def check_compiled_all_reduce() -> None:
     """The all-reduce that compiled code runs itself (MPI's C API, no host step): every
     reduction, scalars and 2-d operands, the three paths with the check off, a
     fori_loop of them (each counted by the signature's sequence), float32 and int32,
-    against NumPy folds in replica order; replicas that compile different shapes raise
-    on every rank; the machine code comes from numba's disk cache in a later job."""
+    mixed with host steps on another replica, against NumPy folds in replica order;
+    replicas that compile different shapes raise on every rank; the machine code comes
+    from numba's disk cache in a later job."""
     from tracer.backend.numba.lib import mpi
     from tracer.distributed.job import current_job
     x = data(R, (4, 3))
@@ -195,6 +196,11 @@ def check_compiled_all_reduce() -> None:
         for got, size in zip(paths(*[data(R, (n,)) for n in SAME_SIZES]), SAME_SIZES,
                              strict=True):
             np.testing.assert_array_equal(got, fold([data(r, (size,)) for r in range(N)]))
+    compiled = tr.jit(lambda v: ops.all_reduce(v))
+    for size in SAME_SIZES:  # replica 0 on the host road, the others compiled: one protocol
+        v = data(R, (size,))
+        np.testing.assert_array_equal(ops.all_reduce(v) if R == 0 else compiled(v),
+                                      fold([data(r, (size,)) for r in range(N)]))
     before = current_job().sequence
     halved = tr.jit(lambda v: ops.fori_loop(0, 5, lambda i, a: ops.all_reduce(a) * 0.5, v))
     expected = fold(xs) * np.float32(0.5)
