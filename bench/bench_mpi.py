@@ -5,17 +5,15 @@
 
 Each job (one numba thread per rank, oversubscribed past the machine's cores) times,
 in the same run, an all-reduce of 1, 2^16, the MLP's gradient (235,146) and 2^22
-float32 through tracer (`jit` of `ops.all_reduce`, with and without the signature
-check) and through mpi4py's own `Allreduce` on NumPy buffers, and the ways compiled
-code can reach MPI: a host step (numba object mode, what tracer does) or MPI's C
-`MPI_Allreduce` through a ctypes function pointer. Ratios are paired: each round
-times every way in turn, and the ratio to mpi4py is the median over rounds of that
-round's ratio (a shared machine's load moves within seconds). Then it trains the MLP
-784-256-128-10 (global batch 128, SGD, gradients summed by one all-reduce) and
-reports throughput against one process (one numba/BLAS thread, and two), the final
-weights' distance to the one-process run on the same global batches, and what data
-parallelism costs a step: the same step without the all-reduce, on the same rows,
-timed in the same rounds (wall and CPU).
+float32 against mpi4py's own `Allreduce` on NumPy buffers in a Python loop (`ROWS`
+says what each figure contains). Ratios are paired: each round times every way in
+turn, and the ratio to mpi4py is the median over rounds of that round's ratio (a
+shared machine's load moves within seconds). Then it trains the MLP 784-256-128-10
+(global batch 128, SGD, gradients summed by one all-reduce) and reports throughput
+against one process (one numba/BLAS thread, and two), the final weights' distance to
+the one-process run on the same global batches, and what data parallelism costs a
+step: the same step without the all-reduce, on the same rows, timed in the same
+rounds (wall and CPU).
 """
 
 from __future__ import annotations
@@ -36,6 +34,22 @@ import numpy as np
 BATCH, LAYERS, STEPS, LR = 128, (784, 256, 128, 10), 30, np.float32(0.05)
 GRADIENT = sum(a * b + b for a, b in itertools.pairwise(LAYERS))  # the MLP's, all-reduced
 SIZES = (1, 1 << 16, GRADIENT, 1 << 22)
+ROWS = """\
+  mpi4py Allreduce               a Python call each: mpi4py + MPICH's MPI_Allreduce (which
+                                 may reassociate the sum by size and process count)
+  tracer, a jit call each        a call of jit(all_reduce) each: the call's dispatch (~4 us
+                                 for any jitted function) + the compiled all-reduce
+                                 (signature check, fixed-order fold, MPI from compiled code)
+  tracer, k in one fori_loop     per all-reduce of k in one jit call (fori_loop): the
+                                 compiled all-reduce alone
+  checks off                     the same with config.distributed_checks = False
+  njit -> C MPI_Allreduce        per call of k in an njit loop: MPICH's own algorithm
+                                 reached from compiled code (a ctypes pointer: not cacheable)
+  njit -> object mode -> mpi4py  per call of k in an njit loop: what leaving compiled code
+                                 for Python costs (the old host step's road)
+  a jit call of v + 1 (no MPI)   what any jit call costs with this operand (dispatch, one
+                                 pass over it): the part of the first tracer row that is
+                                 not the all-reduce"""
 
 
 # ------------------------------------------------------------------ inside the job
@@ -112,32 +126,38 @@ def _repeat(count: int, fn: Callable[..., Any], *args: Any) -> None:
         fn(*args)
 
 
-def _unchecked(count: int, step: Callable[[np.ndarray], Any], x: np.ndarray) -> None:
-    """`count` calls with the signature check off (set once: the switch costs µs)."""
+def _unchecked(fn: Callable[..., Any], *args: Any) -> None:
+    """`fn(*args)` with the signature check off (set once per loop: the switch costs µs)."""
     import tracer as tr
     with tr.config.override(distributed_checks=False):
-        _repeat(count, step, x)
+        fn(*args)
 
 
-def _size_row(comm: Any, size: int, step: Callable[[np.ndarray], Any],
-              c_loop: Callable[..., Any], host_loop: Callable[..., Any]) -> dict[str, list[float]]:
+def _size_row(comm: Any, size: int, ways: dict[str, Callable[..., Any]]) -> dict[str, list[float]]:
     x = np.full(size, comm.rank + 1, np.float32)
     y = np.empty_like(x)
+    call, loop = ways["call"], ways["loop"]
     loops = {"mpi4py Allreduce": lambda k: _repeat(k, comm.Allreduce, x, y),
-             "tracer all_reduce": lambda k: _repeat(k, step, x),
-             "tracer, checks off": lambda k: _unchecked(k, step, x),
-             "njit -> C MPI_Allreduce": lambda k: _repeat(k, c_loop, x, y, 1),
-             "njit -> host step -> mpi4py": lambda k: _repeat(k, host_loop, x, y, 1)}
-    return _ratios(_paired(comm, loops, max(2, min(100, (1 << 22) // (size * 16)))),
+             "tracer, a jit call each": lambda k: _repeat(k, call, x),
+             "  checks off": lambda k: _unchecked(_repeat, k, call, x),
+             "tracer, k in one fori_loop": lambda k: loop(x, k),
+             "  checks off ": lambda k: _unchecked(loop, x, k),
+             "njit -> C MPI_Allreduce": lambda k: ways["c"](x, y, k),
+             "njit -> object mode -> mpi4py": lambda k: ways["host"](x, y, k),
+             "a jit call of v + 1 (no MPI)": lambda k: _repeat(k, ways["plus"], x)}
+    return _ratios(_paired(comm, loops, max(2, min(200, (1 << 22) // (size * 16)))),
                    "mpi4py Allreduce")
 
 
 def allreduce_rows(comm: Any) -> dict[str, dict[str, list[float]]]:
     import tracer as tr
     from tracer import ops
-    c_loop, host_loop = _c_allreduce(comm), _host_step_allreduce(comm)
-    step = tr.jit(lambda v: ops.all_reduce(v))
-    return {str(size): _size_row(comm, size, step, c_loop, host_loop) for size in SIZES}
+    ways = {"c": _c_allreduce(comm), "host": _host_step_allreduce(comm),
+            "call": tr.jit(lambda v: ops.all_reduce(v)), "plus": tr.jit(lambda v: v + 1),
+            # k all-reduces of the same operand in one call (collectives are never hoisted)
+            "loop": tr.jit(lambda v, k: ops.fori_loop(0, k, lambda i, acc: ops.all_reduce(v),
+                                                      v))}
+    return {str(size): _size_row(comm, size, ways) for size in SIZES}
 
 
 def init_params() -> list[np.ndarray]:
@@ -249,6 +269,7 @@ def _run_job(n: int, threads: int, outdir: str, allreduce_only: bool) -> str:
 
 
 def _print_allreduce(n: int, rows: dict[str, dict[str, list[float]]]) -> None:
+    print(f"\nwhat each all-reduce figure contains:\n{ROWS}")
     for size, row in rows.items():
         print(f"\nall-reduce of {size} float32 on {n} processes (vs mpi4py: the median of "
               f"paired rounds' ratios; best round / best round)")

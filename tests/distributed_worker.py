@@ -170,6 +170,57 @@ def check_mismatch_raises_everywhere() -> None:
     ok("mismatch_raises_everywhere")
 
 
+def check_compiled_all_reduce() -> None:
+    """The all-reduce that compiled code runs itself (MPI's C API, no host step): every
+    reduction, scalars and 2-d operands, the three paths with the check off, a
+    fori_loop of them (each counted by the signature's sequence), float32 and int32,
+    mixed with host steps on another replica, against NumPy folds in replica order;
+    replicas that compile different shapes raise on every rank; the machine code comes
+    from numba's disk cache in a later job."""
+    from tracer.backend.numba.lib import mpi
+    from tracer.distributed.job import current_job
+    x = data(R, (4, 3))
+    xs = [data(r, (4, 3)) for r in range(N)]
+    folds = {ops.add: np.add, ops.mul: np.multiply, ops.max: np.maximum, ops.min: np.minimum}
+    every = tr.jit(lambda v, s: ([ops.all_reduce(v, c) for c in folds], ops.all_reduce(s)))
+    assert every.lower(x, np.float32(0)).compile().source.count("mpi_all_reduce(") == 5
+    reduced, total = every(x, np.float32(R + 0.5))
+    for got, reference in zip(reduced, folds.values(), strict=True):
+        np.testing.assert_array_equal(got, functools.reduce(reference, xs))
+    assert total.dtype == np.float32 and total == fold([np.float32(r + 0.5) for r in range(N)])
+    wide = np.arange(N * 700, dtype=np.int32) * (R + 1)
+    np.testing.assert_array_equal(tr.jit(lambda v: ops.all_reduce(v))(wide),
+                                  np.arange(N * 700, dtype=np.int32) * sum(range(1, N + 1)))
+    with tr.config.override(distributed_checks=False):  # the three paths, unchecked
+        paths = tr.jit(lambda *vs: [ops.all_reduce(v) for v in vs])
+        for got, size in zip(paths(*[data(R, (n,)) for n in SAME_SIZES]), SAME_SIZES,
+                             strict=True):
+            np.testing.assert_array_equal(got, fold([data(r, (size,)) for r in range(N)]))
+    compiled = tr.jit(lambda v: ops.all_reduce(v))
+    for size in SAME_SIZES:  # replica 0 on the host road, the others compiled: one protocol
+        v = data(R, (size,))
+        np.testing.assert_array_equal(ops.all_reduce(v) if R == 0 else compiled(v),
+                                      fold([data(r, (size,)) for r in range(N)]))
+    before = current_job().sequence
+    halved = tr.jit(lambda v: ops.fori_loop(0, 5, lambda i, a: ops.all_reduce(a) * 0.5, v))
+    expected = fold(xs) * np.float32(0.5)
+    for _ in range(4):  # (then every replica holds the same value)
+        expected = fold([expected] * N) * np.float32(0.5)
+    np.testing.assert_array_equal(halved(x), expected)
+    assert current_job().sequence - before == 5
+    for others in (4, 100_000):  # tiny on every rank; tiny on rank 0, large elsewhere
+        try:
+            tr.jit(lambda v: ops.all_reduce(v))(np.ones(3 if R == 0 else others, np.float32))
+        except tr.TracerError as e:
+            text = str(e)
+            assert "all_reduce" in text and "ranks [0]" in text and "float32[3]" in text, text
+        else:
+            raise AssertionError("replicas that compiled different shapes did not raise")
+    entry = mpi._published[np.dtype(np.float32)]
+    print(f"ENTRY float32 {'cached' if entry.cache_hits else 'compiled'} rank {R}", flush=True)
+    ok("compiled_all_reduce")
+
+
 def check_send_recv() -> None:
     """Send/Recv pair by channel across replicas: a ring where every replica sends
     before it receives (small and large: no deadlock), and one pair (others: zeros)."""
@@ -237,19 +288,26 @@ def check_properties() -> None:
     ok("properties")
 
 
+def compiled_all_reduce() -> tr.Compiled:
+    """An all-reduce compiled before any replica enters it (compiling calls no MPI)."""
+    return tr.jit(lambda v: ops.all_reduce(v)).lower(np.ones(3, np.float32)).compile()
+
+
 def fail_raise() -> None:
-    """Rank 1 raises before the collective the others wait in."""
+    """Rank 1 raises before the collective the others wait in (in compiled code)."""
+    step = compiled_all_reduce()
     if R == 1:
         raise RuntimeError("replica one gave up")
-    ops.all_reduce(np.ones(3, np.float32))
+    step(np.ones(3, np.float32))
 
 
 def fail_stuck() -> None:
-    """Rank 1 is late past the watchdog's timeout."""
+    """Rank 1 is late past the watchdog's timeout (rank 0 waits in compiled code)."""
     tr.config.distributed_timeout = 1.0
+    step = compiled_all_reduce()
     if R == 1:
         time.sleep(60)
-    ops.all_reduce(np.ones(3, np.float32))
+    step(np.ones(3, np.float32))
 
 
 def fail_die() -> None:
@@ -262,8 +320,8 @@ def fail_die() -> None:
 
 CHECKS = [check_all_reduce_bit_equal, check_all_reduce_same_for_any_process_count,
           check_collectives_in_jit, check_grad_and_loops, check_pmap,
-          check_mismatch_raises_everywhere, check_send_recv, check_cuda_backend,
-          check_properties]
+          check_mismatch_raises_everywhere, check_compiled_all_reduce, check_send_recv,
+          check_cuda_backend, check_properties]
 FAILURES = {"fail_raise": fail_raise, "fail_stuck": fail_stuck, "fail_die": fail_die}
 
 if __name__ == "__main__":

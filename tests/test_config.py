@@ -48,3 +48,20 @@ def test_bad_value_from_python_raises_naming_the_setting():
             pass
     with tr.config.override(runtime_checks="off", jit_cache_size="3"):  # as the variable says
         assert tr.config.runtime_checks is False and tr.config.jit_cache_size == 3
+
+
+
+def test_watch_sees_the_value_now_and_every_change():
+    """A copy of a setting kept outside Python (compiled code's view of an MPI job) stays
+    equal to it through update, override and its restore, and reset."""
+    from tracer.config import SETTINGS, Config
+    config = Config(SETTINGS)
+    seen = []
+    config.watch("distributed_timeout", seen.append)
+    config.distributed_timeout = 2.5
+    with config.override(distributed_timeout=1.0):
+        assert seen[-1] == config.distributed_timeout == 1.0
+    config.reset()
+    assert seen == [300.0, 2.5, 1.0, 2.5, 300.0]
+    with pytest.raises(tr.TracerError, match="no setting 'nope'"):
+        config.watch("nope", seen.append)

@@ -205,6 +205,7 @@ class Config:
 
     def __init__(self, settings: tuple[Setting, ...]):
         object.__setattr__(self, "_settings", {s.name: s for s in settings})
+        object.__setattr__(self, "_watchers", {})
         self.reset()
 
     def reset(self) -> None:
@@ -235,6 +236,15 @@ class Config:
             raise TracerValueError(f"tracer.config.{name}: {value!r} is not allowed; "
                                    f"expected {setting.allowed}")
         object.__setattr__(self, name, value)
+        for callback in self._watchers.get(name, ()):
+            callback(value)
+
+    def watch(self, name: str, callback: Callable[[Any], None]) -> None:
+        """Call `callback(value)` now and whenever setting `name` changes: for a copy of
+        it that code outside Python reads (compiled code's view of the MPI job)."""
+        self._setting(name)
+        self._watchers.setdefault(name, []).append(callback)
+        callback(getattr(self, name))
 
     def values(self) -> dict[str, Any]:
         return {name: self.__dict__[name] for name in self._settings}

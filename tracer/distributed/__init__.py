@@ -16,6 +16,7 @@ import numpy as np
 from ..ops import replicas
 from .job import Job, ReplicaError, current_job
 from .pmap import pmap
+from .signature import digest
 
 __all__ = ["ReplicaError", "initialize", "pmap", "process_count", "process_index"]
 
@@ -35,6 +36,18 @@ class _MpiTransport:
         job = current_job()
         assert job is not None, "replica_count() > 1 only inside a job"
         return host_ops.run(job, op, operands, params, out)
+
+    def signature(self, op: str, aval: Any, params: dict[str, Any]) -> int | None:
+        job = current_job()
+        if job is None or not job.native.enabled:
+            return None
+        return digest(op, aval.shape, np.dtype(aval.dtype), params)
+
+    def fail(self, op: str, status: int, aval: Any, params: dict[str, Any]) -> None:
+        job = current_job()
+        assert job is not None, "compiled code calls MPI only inside a job"
+        from .native import raise_status  # (imports numba: only inside a job)
+        raise_status(job, op, status, aval.shape, np.dtype(aval.dtype), params)
 
 
 def initialize() -> None:

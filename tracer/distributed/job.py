@@ -73,12 +73,22 @@ class Job:
         self.p2p = world.Dup()  # send/recv: tags are channel ids
         self.sends: list[tuple[Any, np.ndarray]] = []  # (request, buffer) still in flight
         self.group_comms: dict[tuple[tuple[int, ...], ...], Any] = {}
-        self.sequence = 0  # collectives entered so far (the signature check compares it)
+        self.native = _native_state(self)
         self.failed = False
         self._scratch = np.empty(0, np.uint8)
         self._slots = (np.empty(0, np.uint8), np.empty((self.size, 0), np.uint8))
         self._install_excepthook()
         atexit.register(self._finish_sends)  # (runs before mpi4py's MPI_Finalize)
+
+    @property
+    def sequence(self) -> int:
+        """Collectives entered so far (the signature check compares it), counted where
+        compiled code counts them too."""
+        return self.native.sequence
+
+    @sequence.setter
+    def sequence(self, value: int) -> None:
+        self.native.sequence = value
 
     # ----------------------------------------------------------------- groups
     def group_comm(self, groups: tuple[tuple[int, ...], ...] | None) -> Any:
@@ -146,11 +156,14 @@ class Job:
             waited = time.monotonic() - start
             if waited > float(config.distributed_timeout):
                 # (collective requests cannot be cancelled: the abort ends them)
-                raise ReplicaError(f"{op}: rank {self.rank} waited "
-                                   f"{config.distributed_timeout:g} s for the other replicas "
-                                   f"(a replica is stuck or took another path); aborting the job")
+                raise self.timeout_error(op)
             if waited > _SPIN_S:
                 os.sched_yield()
+
+    def timeout_error(self, op: str) -> ReplicaError:
+        return ReplicaError(f"{op}: rank {self.rank} waited {config.distributed_timeout:g} s "
+                            f"for the other replicas (a replica is stuck or took another "
+                            f"path); aborting the job")
 
     def check_failures(self, op: str) -> None:
         MPI = self.MPI
@@ -187,6 +200,15 @@ class Job:
                 time.sleep(_GRACE_S)  # let the others report before the job ends
                 self.abort(1)
         sys.excepthook = hook
+
+
+def _native_state(job: Job) -> Any:
+    """The state compiled code shares with the host steps (`native`)."""
+    from .native import NativeState
+    from .reduce import SMALL_BYTES
+    from .signature import SLOT_BYTES
+    return NativeState(job.MPI, job.data, job.control, job.rank, job.size, SLOT_BYTES,
+                       SMALL_BYTES, _FAIL_TAG)
 
 
 _job: Job | None = None

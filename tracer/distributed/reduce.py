@@ -25,21 +25,13 @@ import numpy as np
 
 from ..core import Graph
 from ..interpret import run_graph
+from ..ops.replicas import monoid
 from .job import Job, as_bytes
 
 SMALL_BYTES = 1 << 16  # up to this (operand × replicas): all-gather and fold everywhere
 
 Combine = Callable[[np.ndarray, np.ndarray, np.ndarray], Any]  # (a, b, out): out = a ∘ b
 _UFUNCS = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}
-
-
-def _monoid(to_apply: Graph) -> str | None:
-    """The op name when the computation is one op applied to its two inputs in order."""
-    if len(to_apply.eqns) != 1 or to_apply.outputs[0] is not to_apply.eqns[0].outputs[0]:
-        return None
-    eqn = to_apply.eqns[0]
-    same = [id(a) for a in eqn.inputs] == [id(v) for v in to_apply.inputs]
-    return eqn.op.name if same else None
 
 
 _combiners: dict[tuple[int, np.dtype], tuple[Graph, Combine]] = {}  # per eqn, not per call
@@ -58,7 +50,7 @@ def combiner(to_apply: Graph, dtype: np.dtype) -> Combine:
 
 
 def _make_combiner(to_apply: Graph, dtype: np.dtype) -> Combine:
-    name = _monoid(to_apply)
+    name = monoid(to_apply)
     if name in _UFUNCS and dtype.kind in ("fiuc" if name in ("add", "mul") else "fiu"):
         ufunc = _UFUNCS[name]
         return lambda a, b, out: ufunc(a, b, out=out)

@@ -27,31 +27,36 @@ _digests: dict[tuple, tuple[Any, int]] = {}  # (op, id(params), shape, dtype) ->
 # digest): compiled code passes the eqn's own params dict, so each eqn hashes once
 
 
-def describe(op: str, x: np.ndarray, params: dict[str, Any]) -> str:
+def describe(op: str, shape: tuple[int, ...], dtype: np.dtype, params: dict[str, Any]) -> str:
     parts = []
     for key in sorted(params):
         value = params[key]
         if isinstance(value, Graph):
             value = " ".join(f"{e.op.name}" for e in value.eqns)
         parts.append(f"{key}={value}")
-    return f"{op}({x.dtype}{list(x.shape)}; {', '.join(parts)})"
+    return f"{op}({dtype}{list(shape)}; {', '.join(parts)})"
 
 
-def _digest(op: str, x: np.ndarray, params: dict[str, Any]) -> int:
-    key = (op, id(params), x.shape, x.dtype)
+def digest(op: str, shape: tuple[int, ...], dtype: np.dtype, params: dict[str, Any]) -> int:
+    """The signature's hash of (op, operand shape and dtype, params), as an int64."""
+    key = (op, id(params), shape, dtype)
     hit = _digests.get(key)
     if hit is not None and hit[0] is params:
         return hit[1]
-    digest = hashlib.blake2b(describe(op, x, params).encode(), digest_size=8).digest()
-    value = int.from_bytes(digest, "little", signed=True)
+    text = describe(op, shape, dtype, params)
+    raw = hashlib.blake2b(text.encode(), digest_size=8).digest()
+    value = int.from_bytes(raw, "little", signed=True)
     if len(_digests) > 4096:
         _digests.clear()
     _digests[key] = (params, value)
     return value
 
 
-def _raise_mismatch(job: Job, op: str, x: np.ndarray, params: dict[str, Any]) -> None:
-    texts = job.data.allgather(f"#{job.sequence} {describe(op, x, params)}")
+def raise_mismatch(job: Job, op: str, shape: tuple[int, ...], dtype: np.dtype,
+                   params: dict[str, Any]) -> None:
+    """Every replica saw the mismatch in the same table: they all-gather what they
+    entered and raise the same error."""
+    texts = job.data.allgather(f"#{job.sequence} {describe(op, shape, dtype, params)}")
     by_text: dict[str, list[int]] = {}
     for rank, t in enumerate(texts):
         by_text.setdefault(t, []).append(rank)
@@ -70,13 +75,13 @@ def exchange(job: Job, op: str, x: np.ndarray, params: dict[str, Any],
     slot, table = job.slot_buffers(SLOT_BYTES)
     job.sequence += 1  # (the signature counts the collective)
     head = slot[:16].view(np.int64)
-    head[0], head[1] = job.sequence, _digest(op, x, params)
+    head[0], head[1] = job.sequence, digest(op, x.shape, x.dtype, params)
     count = 0 if payload is None else payload.size
     if count:
         slot[16:16 + payload.nbytes] = np.ascontiguousarray(payload).reshape(-1).view(np.uint8)
     job.wait([job.data.Iallgather(as_bytes(slot), as_bytes(table))], op)
     if table[:, :16].tobytes() != slot[:16].tobytes() * job.size:
-        _raise_mismatch(job, op, x, params)
+        raise_mismatch(job, op, x.shape, x.dtype, params)
     if payload is None:
         return table[:, 16:16]
     skip = 16 // payload.itemsize  # (every itemsize divides 16 and SLOT_BYTES)

@@ -30,6 +30,10 @@ class Transport(Protocol):
     def run(self, op: str, operands: tuple[np.ndarray, ...], params: dict[str, Any],
             out: np.ndarray | None = None) -> np.ndarray: ...
 
+    def signature(self, op: str, aval: Any, params: dict[str, Any]) -> int | None: ...
+
+    def fail(self, op: str, status: int, aval: Any, params: dict[str, Any]) -> None: ...
+
 
 _transport: Transport | None = None
 _process_axes: ContextVar[tuple[Hashable, ...]] = ContextVar("tracer_process_axes", default=())
@@ -74,6 +78,28 @@ def run_across_processes(op: str, operands: tuple[Any, ...], params: dict[str, A
         raise TracerValueError(f"{op}: traced for {params['axis_size']} replicas but the job "
                                f"has {replica_count()}")
     return replica_transport().run(op, operands, params, out)
+
+
+def compiled_signature(op: str, aval: Any, params: dict[str, Any]) -> int | None:
+    """The digest of collective `op` on an operand of `aval` that the replicas compare
+    before it, when compiled code can call MPI itself (`numba.lib.mpi`); None when the
+    collective must run as a host step."""
+    return replica_transport().signature(op, aval, params)
+
+
+def compiled_failure(op: str, status: int, aval: Any, params: dict[str, Any]) -> None:
+    """Raise the error that compiled code's MPI status `status` stands for."""
+    replica_transport().fail(op, status, aval, params)
+
+
+def monoid(to_apply: Any) -> str | None:
+    """The op name when a reduction computation is one op applied to its two inputs in
+    order (`add`, `max`, ...), else None."""
+    if len(to_apply.eqns) != 1 or to_apply.outputs[0] is not to_apply.eqns[0].outputs[0]:
+        return None
+    eqn = to_apply.eqns[0]
+    same = [id(a) for a in eqn.inputs] == [id(v) for v in to_apply.inputs]
+    return eqn.op.name if same else None
 
 
 def replica_impl(op: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:

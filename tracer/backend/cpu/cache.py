@@ -189,8 +189,9 @@ def _helpers_digest(source: str) -> str:
 
 
 _ANY_IMPORT = re.compile(r"^from (tracer[\w.]*) import", re.MULTILINE)
-# a library whose functions this process adds as it generates code (`publish`)
-_PROCESS_LOCAL = {f"{_BACKEND}.cpu.lib.custom_calls"}
+# a library whose functions this process adds as it generates code (`publish`), and
+# one that links against symbols only a job's processes load (MPI, the job's state)
+_PROCESS_LOCAL = {f"{_BACKEND}.cpu.lib.custom_calls", f"{_BACKEND}.numba.lib.mpi"}
 
 
 def portable(source: str) -> bool:

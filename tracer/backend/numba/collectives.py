@@ -8,8 +8,9 @@ import numpy as np
 
 from ...core import Eqn
 from ...errors import TracerValueError
-from ...ops.replicas import run_across_processes
+from ...ops.replicas import compiled_failure, compiled_signature, monoid, run_across_processes
 from .fallback import Runner, from_kernel
+from .lib.mpi import DTYPES, OPS, publish
 from .scalar import HALVES
 
 
@@ -47,5 +48,36 @@ def into_runner(eqn: Eqn) -> Runner:
         with np.errstate(all="ignore"):
             run_across_processes(name, args, params, out.view(aval.dtype)
                                  if aval.dtype in HALVES else out)
+        return ()
+    return call
+
+
+def compiled_all_reduce(eqn: Eqn) -> tuple[int, int] | None:
+    """(reduction code, signature digest) when compiled code can run this all-reduce
+    across processes itself (`lib.mpi.mpi_all_reduce`): over the whole job, a plain
+    monoid (add, mul, max, min) of float32/64 or int32/64, MPI reachable from compiled
+    code; None for a host step."""
+    if eqn.op.name != "all_reduce" or eqn.params["replica_groups"] is not None:
+        return None
+    p, aval = eqn.params, eqn.inputs[0].aval
+    name = monoid(p["to_apply"])
+    if name not in OPS or aval.dtype not in DTYPES:
+        return None
+    if aval.dtype.itemsize * aval.size >= 1 << 31:  # (MPI's int byte counts)
+        return None
+    signature = compiled_signature("all_reduce", aval, p)
+    if signature is None:
+        return None
+    publish(aval.dtype)  # (before the generated code is linked)
+    return OPS[name], signature
+
+
+def failure_runner(eqn: Eqn) -> Runner:
+    """What compiled code calls (object mode) when its MPI status is not OK: raises
+    that status's error, as the host step would have."""
+    name, params, aval = eqn.op.name, eqn.params, eqn.inputs[0].aval
+
+    def call(status: Any) -> tuple[()]:
+        compiled_failure(name, int(status), aval, params)
         return ()
     return call
