@@ -322,8 +322,9 @@ def _loops(body: LoopBody, shape_atom: Atom, dims: list[int], parallel: bool,
         inside()
         return
     size = body.dim(shape_atom, dims[0])
-    if innermost and len(dims) == 1 and not parallel and not chunks:
-        inner_loop(body, f"i{dims[0]}", size, inside, _prefetch(body, shape_atom, dims[0]))
+    prefetch = _prefetch(body, shape_atom, dims[0]) if innermost and len(dims) == 1 else None
+    if innermost and len(dims) == 1 and not chunks and (prefetch or not parallel):
+        inner_loop(body, f"i{dims[0]}", size, inside, prefetch, parallel)
         return
     if chunks:
         w = body.w

@@ -275,14 +275,15 @@ MAX_LOOP_COPIES = 8  # more combinations of choices than this keep their tests
 
 
 def inner_loop(body: LoopBody, var: str, size: str, inside: Callable[[], None],
-               prefetch: tuple[str, int] | None = None) -> None:
+               prefetch: tuple[str, int] | None = None, parallel: bool = False) -> None:
     """`for var in range(size): inside()`, the innermost loop of a nest. What does not
     depend on `var` is computed in front of the loop. When pads / concatenates choose
     by `var` (a roll, a padded border), the range is cut into runs over which each
     choice is fixed, and each run gets a copy of the body without the tests, which
     LLVM can vectorize. `prefetch`: (helper, chunk), for a nest too large for the caches:
     the loop runs in chunks of `chunk` elements, each first calling the helper
-    (`cpu.lib.prefetch.prefetch_ahead`) on every array the loop streams."""
+    (`cpu.lib.prefetch.prefetch_ahead`) on every array the loop streams. `parallel`: the
+    loop is a `numba.prange` (its chunks, when it prefetches), never cut into runs."""
     w, cache = body.w, dict(body.cache)
     body.w, body.unit, body.sites = SourceWriter(), {var: ()}, []
     body.inner, body.hoist, body.hoisted = var, SourceWriter(), {}
@@ -294,9 +295,9 @@ def inner_loop(body: LoopBody, var: str, size: str, inside: Callable[[], None],
     cache.update(body.hoisted)
     combos = list(product(*(sorted(set(s.branches)) for s in sites)))
     if prefetch and streams and not sites:
-        _prefetched(body, var, size, streams, prefetch, cache, inside)
-    elif not sites or len(combos) > MAX_LOOP_COPIES:
-        with w.block(f"for {var} in range({size})"):
+        _prefetched(body, var, size, streams, prefetch, cache, inside, parallel)
+    elif not sites or len(combos) > MAX_LOOP_COPIES or parallel:
+        with w.block(f"for {var} in {'numba.prange' if parallel else 'range'}({size})"):
             w.embed(surveyed)
     else:
         _runs(body, var, size, sites, combos, cache, inside)
@@ -304,12 +305,21 @@ def inner_loop(body: LoopBody, var: str, size: str, inside: Callable[[], None],
 
 
 def _prefetched(body: LoopBody, var: str, size: str, streams: dict[str, Index],
-                prefetch: tuple[str, int], cache: dict, inside: Callable[[], None]) -> None:
+                prefetch: tuple[str, int], cache: dict, inside: Callable[[], None],
+                parallel: bool) -> None:
     """The loop in chunks, each first prefetching the lines ahead of every stream (the
-    chunk's loop starts above 0: its index is cast unsigned, as a run's is)."""
+    chunk's loop starts above 0: its index is cast unsigned, as a run's is); with
+    `parallel`, the chunks are a `numba.prange`."""
     (helper, chunk), w = prefetch, body.w
     start = body.ge.fresh(f"{var}_chunk")
-    with w.block(f"for {start} in range(0, {size}, {chunk})"):
+    if parallel:
+        k = body.ge.fresh(f"{var}_chunks")
+        header = f"for {k} in numba.prange(({size} + {chunk - 1}) // {chunk})"
+    else:
+        header = f"for {start} in range(0, {size}, {chunk})"
+    with w.block(header):
+        if parallel:
+            w.line(f"{start} = {k} * {chunk}")
         for name, index in streams.items():
             w.line(f"{helper}({name}, ({', '.join((*index[:-1], start))},))")
         body.cache, body.unit, body.run_var = dict(cache), {var: ()}, var
