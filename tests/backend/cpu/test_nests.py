@@ -119,7 +119,7 @@ def test_nests_streaming_from_memory_prefetch_and_still_match_numpy(monkeypatch)
     x = rng.standard_normal(1 << 20).astype(np.float32)
     rows = rng.standard_normal((1000, 1100)).astype(np.float32)
     want = _gelu(x, np)
-    with tr.config.override(num_threads=1):  # (on threads, a rank-1 nest is one prange)
+    with tr.config.override(num_threads=1):  # the serial loop (test_donation: threaded)
         fresh = tr.jit(lambda v: _gelu(v, tnp))
         assert "prefetch_ahead(arg0" in fresh.lower(x).compile().source
         np.testing.assert_allclose(fresh(x), want, rtol=2e-6, atol=1e-6)
