@@ -277,6 +277,20 @@ def test_big_endian_arguments_are_read_correctly():
     np.testing.assert_array_equal(tr.jit(lambda x: x * 2.0, backend=I)(be), np.arange(4.0) * 2)
 
 
+def test_every_kind_of_array_argument_shares_one_cache_entry():
+    """ndarray, EagerArray (a jit result), big-endian and keyword arguments of one
+    signature hit the entry the first call made (the hot path's one-pass signatures
+    and the general flattening agree on the key)."""
+    f = tr.jit(lambda x, y: x * 2.0 + y)
+    x = np.arange(4.0)
+    want = x * 3.0
+    for a, b in ((x, x), (tr.jit(lambda v: v + 0.0)(x), x), (x.astype(">f8"), x),
+                 (x, x.astype(">f8"))):
+        np.testing.assert_array_equal(f(a, b), want)
+    np.testing.assert_array_equal(f(x, y=x), want)
+    info = f.cache_info()
+    assert info.traces == 2 and info.hits == 3, info  # the keyword call is its own entry
+
 # ------------------------------------------------------------------ results never alias
 @pytest.mark.parametrize("backend", ["cpu", I])
 def test_results_do_not_alias_arguments_or_each_other(backend):

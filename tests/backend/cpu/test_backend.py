@@ -9,6 +9,8 @@ indices, special float values, and the dump directory. The disk cache: test_cach
 
 from __future__ import annotations
 
+import functools
+
 import numba
 import numpy as np
 import pytest
@@ -339,6 +341,35 @@ def test_vectorizable_transcendentals_are_a_few_ulp_over_the_whole_range(dtype):
             want = reference(x.astype(np.float64)).astype(dtype)
         worst = _ulps(out, want)
         assert worst.max() <= limit, (name, x[np.argmax(worst)], worst.max())
+
+
+@functools.cache
+def _fastmath_kernel(name: str):
+    from tracer.backend.cpu.lib import fastmath as cpu_fastmath
+    return _map(getattr(cpu_fastmath, name))
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.floats(width=32, allow_subnormal=True), min_size=1, max_size=64))
+def test_fused_float32_transcendentals_stay_exact_where_they_must(values):
+    """The helpers' polynomials contract into fused multiply-adds: tanh stays odd and
+    within [-1, 1], exp stays non-negative and a few ulp from the correctly rounded
+    value, NaN stays NaN and infinities map as NumPy maps them, subnormals included."""
+    x = np.array(values, np.float32)
+    got = {}
+    for name, arg in (("tanh_f32", x), ("tanh_f32", -x), ("exp_f32", x)):
+        out = np.empty_like(arg)
+        _fastmath_kernel(name)(arg, out)
+        got.setdefault(name, []).append(out)
+    tanh, tanh_neg = got["tanh_f32"]
+    exp = got["exp_f32"][0]
+    np.testing.assert_array_equal(tanh_neg, -tanh)
+    assert np.all(np.abs(tanh[~np.isnan(x)]) <= 1)
+    with np.errstate(all="ignore"):
+        want = np.exp(x.astype(np.float64)).astype(np.float32)
+    assert _ulps(exp, want).max() <= 2 and np.all(exp[~np.isnan(x)] >= 0)
+    assert np.array_equal(np.isnan(tanh), np.isnan(x)) and np.array_equal(np.isnan(exp),
+                                                                          np.isnan(x))
 
 
 def test_integer_wraparound_and_division_rules():

@@ -12,6 +12,7 @@ import pytest
 import tracer as tr
 import tracer.numpy as tnp
 from tracer import ops
+from tracer.backend.cpu import strided
 
 ROWS = max(8 * numba.config.NUMBA_NUM_THREADS, 5000)  # (threads need 8 rows each; a
 # one-hot product runs as loops from 4096 rows on)
@@ -101,3 +102,47 @@ def test_full_reductions_to_a_scalar_on_threads(dtype):
     got, want, source = _both(f, a)
     _close(got, want, dtype)
     assert "_parts" in source and got[0].shape == () and got[1].shape == (1, 1)
+
+
+# ------------------------------------------------------------------ software prefetch
+def _gelu(x, np_):
+    return 0.5 * x * (1.0 + np_.tanh(np.float32(0.8) * (x + np.float32(0.044715) * x ** 3)))
+
+
+def test_nests_streaming_from_memory_prefetch_and_still_match_numpy(monkeypatch):
+    """Nests over more bytes than the caches (4 MiB and up) run their innermost loop in
+    chunks that prefetch ahead: out of place, into a donated input, row reductions
+    (logsumexp: rows on threads where there are cores) and a strided view read in place
+    all match NumPy, across chunk ends (a row length that is not a multiple of the
+    chunk)."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal(1 << 20).astype(np.float32)
+    rows = rng.standard_normal((1000, 1100)).astype(np.float32)
+    want = _gelu(x, np)
+    with tr.config.override(num_threads=1):  # the serial loop (test_donation: threaded)
+        fresh = tr.jit(lambda v: _gelu(v, tnp))
+        assert "prefetch_ahead(arg0" in fresh.lower(x).compile().source
+        np.testing.assert_allclose(fresh(x), want, rtol=2e-6, atol=1e-6)
+        donated = tr.jit(lambda v: _gelu(v, tnp), donate_argnums=0)
+        y = x.copy()
+        out = donated(y)
+        assert out is y
+        np.testing.assert_allclose(out, want, rtol=2e-6, atol=1e-6)
+        monkeypatch.setattr(strided, "IN_PLACE_MIN_BYTES", 0)  # the 'A' version at once
+        view = np.repeat(x, 2)[::2]
+        np.testing.assert_allclose(fresh(view), want, rtol=2e-6, atol=1e-6)
+    (compiled, _), = fresh._cache.values()
+    assert compiled.executable.strided.in_place == 1  # the view was read in place
+    lse = tr.jit(lambda r: tnp.log(tnp.sum(tnp.exp(r - r.max(1, keepdims=True)), 1))
+                 + r.max(1))
+    assert "prefetch_ahead(arg0" in lse.lower(rows).compile().source
+    m = rows.max(1, keepdims=True)
+    np.testing.assert_allclose(lse(rows), np.log(np.exp(rows - m).sum(1)) + m[:, 0],
+                               rtol=1e-5)
+
+
+def test_small_nests_and_short_rows_keep_one_plain_loop():
+    """Under 4 MiB (the caches hold it), or rows shorter than one chunk: no prefetch."""
+    small = tr.jit(lambda v: _gelu(v, tnp)).lower(np.ones(1 << 16, np.float32)).compile()
+    short = tr.jit(lambda v: tnp.exp(v).sum(1)).lower(np.ones((1 << 16, 64), np.float32))
+    assert "prefetch" not in small.source and "prefetch" not in short.compile().source

@@ -42,6 +42,7 @@ from ..numba.loops import Index, LoopBody, inner_loop
 from ..numba.scalar import alias, literal, storage_dtype
 from ..numba.source import SourceWriter
 from .buffers import nest_buffer, writes_in_place
+from .lib.prefetch import CHUNK as PREFETCH_CHUNK
 from .options import NJIT_OPTIONS, PARALLEL_MIN_ELEMENTS, thread_count
 
 # The threads of a parallel kernel sleep while they wait (OpenMP's default spins): on
@@ -49,6 +50,8 @@ from .options import NJIT_OPTIONS, PARALLEL_MIN_ELEMENTS, thread_count
 # need, and a parallel nest ran slower than a serial one. (Read when numba first
 # starts its thread pool; a value the user set stays.)
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+PREFETCH_MIN_BYTES = 4 << 20  # twice a core's L2: such a nest streams from memory
 
 _VECTOR_MONOIDS = {"add": "add_reassoc", "mul": "mul_reassoc", "max": "max_nonan",
                    "min": "min_nonan"}
@@ -319,8 +322,9 @@ def _loops(body: LoopBody, shape_atom: Atom, dims: list[int], parallel: bool,
         inside()
         return
     size = body.dim(shape_atom, dims[0])
-    if innermost and len(dims) == 1 and not parallel and not chunks:
-        inner_loop(body, f"i{dims[0]}", size, inside)
+    prefetch = _prefetch(body, shape_atom, dims[0]) if innermost and len(dims) == 1 else None
+    if innermost and len(dims) == 1 and not chunks and (prefetch or not parallel):
+        inner_loop(body, f"i{dims[0]}", size, inside, prefetch, parallel)
         return
     if chunks:
         w = body.w
@@ -332,6 +336,15 @@ def _loops(body: LoopBody, shape_atom: Atom, dims: list[int], parallel: bool,
     loop = "numba.prange" if parallel else "range"
     with body.w.block(f"for i{dims[0]} in {loop}({size})"):
         _loops(body, shape_atom, dims[1:], False, inside, innermost=innermost)
+
+
+def _prefetch(body: LoopBody, shape_atom: Atom, dim: int) -> tuple[str, int] | None:
+    """Software prefetch (`lib/prefetch.py`) for the innermost loop of a nest over
+    more bytes than the caches keep, whose rows are at least a chunk long."""
+    aval = shape_atom.aval
+    if aval.size * aval.dtype.itemsize < PREFETCH_MIN_BYTES or aval.shape[dim] < PREFETCH_CHUNK:
+        return None
+    return body.use("prefetch_ahead", "cpu.lib.prefetch"), PREFETCH_CHUNK
 
 
 def _emit_body(body: LoopBody, nest: LoopNest, outs: Outs, index: Index,

@@ -42,6 +42,7 @@ import numpy as np
 
 from ...config import config
 
+PREFETCH = "prefetch_ahead"  # lib/prefetch.py's helper, which any layout may be given
 IN_PLACE_MIN_BYTES = 64 << 20  # copies saved before the strided version pays its compile
 
 
@@ -91,6 +92,8 @@ class _ModuleUses:
 
     def _element_use(self, name: ast.Name, parent: ast.AST, loop: ast.For | None,
                      rank: int) -> bool:
+        if _called(parent, PREFETCH):  # (it follows the strides: any layout will do)
+            return True
         if (isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name)
                 and parent.func.id in self.functions and name in parent.args):
             callee = self.functions[parent.func.id].args.args
@@ -110,6 +113,11 @@ class _ModuleUses:
                 isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
                 and n.func.id.endswith("_reassoc") for n in ast.walk(loop))
         return self._folds[id(loop)]
+
+
+def _called(parent: ast.AST | None, function: str) -> bool:
+    return isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) and \
+        parent.func.id == function
 
 
 def _element_load(parent: ast.AST | None, name: ast.Name, rank: int) -> bool:

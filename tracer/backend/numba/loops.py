@@ -75,6 +75,9 @@ class LoopBody:
         self.inner: str | None = None
         self.hoist: SourceWriter | None = None
         self.hoisted: dict[tuple[int, Index], str] = {}
+        # Arrays the innermost loop loads at the nest's own index, each element once in
+        # memory order (name -> index), which `inner_loop` may prefetch.
+        self.streams: dict[str, Index] | None = None
 
     def use(self, helper: str, module: str | None = None) -> str:
         return self.ge.mod.use(helper, module)
@@ -216,6 +219,9 @@ class LoopBody:
                 return ref.name
             name = self.ge.mod.namer.fresh(f"{ref.name}_v", numbered=False)
             self.w.line(f"{name} = {load(ref, self.unsigned(index), self.ge.mod)}")
+            if self.streams is not None and not ref.lead and index and \
+                    index[-1] == self.inner and all(map(_LOOP_VAR.fullmatch, index)):
+                self.streams.setdefault(ref.name, index)
             return name
         eqn = self.plan.producers[id(atom)]
         mapping = index_map(eqn)
@@ -268,27 +274,58 @@ def _comment(eqn: Eqn) -> str:
 MAX_LOOP_COPIES = 8  # more combinations of choices than this keep their tests
 
 
-def inner_loop(body: LoopBody, var: str, size: str, inside: Callable[[], None]) -> None:
+def inner_loop(body: LoopBody, var: str, size: str, inside: Callable[[], None],
+               prefetch: tuple[str, int] | None = None, parallel: bool = False) -> None:
     """`for var in range(size): inside()`, the innermost loop of a nest. What does not
     depend on `var` is computed in front of the loop. When pads / concatenates choose
     by `var` (a roll, a padded border), the range is cut into runs over which each
     choice is fixed, and each run gets a copy of the body without the tests, which
-    LLVM can vectorize."""
+    LLVM can vectorize. `prefetch`: (helper, chunk), for a nest too large for the caches:
+    the loop runs in chunks of `chunk` elements, each first calling the helper
+    (`cpu.lib.prefetch.prefetch_ahead`) on every array the loop streams. `parallel`: the
+    loop is a `numba.prange` (its chunks, when it prefetches), never cut into runs."""
     w, cache = body.w, dict(body.cache)
     body.w, body.unit, body.sites = SourceWriter(), {var: ()}, []
     body.inner, body.hoist, body.hoisted = var, SourceWriter(), {}
+    body.streams = {} if prefetch else None
     inside()  # the survey: written aside, kept if nothing is to be split
-    surveyed, sites, front = body.w, body.sites, body.hoist
-    body.w, body.sites, body.hoist = w, None, None
+    surveyed, sites, front, streams = body.w, body.sites, body.hoist, body.streams
+    body.w, body.sites, body.hoist, body.streams = w, None, None, None
     w.embed(front)
     cache.update(body.hoisted)
     combos = list(product(*(sorted(set(s.branches)) for s in sites)))
-    if not sites or len(combos) > MAX_LOOP_COPIES:
-        with w.block(f"for {var} in range({size})"):
+    if prefetch and streams and not sites:
+        _prefetched(body, var, size, streams, prefetch, cache, inside, parallel)
+    elif not sites or len(combos) > MAX_LOOP_COPIES or parallel:
+        with w.block(f"for {var} in {'numba.prange' if parallel else 'range'}({size})"):
             w.embed(surveyed)
     else:
         _runs(body, var, size, sites, combos, cache, inside)
     body.cache, body.unit, body.assume, body.inner = cache, {}, {}, None
+
+
+def _prefetched(body: LoopBody, var: str, size: str, streams: dict[str, Index],
+                prefetch: tuple[str, int], cache: dict, inside: Callable[[], None],
+                parallel: bool) -> None:
+    """The loop in chunks, each first prefetching the lines ahead of every stream (the
+    chunk's loop starts above 0: its index is cast unsigned, as a run's is); with
+    `parallel`, the chunks are a `numba.prange`."""
+    (helper, chunk), w = prefetch, body.w
+    start = body.ge.fresh(f"{var}_chunk")
+    if parallel:
+        k = body.ge.fresh(f"{var}_chunks")
+        header = f"for {k} in numba.prange(({size} + {chunk - 1}) // {chunk})"
+    else:
+        header = f"for {start} in range(0, {size}, {chunk})"
+    with w.block(header):
+        if parallel:
+            w.line(f"{start} = {k} * {chunk}")
+        for name, index in streams.items():
+            w.line(f"{helper}({name}, ({', '.join((*index[:-1], start))},))")
+        body.cache, body.unit, body.run_var = dict(cache), {var: ()}, var
+        with w.block(f"for {var} in range({start}, min({start} + {chunk}, {size}))"):
+            inside()
+    body.run_var = None
 
 
 def _runs(body: LoopBody, var: str, size: str, sites: list[Site],
