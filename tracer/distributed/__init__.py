@@ -16,7 +16,6 @@ import numpy as np
 from ..ops import replicas
 from .job import Job, ReplicaError, current_job
 from .pmap import pmap
-from .signature import digest
 
 __all__ = ["ReplicaError", "initialize", "pmap", "process_count", "process_index"]
 
@@ -41,6 +40,8 @@ class _MpiTransport:
         job = current_job()
         if job is None or not job.native.enabled:
             return None
+        from .signature import digest  # (hashlib: only inside a job)
+
         return digest(op, aval.shape, np.dtype(aval.dtype), params)
 
     def fail(self, op: str, status: int, aval: Any, params: dict[str, Any]) -> None:
