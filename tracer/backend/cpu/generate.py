@@ -95,10 +95,11 @@ class CpuGraphEmitter(GraphEmitter):
 # ------------------------------------------------------------------ the module
 
 def generate(graph: Graph, parallel_ok: bool, fuse: bool = True,
-             donated: Sequence[int] = ()) -> Module:
+             donated: Sequence[int] = (), objmode_ok: bool = True) -> Module:
     """The module for `graph`, its host function named after the graph; outputs go
-    into the buffers of `donated` inputs where `donation` finds it safe."""
-    mod = CpuModuleBuilder(parallel_ok, fuse, graph)
+    into the buffers of `donated` inputs where `donation` finds it safe. Without
+    `objmode_ok` no step calls Python (the code of a C library)."""
+    mod = CpuModuleBuilder(parallel_ok, fuse, graph, objmode_ok)
     name = host_name(mod, graph)
     body = SourceWriter()
     top = CpuGraphEmitter(mod, body, top=True)

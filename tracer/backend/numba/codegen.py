@@ -67,8 +67,11 @@ class Param:
 class ModuleBuilder:
     """Module-wide state: names, helper imports, sizes, kernels, host parameters."""
 
-    def __init__(self, parallel_ok: bool, fuse: bool = True, graph: Graph | None = None):
+    def __init__(self, parallel_ok: bool, fuse: bool = True, graph: Graph | None = None,
+                 objmode_ok: bool = True):
         self.parallel_ok = parallel_ok
+        # whether the code may call Python (NumPy) in object mode: not in a C library
+        self.objmode_ok = objmode_ok
         self.fuse = fuse
         self.graph = graph  # the whole graph (emitters of its parts may survey it)
         self.dimensions = DimensionClasses(graph)  # dims equal by construction share a size

@@ -4,7 +4,9 @@ Every operand is viewed as (outer, n, inner) around the sorted dimension, so one
 code path serves every rank and dimension. Two strategies:
 
 - The default comparator (ascending, total order, `num_keys` keys; recognised by
-  `tracer.ops.sort.default_num_keys`) never calls a comparator: the kernels of
+  `tracer.ops.sort.default_num_keys`) never calls a comparator. One operand of 32 or
+  64 bits (not complex) is sorted by NumPy's SIMD sort (`cpu.lib.sort_numpy`, which
+  repairs NaN and signed-zero order), except in code for a C library. Otherwise the kernels of
   `cpu.lib.sort` (a vectorized sorting network for many short rows, else a radix
   sort) sort total-order integer keys, in parallel over rows. One key
   sorts its values directly (`sort_rows`, with the permutation when other operands
@@ -27,11 +29,14 @@ from ....ops.sort import default_num_keys
 from ...numba.codegen import GraphEmitter, Ref, load
 from ...numba.scalar import HALVES
 from ..lib.sort import PARALLEL_MIN_ELEMENTS
+from ..lib.sort_numpy import ITEMSIZES
 
 _LIB = "cpu.lib.sort"
+_NUMPY_LIB = "cpu.lib.sort_numpy"
 
 
-def _kernel(ge: GraphEmitter, eqn: Eqn, name: str, across_inner: bool = True) -> str:
+def _kernel(ge: GraphEmitter, eqn: Eqn, name: str, across_inner: bool = True,
+            lib: str = _LIB) -> str:
     """The library kernel `name`, its `_parallel` form for large arrays of several rows
     (threads take the (outer, inner) positions, or the outer ones only when not
     `across_inner`) in graphs that may use threads: numba takes seconds to compile a
@@ -40,7 +45,7 @@ def _kernel(ge: GraphEmitter, eqn: Eqn, name: str, across_inner: bool = True) ->
     parts = math.prod(shape[:dim]) * (math.prod(shape[dim + 1:]) if across_inner else 1)
     parallel = ge.mod.parallel_ok and parts > 1 and \
         eqn.inputs[0].aval.size >= PARALLEL_MIN_ELEMENTS
-    return ge.mod.use(f"{name}_parallel" if parallel else name, _LIB)
+    return ge.mod.use(f"{name}_parallel" if parallel else name, lib)
 
 
 def _views(ge: GraphEmitter, eqn: Eqn) -> tuple[list[str], list[str], str]:
@@ -73,9 +78,19 @@ def _half(atom: Any) -> str:
     return "True" if atom.aval.dtype in HALVES else "False"  # (bf16 bits order like f16's)
 
 
+def _by_numpy(ge: GraphEmitter, eqn: Eqn) -> bool:
+    """Whether NumPy's sort takes this key sort (see the module docstring)."""
+    dtype = eqn.inputs[0].aval.dtype
+    return ge.mod.objmode_ok and len(eqn.inputs) == 1 and dtype.kind in "iuf" and \
+        dtype not in HALVES and dtype.itemsize in ITEMSIZES
+
+
 def _key_sort(ge: GraphEmitter, eqn: Eqn, keys: int) -> None:
     ins, outs, shape = _views(ge, eqn)
     first = eqn.inputs[0]
+    if _by_numpy(ge, eqn):
+        ge.w.line(f"{_kernel(ge, eqn, 'numpy_sort_rows', lib=_NUMPY_LIB)}({ins[0]}, {outs[0]})")
+        return
     # a rank-1 operand is one row: sort_vector, whatever its size (never in parallel)
     sort_rows = ge.mod.use("sort_vector", _LIB) if first.aval.ndim == 1 else \
         _kernel(ge, eqn, "sort_rows")

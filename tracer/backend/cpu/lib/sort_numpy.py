@@ -1,0 +1,223 @@
+"""Key sorts of 32- and 64-bit values by NumPy's own sort, called from compiled code.
+
+NumPy 2 sorts these dtypes with SIMD quicksorts (x86-simd-sort on AVX-512, Highway's
+vqsort or x86-simd-sort on AVX2), two to five times faster than the radix sort of
+`cpu.lib.sort` on one thread. The kernels here copy the operand into the result and
+sort it there with `ndarray.sort` inside `numba.objmode` (NumPy releases the GIL
+while it sorts, so the `_parallel` kernel's threads each sort their block of rows at
+once), then restore what NumPy does not keep of the total order `ops.sort` asks for:
+
+- NumPy puts every NaN last and writes them back as the default quiet NaN; under the
+  total order NaNs with the sign bit set come first and NaNs order by their bits. A
+  row whose sorted copy ends in NaN gets the operand's NaNs, sorted by key, at both
+  ends (`_place_nans`).
+- NumPy treats -0.0 and +0.0 as equal (its vector min/max may even swap their signs);
+  the total order puts -0.0 first. A row with zeros gets as many -0.0 as the operand
+  row has, then +0.0 (`_signed_zeros`).
+
+Both repairs read the operand, so when it is the result's own buffer (the emitter
+had its producer write there: no copy) and holds NaNs or -0.0, it is copied first.
+Integers need no repair. Arrays arrive as (outer, n, inner) views, rows along axis 1.
+Not for compiled C libraries (`tracer.aot`): those have no Python to call.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+from numba import njit, prange, types
+from numba.extending import overload
+
+from .sort import from_key, key_buffer, sort_rows, sort_rows_parallel, to_key
+
+_OPTIONS = dict(cache=True, error_model="numpy", nogil=True)
+_SERIAL = dict(_OPTIONS, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+# (an object-mode block compiled with nogil=True warns that it cannot run in parallel:
+# it takes the GIL whatever the flag says, and NumPy releases it while sorting)
+_HOLDS_GIL = dict(_SERIAL, nogil=False)
+ITEMSIZES = (4, 8)  # the widths NumPy's SIMD sorts beat the radix sort on
+MIN_LENGTH = 128  # shorter rows: `cpu.lib.sort`'s sorting network is faster
+
+
+def _sort_in_numpy(x: np.ndarray, out: np.ndarray) -> None:
+    """(object mode) out = x sorted along axis 1 by NumPy; x may be out itself. Strided
+    rows (inner > 1) are sorted in a transposed copy: NumPy would gather each row into
+    a buffer on its own, a cache miss per element."""
+    if x.shape[2] > 1:
+        rows = np.ascontiguousarray(x.transpose(0, 2, 1))
+        rows.sort(axis=2)
+        out[...] = rows.transpose(0, 2, 1)
+        return
+    if x.ctypes.data != out.ctypes.data:
+        np.copyto(out, x)
+    out.sort(axis=1)
+
+
+@njit(**_HOLDS_GIL)
+def _numpy_sort(x, out):
+    with numba.objmode():
+        _sort_in_numpy(x, out)
+
+
+def _floats(x):
+    """Whether x's elements are floats (a compile-time constant)."""
+
+
+@overload(_floats, jit_options=_SERIAL)
+def _floats_impl(x):
+    result = isinstance(x.dtype, types.Float)
+    return lambda x: result
+
+
+# ---------------------------------------------------------------- the total-order repairs
+
+@njit(**_SERIAL)
+def _negative(v) -> bool:
+    return math.copysign(1.0, v) < 0
+
+
+@njit(**_SERIAL)
+def _first(out, o, i, end, above):
+    """The first position of row (o, i) before `end` (sorted: ascending) whose value
+    is >= 0, or > 0 when `above`, or `end`."""
+    lo, hi = 0, end
+    while lo < hi:
+        mid = (lo + hi) // 2
+        v = out[o, mid, i]
+        if v > 0 or (v == 0 and not above):
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+@njit(**_SERIAL)
+def _nan_start(out, o, i):
+    """Where row (o, i)'s NaN tail starts (NumPy sorts NaNs last)."""
+    lo, hi = 0, out.shape[1]
+    while lo < hi:
+        mid = (lo + hi) // 2
+        v = out[o, mid, i]
+        if v != v:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+@njit(**_SERIAL)
+def _signed_zeros(x, out, o, i, lo, hi):
+    """out[o, lo:hi, i] are the row's zeros: as many -0.0 as x's row has, then +0.0."""
+    negative = 0
+    for j in range(x.shape[1]):
+        v = x[o, j, i]
+        if v == 0 and _negative(v):
+            negative += 1
+    zero = abs(out[o, lo, i])
+    for j in range(lo, hi):
+        out[o, j, i] = -zero if j < lo + negative else zero
+
+
+@njit(**_SERIAL)
+def _place_nans(x, out, o, i, start):
+    """Row (o, i) is sorted up to `start`, NaNs after: x's NaNs by key instead, the
+    negative ones (keys below every number's) moved in front of the numbers."""
+    n = x.shape[1]
+    keys = key_buffer(n - start, x[o, 0, i])
+    k = 0
+    for j in range(n):
+        v = x[o, j, i]
+        if v != v:
+            keys[k] = to_key(v)
+            k += 1
+    keys.sort()
+    like = out[o, 0, i]
+    negative = 0
+    while negative < keys.shape[0] and _negative(from_key(keys[negative], like)):
+        negative += 1
+    for j in range(start - 1, -1, -1):
+        out[o, j + negative, i] = out[o, j, i]
+    for j in range(keys.shape[0]):
+        at = j if j < negative else start + j
+        out[o, at, i] = from_key(keys[j], like)
+
+
+@njit(**_SERIAL)
+def _total_order_row(x, out, o, i):
+    """Row (o, i) of out, sorted by NumPy, put in the total order (see the module)."""
+    n = out.shape[1]
+    last = out[o, n - 1, i]
+    end = _nan_start(out, o, i) if last != last else n
+    lo = _first(out, o, i, end, False)
+    hi = _first(out, o, i, end, True)
+    if hi > lo:
+        _signed_zeros(x, out, o, i, lo, hi)
+    if end < n:
+        _place_nans(x, out, o, i, end)
+
+
+@njit(**_SERIAL)
+def _has_nan_or_negative_zero(flat) -> bool:
+    found = False
+    for v in flat:
+        found |= (v != v) | ((v == 0) & _negative(v))
+    return found
+
+
+# ---------------------------------------------------------------- kernels
+
+@njit(**_SERIAL)
+def _sort_block(x, out, o0, o1, i0, i1):
+    """Rows (o0 .. o1 - 1, i0 .. i1 - 1): NumPy's sort, then the repairs."""
+    _numpy_sort(x[o0:o1, :, i0:i1], out[o0:o1, :, i0:i1])
+    if _floats(x):
+        for o in range(o0, o1):
+            for i in range(i0, i1):
+                _total_order_row(x, out, o, i)
+
+
+@njit(**_SERIAL)
+def _operand(x, out):
+    """Whether the repairs need a copy of x: it is out's buffer and has NaNs or -0.0."""
+    return _floats(x) and x.ctypes.data == out.ctypes.data and \
+        _has_nan_or_negative_zero(out.reshape(out.size))
+
+
+@njit(**_SERIAL)
+def numpy_sort_rows(x, out):
+    """out = x sorted along axis 1 of its (outer, n, inner) view in the total order,
+    by NumPy's sort (rows shorter than MIN_LENGTH: `cpu.lib.sort`'s kernels); x may be
+    out's own buffer."""
+    outer, n, inner = x.shape
+    if n < MIN_LENGTH:
+        sort_rows(x, out, np.empty((0, 0, 0), np.int64), False, False)
+    elif _operand(x, out):
+        _sort_block(out.copy(), out, 0, outer, 0, inner)
+    else:
+        _sort_block(x, out, 0, outer, 0, inner)
+
+
+@njit(**_SERIAL)
+def _sort_part(x, out, p, parts):
+    """Block p of `parts`: a range of outer positions, or of inner ones when outer == 1."""
+    outer, n, inner = x.shape
+    if outer > 1:
+        _sort_block(x, out, p * outer // parts, (p + 1) * outer // parts, 0, inner)
+    else:
+        _sort_block(x, out, 0, 1, p * inner // parts, (p + 1) * inner // parts)
+
+
+@njit(parallel=True, **_OPTIONS)
+def numpy_sort_rows_parallel(x, out):
+    """`numpy_sort_rows` with blocks of rows on numba's threads."""
+    outer, n, inner = x.shape
+    if n < MIN_LENGTH:
+        sort_rows_parallel(x, out, np.empty((0, 0, 0), np.int64), False, False)
+        return
+    parts = min(numba.get_num_threads(), outer if outer > 1 else inner)
+    if _operand(x, out):
+        x = out.copy()
+    for p in prange(parts):
+        _sort_part(x, out, np.int64(p), parts)
