@@ -89,7 +89,9 @@ def _key_sort(ge: GraphEmitter, eqn: Eqn, keys: int) -> None:
     ins, outs, shape = _views(ge, eqn)
     first = eqn.inputs[0]
     if _by_numpy(ge, eqn):
-        ge.w.line(f"{_kernel(ge, eqn, 'numpy_sort_rows', lib=_NUMPY_LIB)}({ins[0]}, {outs[0]})")
+        kernel = ge.mod.use("numpy_sort_vector", _NUMPY_LIB) if first.aval.ndim == 1 else \
+            _kernel(ge, eqn, "numpy_sort_rows", lib=_NUMPY_LIB)
+        ge.w.line(f"{kernel}({ins[0]}, {outs[0]})")
         return
     # a rank-1 operand is one row: sort_vector, whatever its size (never in parallel)
     sort_rows = ge.mod.use("sort_vector", _LIB) if first.aval.ndim == 1 else \

@@ -15,10 +15,9 @@ once), then restore what NumPy does not keep of the total order `ops.sort` asks 
   the total order puts -0.0 first. A row with zeros gets as many -0.0 as the operand
   row has, then +0.0 (`_signed_zeros`).
 
-Both repairs read the operand, so when it is the result's own buffer (the emitter
-had its producer write there: no copy) and holds NaNs or -0.0, it is copied first.
-Integers need no repair. Arrays arrive as (outer, n, inner) views, rows along axis 1.
-Not for compiled C libraries (`tracer.aot`): those have no Python to call.
+Both repairs read the operand; integers need no repair. Arrays arrive as (outer, n,
+inner) views, rows along axis 1. Not for compiled C libraries (`tracer.aot`): those
+have no Python to call.
 """
 
 from __future__ import annotations
@@ -30,7 +29,7 @@ import numpy as np
 from numba import njit, prange, types
 from numba.extending import overload
 
-from .sort import from_key, key_buffer, sort_rows, sort_rows_parallel, to_key
+from .sort import from_key, key_buffer, sort_rows, sort_rows_parallel, sort_vector, to_key
 
 _OPTIONS = dict(cache=True, error_model="numpy", nogil=True)
 _SERIAL = dict(_OPTIONS, no_cpython_wrapper=True, no_cfunc_wrapper=True)
@@ -39,19 +38,21 @@ _SERIAL = dict(_OPTIONS, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 _HOLDS_GIL = dict(_SERIAL, nogil=False)
 ITEMSIZES = (4, 8)  # the widths NumPy's SIMD sorts beat the radix sort on
 MIN_LENGTH = 128  # shorter rows: `cpu.lib.sort`'s sorting network is faster
+# blocks of rows the `_parallel` kernel hands its threads (numba.get_num_threads would
+# keep the kernel out of numba's disk cache: a ctypes pointer)
+BLOCKS = 32
 
 
 def _sort_in_numpy(x: np.ndarray, out: np.ndarray) -> None:
-    """(object mode) out = x sorted along axis 1 by NumPy; x may be out itself. Strided
-    rows (inner > 1) are sorted in a transposed copy: NumPy would gather each row into
-    a buffer on its own, a cache miss per element."""
+    """(object mode) out = x sorted along axis 1 by NumPy. Strided rows (inner > 1)
+    are sorted in a transposed copy: NumPy would gather each row into a buffer on its
+    own, a cache miss per element."""
     if x.shape[2] > 1:
         rows = np.ascontiguousarray(x.transpose(0, 2, 1))
         rows.sort(axis=2)
         out[...] = rows.transpose(0, 2, 1)
         return
-    if x.ctypes.data != out.ctypes.data:
-        np.copyto(out, x)
+    np.copyto(out, x)
     out.sort(axis=1)
 
 
@@ -158,14 +159,6 @@ def _total_order_row(x, out, o, i):
         _place_nans(x, out, o, i, end)
 
 
-@njit(**_SERIAL)
-def _has_nan_or_negative_zero(flat) -> bool:
-    found = False
-    for v in flat:
-        found |= (v != v) | ((v == 0) & _negative(v))
-    return found
-
-
 # ---------------------------------------------------------------- kernels
 
 @njit(**_SERIAL)
@@ -179,24 +172,24 @@ def _sort_block(x, out, o0, o1, i0, i1):
 
 
 @njit(**_SERIAL)
-def _operand(x, out):
-    """Whether the repairs need a copy of x: it is out's buffer and has NaNs or -0.0."""
-    return _floats(x) and x.ctypes.data == out.ctypes.data and \
-        _has_nan_or_negative_zero(out.reshape(out.size))
-
-
-@njit(**_SERIAL)
 def numpy_sort_rows(x, out):
     """out = x sorted along axis 1 of its (outer, n, inner) view in the total order,
-    by NumPy's sort (rows shorter than MIN_LENGTH: `cpu.lib.sort`'s kernels); x may be
-    out's own buffer."""
+    by NumPy's sort (rows shorter than MIN_LENGTH: `cpu.lib.sort`'s kernels)."""
     outer, n, inner = x.shape
     if n < MIN_LENGTH:
         sort_rows(x, out, np.empty((0, 0, 0), np.int64), False, False)
-    elif _operand(x, out):
-        _sort_block(out.copy(), out, 0, outer, 0, inner)
     else:
         _sort_block(x, out, 0, outer, 0, inner)
+
+
+@njit(**_SERIAL)
+def numpy_sort_vector(x, out):
+    """`numpy_sort_rows` of a (1, n, 1) view (a rank-1 operand): a short one by
+    `sort_vector`, without compiling the network it never runs."""
+    if x.shape[1] < MIN_LENGTH:
+        sort_vector(x, out, np.empty((0, 0, 0), np.int64), False, False)
+    else:
+        _sort_block(x, out, 0, 1, 0, 1)
 
 
 @njit(**_SERIAL)
@@ -211,13 +204,11 @@ def _sort_part(x, out, p, parts):
 
 @njit(parallel=True, **_OPTIONS)
 def numpy_sort_rows_parallel(x, out):
-    """`numpy_sort_rows` with blocks of rows on numba's threads."""
+    """`numpy_sort_rows` with up to BLOCKS blocks of rows on numba's threads."""
     outer, n, inner = x.shape
     if n < MIN_LENGTH:
         sort_rows_parallel(x, out, np.empty((0, 0, 0), np.int64), False, False)
         return
-    parts = min(numba.get_num_threads(), outer if outer > 1 else inner)
-    if _operand(x, out):
-        x = out.copy()
+    parts = min(BLOCKS, outer if outer > 1 else inner)
     for p in prange(parts):
         _sort_part(x, out, np.int64(p), parts)
