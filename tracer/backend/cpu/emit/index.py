@@ -10,7 +10,10 @@ An index array whose element-wise producers the fusion plan leaves to the op
 (NumPy's wrap of negative indices) is computed per element inside the op's loop,
 so it never takes a pass or a buffer of its own. A gather's batch loop runs in
 parallel only from GATHER_PARALLEL_MIN elements: copies are memory-bound, and a
-parallel region that waits for a descheduled thread costs milliseconds.
+parallel region that waits for a descheduled thread costs milliseconds. A gather of
+single elements into a vector result (x[idx]) computes a block of element offsets,
+then loads them with vector gathers (`cpu.lib.gather`): the scalar loop does not
+vectorize.
 """
 
 from __future__ import annotations
@@ -21,7 +24,9 @@ from typing import Callable, Sequence
 from ....core import Atom, Eqn, Literal
 from ...numba.codegen import GraphEmitter, Ref, copy_array, load, store_value
 from ...numba.loops import LoopBody
+from ...numba.scalar import HALVES
 from ...numba.source import SourceWriter
+from ..lib.gather import BLOCK
 from ..options import NJIT_OPTIONS
 
 Loops = list[tuple[str, str]]
@@ -154,14 +159,43 @@ def _gather(ge: GraphEmitter, eqn: Eqn) -> None:
                 ge.w.line(f"{target}[{', '.join(out_index)}] = {value}")
         _for_each(ge, [(o[j], ge.dim(out, d)) for j, d in enumerate(p["offset_dims"])], copy)
     loops = [(g[j], ge.dim(out, d)) for j, d in enumerate(batch_dims)]
-    if target and loops and not operand.scalar and indices.aval.ndim and \
-            ge.mod.parallel_ok and out.aval.size >= GATHER_PARALLEL_MIN:
+    parallel = bool(target and loops and not operand.scalar and indices.aval.ndim and
+                    ge.mod.parallel_ok and out.aval.size >= GATHER_PARALLEL_MIN)
+    if target and rank_out == 1 and not o and not operand.scalar and not parallel and \
+            _vector_dtype(out.aval.dtype):
+        _vector_gather(ge, eqn, operand, target, loops[0][1])
+    elif parallel:
         # every window writes its own part of the result: the batch loop runs in parallel
         _in_kernel(ge, "gather", lambda: _for_each(ge, loops, per_window, parallel=True),
                    [target])
     else:
         _for_each(ge, loops, per_window)
     ge.bind(out, Ref(target, out.aval) if target else Ref(result, out.aval))
+
+
+def _vector_dtype(dtype) -> bool:
+    """Whether `cpu.lib.gather` loads this dtype (4- and 8-byte ints and floats)."""
+    return dtype.kind in "iuf" and dtype not in HALVES and dtype.itemsize in (4, 8)
+
+
+def _vector_gather(ge: GraphEmitter, eqn: Eqn, operand: Ref, target: str, n: str) -> None:
+    """out[g] for g in blocks of BLOCK: the element offsets of a block (clamped starts
+    times the operand's strides, in elements), then one `gather_offsets` call."""
+    rank = eqn.inputs[0].aval.ndim
+    strides = [ge.fresh(f"stride{d}") for d in range(rank)]
+    offsets, block, k, count = (ge.fresh(h) for h in ("offsets", "block", "k", "count"))
+    for d, stride in enumerate(strides):
+        ge.w.line(f"{stride} = {operand.name}.strides[{d}] // {operand.name}.itemsize")
+    ge.w.line(f"{offsets} = np.empty({BLOCK}, np.int64)")
+    with ge.w.block(f"for {block} in range(0, {n}, {BLOCK})"):
+        ge.w.line(f"{count} = min({BLOCK}, {n} - {block})")
+        with ge.w.block(f"for {k} in range({count})"):
+            ge.w.line(f"g0 = {block} + {k}")
+            starts = _gather_starts(ge, eqn, eqn.inputs[1], ["g0"])
+            ge.w.line(f"{offsets}[{k}] = "
+                      f"{' + '.join(f'{s} * {t}' for s, t in zip(starts, strides))}")
+        ge.w.line(f"{ge.mod.use('gather_offsets', 'cpu.lib.gather')}({operand.name}, "
+                  f"{offsets}, {target}, {block}, {count})")
 
 
 def _gather_starts(ge: GraphEmitter, eqn: Eqn, indices: Atom, g: list[str]) -> list[str]:
