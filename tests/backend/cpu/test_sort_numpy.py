@@ -1,7 +1,7 @@
 """The cpu backend's key sorts by NumPy's sort (`cpu/lib/sort_numpy.py`) against the
 total order bit for bit: NaNs of both signs and any payload, signed zeros, infinities
-and duplicates, in contiguous and strided rows on both sides of MIN_LENGTH, and the
-parallel kernel's blocks of rows; `tracer.numpy.sort` against `np.sort`."""
+and duplicates, in contiguous and strided rows from MIN_LENGTH on, and the parallel
+kernel's blocks of rows; `tracer.numpy.sort` against `np.sort`."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from tracer.backend.numba.lower import lower
 from tracer.ops.sort import total_order_key
 
 FLOATS = ["float32", "float64"]
-DTYPES = FLOATS + ["int32", "uint32", "int64", "uint64"]
+DTYPES = FLOATS + ["int64", "uint32"]  # (each dtype compiles its own kernels)
 
 
 def _special_values(dtype: str) -> np.ndarray:
@@ -57,14 +57,15 @@ def _same_bits(got, want):
                                   want.view(f"u{want.dtype.itemsize}"))
 
 
-_LENGTHS = st.sampled_from([1, MIN_LENGTH - 1, MIN_LENGTH, 300])
+_LENGTHS = st.sampled_from([MIN_LENGTH, MIN_LENGTH + 1, 300])
 
 
 @settings(max_examples=25, deadline=None)
 @given(st.sampled_from(DTYPES), _LENGTHS, st.integers(1, 5), st.booleans(), st.data())
 def test_key_sort_is_the_total_order_bit_for_bit(dtype, n, rows, along_columns, data):
     """ops.sort of one operand (rows, or strided columns) equals a stable sort of the
-    total-order keys: -NaNs first, NaNs by payload, -0.0 before +0.0."""
+    total-order keys: -NaNs first, NaNs by payload, -0.0 before +0.0. (Rows shorter
+    than MIN_LENGTH take the radix kernels: tests/test_ops_sort.py.)"""
     axis = 0 if along_columns else 1
     shape = (n, rows) if along_columns else (rows, n)
     x = _sample(data, dtype, shape)
@@ -81,10 +82,10 @@ def test_numpy_sort_matches_numpy(dtype, n, data):
     assert not np.signbit(got[np.isnan(got)]).any()
 
 
-@pytest.mark.parametrize("shape", [(6, 200, 1), (1, 200, 7), (3, 150, 4), (2, 50, 3)])
+@pytest.mark.parametrize("shape", [(6, 200, 1), (1, 200, 7), (3, 150, 4)])
 def test_parallel_kernel_sorts_every_block(shape):
     """numpy_sort_rows_parallel, called directly: blocks of outer positions (or of
-    inner ones when outer is 1) on numba's threads, short rows by the network."""
+    inner ones when outer is 1) on numba's threads."""
     rng = np.random.default_rng(3)
     x = rng.integers(-5, 5, shape).astype(np.float32)
     x[..., ::3] = -0.0
@@ -98,6 +99,6 @@ def test_c_library_code_keeps_the_radix_sort():
     """Code for a C library (`tracer.aot`) has no Python to call: its sorts stay on the
     radix kernels, where the cpu backend's call NumPy."""
     lowered = tr.jit(ops.sort).lower(np.zeros(1000, np.float32))
-    assert "numpy_sort_vector(" in lowered.compile().source
+    assert "numpy_sort_rows(" in lowered.compile().source
     c_source = generate(lower(lowered.graph), parallel_ok=False, objmode_ok=False).source
     assert "numpy_sort" not in c_source and "sort_vector(" in c_source

@@ -13,7 +13,7 @@ import tracer as tr
 from tracer import ops
 from tracer.backend.cpu.lib.gather import BLOCK, LANES
 
-DTYPES = ["float32", "float64", "int32", "int64", "uint32", "uint64"]
+DTYPES = ["float32", "float64", "int32", "uint64"]  # (each compiles its own module)
 _LENGTHS = st.sampled_from([0, 1, LANES - 1, LANES + 3, BLOCK, BLOCK + LANES + 1, 700])
 _ELEMENT = dict(offset_dims=(), collapsed_slice_dims=(0,), start_index_map=(0,),
                 index_vector_dim=1)
@@ -30,8 +30,7 @@ def _same_bits(got, want):
 
 
 @settings(max_examples=25, deadline=None)
-@given(st.sampled_from(DTYPES), _LENGTHS, st.integers(1, 50), st.sampled_from(["int64", "int32",
-                                                                               "uint32"]),
+@given(st.sampled_from(DTYPES), _LENGTHS, st.integers(1, 50), st.sampled_from(["int64", "uint32"]),
        st.integers(0, 2 ** 32 - 1))
 def test_element_gather_clamps_as_xla(dtype, n, size, index_dtype, seed):
     """ops.gather of single elements: each start clamped into [0, size - 1]."""

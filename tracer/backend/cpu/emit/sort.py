@@ -5,8 +5,9 @@ code path serves every rank and dimension. Two strategies:
 
 - The default comparator (ascending, total order, `num_keys` keys; recognised by
   `tracer.ops.sort.default_num_keys`) never calls a comparator. One operand of 32 or
-  64 bits (not complex) is sorted by NumPy's SIMD sort (`cpu.lib.sort_numpy`, which
-  repairs NaN and signed-zero order), except in code for a C library. Otherwise the kernels of
+  64 bits (not complex) in rows of at least `sort_numpy.MIN_LENGTH` is sorted by
+  NumPy's SIMD sort (`cpu.lib.sort_numpy`, which repairs NaN and signed-zero order),
+  except in code for a C library. Otherwise the kernels of
   `cpu.lib.sort` (a vectorized sorting network for many short rows, else a radix
   sort) sort total-order integer keys, in parallel over rows. One key
   sorts its values directly (`sort_rows`, with the permutation when other operands
@@ -29,7 +30,7 @@ from ....ops.sort import default_num_keys
 from ...numba.codegen import GraphEmitter, Ref, load
 from ...numba.scalar import HALVES
 from ..lib.sort import PARALLEL_MIN_ELEMENTS
-from ..lib.sort_numpy import ITEMSIZES
+from ..lib.sort_numpy import ITEMSIZES, MIN_LENGTH
 
 _LIB = "cpu.lib.sort"
 _NUMPY_LIB = "cpu.lib.sort_numpy"
@@ -79,19 +80,19 @@ def _half(atom: Any) -> str:
 
 
 def _by_numpy(ge: GraphEmitter, eqn: Eqn) -> bool:
-    """Whether NumPy's sort takes this key sort (see the module docstring)."""
-    dtype = eqn.inputs[0].aval.dtype
-    return ge.mod.objmode_ok and len(eqn.inputs) == 1 and dtype.kind in "iuf" and \
-        dtype not in HALVES and dtype.itemsize in ITEMSIZES
+    """Whether NumPy's sort takes this key sort (see the module docstring): rows of at
+    least MIN_LENGTH (shorter ones: the sorting network)."""
+    first = eqn.inputs[0].aval
+    return ge.mod.objmode_ok and len(eqn.inputs) == 1 and first.dtype.kind in "iuf" and \
+        first.dtype not in HALVES and first.dtype.itemsize in ITEMSIZES and \
+        first.shape[eqn.params["dimension"]] >= MIN_LENGTH
 
 
 def _key_sort(ge: GraphEmitter, eqn: Eqn, keys: int) -> None:
     ins, outs, shape = _views(ge, eqn)
     first = eqn.inputs[0]
     if _by_numpy(ge, eqn):
-        kernel = ge.mod.use("numpy_sort_vector", _NUMPY_LIB) if first.aval.ndim == 1 else \
-            _kernel(ge, eqn, "numpy_sort_rows", lib=_NUMPY_LIB)
-        ge.w.line(f"{kernel}({ins[0]}, {outs[0]})")
+        ge.w.line(f"{_kernel(ge, eqn, 'numpy_sort_rows', lib=_NUMPY_LIB)}({ins[0]}, {outs[0]})")
         return
     # a rank-1 operand is one row: sort_vector, whatever its size (never in parallel)
     sort_rows = ge.mod.use("sort_vector", _LIB) if first.aval.ndim == 1 else \

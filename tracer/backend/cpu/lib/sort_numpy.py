@@ -29,7 +29,7 @@ import numpy as np
 from numba import njit, prange, types
 from numba.extending import overload
 
-from .sort import from_key, key_buffer, sort_rows, sort_rows_parallel, sort_vector, to_key
+from .sort import from_key, key_buffer, to_key
 
 _OPTIONS = dict(cache=True, error_model="numpy", nogil=True)
 _SERIAL = dict(_OPTIONS, no_cpython_wrapper=True, no_cfunc_wrapper=True)
@@ -37,7 +37,7 @@ _SERIAL = dict(_OPTIONS, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 # it takes the GIL whatever the flag says, and NumPy releases it while sorting)
 _HOLDS_GIL = dict(_SERIAL, nogil=False)
 ITEMSIZES = (4, 8)  # the widths NumPy's SIMD sorts beat the radix sort on
-MIN_LENGTH = 128  # shorter rows: `cpu.lib.sort`'s sorting network is faster
+MIN_LENGTH = 128  # shorter rows: `cpu.lib.sort`'s sorting network is faster (the emitter picks)
 # blocks of rows the `_parallel` kernel hands its threads (numba.get_num_threads would
 # keep the kernel out of numba's disk cache: a ctypes pointer)
 BLOCKS = 32
@@ -174,22 +174,9 @@ def _sort_block(x, out, o0, o1, i0, i1):
 @njit(**_SERIAL)
 def numpy_sort_rows(x, out):
     """out = x sorted along axis 1 of its (outer, n, inner) view in the total order,
-    by NumPy's sort (rows shorter than MIN_LENGTH: `cpu.lib.sort`'s kernels)."""
-    outer, n, inner = x.shape
-    if n < MIN_LENGTH:
-        sort_rows(x, out, np.empty((0, 0, 0), np.int64), False, False)
-    else:
-        _sort_block(x, out, 0, outer, 0, inner)
-
-
-@njit(**_SERIAL)
-def numpy_sort_vector(x, out):
-    """`numpy_sort_rows` of a (1, n, 1) view (a rank-1 operand): a short one by
-    `sort_vector`, without compiling the network it never runs."""
-    if x.shape[1] < MIN_LENGTH:
-        sort_vector(x, out, np.empty((0, 0, 0), np.int64), False, False)
-    else:
-        _sort_block(x, out, 0, 1, 0, 1)
+    by NumPy's sort."""
+    if x.shape[1] > 0:
+        _sort_block(x, out, 0, x.shape[0], 0, x.shape[2])
 
 
 @njit(**_SERIAL)
@@ -206,8 +193,7 @@ def _sort_part(x, out, p, parts):
 def numpy_sort_rows_parallel(x, out):
     """`numpy_sort_rows` with up to BLOCKS blocks of rows on numba's threads."""
     outer, n, inner = x.shape
-    if n < MIN_LENGTH:
-        sort_rows_parallel(x, out, np.empty((0, 0, 0), np.int64), False, False)
+    if n == 0:
         return
     parts = min(BLOCKS, outer if outer > 1 else inner)
     for p in prange(parts):
