@@ -159,10 +159,20 @@ def _gather(ge: GraphEmitter, eqn: Eqn) -> None:
                 ge.w.line(f"{target}[{', '.join(out_index)}] = {value}")
         _for_each(ge, [(o[j], ge.dim(out, d)) for j, d in enumerate(p["offset_dims"])], copy)
     loops = [(g[j], ge.dim(out, d)) for j, d in enumerate(batch_dims)]
-    parallel = bool(target and loops and not operand.scalar and indices.aval.ndim and
+    _gather_loops(ge, eqn, (operand, target), loops, per_window)
+    ge.bind(out, Ref(target, out.aval) if target else Ref(result, out.aval))
+
+
+def _gather_loops(ge: GraphEmitter, eqn: Eqn, operand_target: tuple[Ref, str | None],
+                  loops: Loops, per_window: Callable[[], None]) -> None:
+    """The batch loops around `per_window`: threaded for large results, or the vector
+    gather of single elements into a vector result (no offset loops), or plain."""
+    operand, target = operand_target
+    out = eqn.outputs[0]
+    parallel = bool(target and loops and not operand.scalar and eqn.inputs[1].aval.ndim and
                     ge.mod.parallel_ok and out.aval.size >= GATHER_PARALLEL_MIN)
-    if target and rank_out == 1 and not o and not operand.scalar and not parallel and \
-            _vector_dtype(out.aval.dtype):
+    if target and out.aval.ndim == 1 and not eqn.params["offset_dims"] and \
+            not operand.scalar and not parallel and _vector_dtype(out.aval.dtype):
         _vector_gather(ge, eqn, operand, target, loops[0][1])
     elif parallel:
         # every window writes its own part of the result: the batch loop runs in parallel
@@ -170,7 +180,6 @@ def _gather(ge: GraphEmitter, eqn: Eqn) -> None:
                    [target])
     else:
         _for_each(ge, loops, per_window)
-    ge.bind(out, Ref(target, out.aval) if target else Ref(result, out.aval))
 
 
 def _vector_dtype(dtype) -> bool:
