@@ -21,6 +21,8 @@ from __future__ import annotations
 import re
 from typing import Callable, Sequence
 
+import numpy as np
+
 from ....core import Atom, Eqn, Literal
 from ...numba.codegen import GraphEmitter, Ref, copy_array, load, store_value
 from ...numba.loops import LoopBody
@@ -182,7 +184,7 @@ def _gather_loops(ge: GraphEmitter, eqn: Eqn, operand_target: tuple[Ref, str | N
         _for_each(ge, loops, per_window)
 
 
-def _vector_dtype(dtype) -> bool:
+def _vector_dtype(dtype: np.dtype) -> bool:
     """Whether `cpu.lib.gather` loads this dtype (4- and 8-byte ints and floats)."""
     return dtype.kind in "iuf" and dtype not in HALVES and dtype.itemsize in (4, 8)
 
