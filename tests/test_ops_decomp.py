@@ -277,6 +277,22 @@ def test_cpu_cholesky_loop_and_lapack_paths_agree_with_the_reference():
         assert np.isnan(out[1]).all() and np.isfinite(out[[0, 2]]).all()
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128])
+def test_cpu_cholesky_fails_exactly_where_the_reference_does(dtype):
+    """One inf, NaN or overflowing value at each position of the lower triangle of a
+    4x4 (the loop's only finiteness check is on the pivots): NaN factors exactly where
+    the reference's LAPACK factor fails or is not finite, equal factors elsewhere."""
+    base = spd(np.random.default_rng(5), (4, 4), dtype)
+    batch = []
+    for value in (np.inf, -np.inf, np.nan, 1e200, -1e200, 1e-300):
+        for i, j in zip(*np.tril_indices(4)):
+            m = base.copy()
+            m[i, j] = value
+            batch.append(m)
+    out = both(ops.cholesky, np.stack(batch))[0]
+    assert np.isnan(out).all(axis=(1, 2)).any() and np.isfinite(out).all(axis=(1, 2)).any()
+
+
 def test_cpu_source_calls_the_kernel_with_sizes_from_dims():
     source = tr.jit(lambda a, b: ops.triangular_solve(a, b, left_side=True)).lower(
         np.eye(17), np.ones((17, 11))).compile().source
