@@ -265,6 +265,23 @@ def test_cpu_blocked_triangular_solve_and_lu(k):
     both(ops.lu, rng.standard_normal((70, 100)))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.complex64, np.complex128])
+def test_cpu_blocked_paths_of_every_blas_type(dtype):
+    """The blocked LU and triangular solve update through BLAS gemm of the operands'
+    own type (numba_xxgemm's s, c, z kinds besides float64's d)."""
+    rng = np.random.default_rng(7)
+    a = (rand(rng, (2, 70, 70), dtype) / 10 + 3 * np.eye(70)).astype(dtype)
+    b = rand(rng, (2, 70, 40), dtype)
+    scale = 1e5 if dtype in (np.float32, np.complex64) else 1.0
+    solve = lambda a, b: ops.triangular_solve(a, b, left_side=True, lower=True)  # noqa: E731
+    for fn, args in ((ops.lu, (a,)), (solve, (a, b))):
+        got = tr.jit(fn)(*args)
+        want = tr.jit(fn, backend="interpreter")(*args)
+        for g, w in zip(got if isinstance(got, tuple) else [got],
+                        want if isinstance(want, tuple) else [want], strict=True):
+            np.testing.assert_allclose(g, w, rtol=1e-9 * scale, atol=1e-9 * scale)
+
+
 def test_cpu_cholesky_loop_and_lapack_paths_agree_with_the_reference():
     rng = np.random.default_rng(3)
     for n, lower in ((5, True), (5, False), (40, True), (40, False)):
