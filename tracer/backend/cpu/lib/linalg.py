@@ -1,15 +1,17 @@
-"""numba kernels of the decompositions (cholesky, triangular_solve, lu, qr, eigh, svd).
+"""numba kernels of the decompositions (cholesky, lu, qr, eigh, svd; triangular_solve's
+is `cpu.lib.triangular`).
 
 Every kernel takes C-contiguous batches of matrices (batch, m, n), loops over the
 batch and writes preallocated outputs; it follows the reference conventions of
 `tracer.ops.decomp_impl` (one triangle read; a failed matrix -> NaN in all its
 outputs; LAPACK's pivot rule).
 
-- triangular_solve and lu are written here: substitution / partial-pivoting LU on
-  blocks of `BLOCK` rows, the off-diagonal block products through BLAS (`np.dot`).
-  Measured with one BLAS thread (bench/bench_linalg.py): 1000 triangular solves of
-  32x32 ~5x faster than a loop of SciPy calls, a 512x512 one on par with SciPy's
-  trsm; LU ~1.5-2x slower than LAPACK getrf (its panel is not recursive).
+- lu is written here: partial-pivoting LU on panels of `BLOCK` columns, the trailing
+  update one in-place BLAS gemm (`cpu.lib.gemm_update`). Its inner loops run over
+  views from index 0: numba vectorizes `for c in range(w)` but not
+  `for c in range(c0, c1)` (a start it cannot prove non-negative keeps the
+  negative-index wraparound in the loop). Measured with one BLAS thread: 1000 32x32
+  LUs 2x, a 512x512 one 2.4x faster than with scalar loops and np.dot.
 - cholesky: small matrices by the textbook loop (no LAPACK call overhead), larger
   ones through numba's `np.linalg.cholesky` (LAPACK potrf); qr, eigh and svd through
   numba's `np.linalg` (geqrf + orgqr, heevd, gesdd). Their exceptions (non-finite
@@ -19,53 +21,14 @@ outputs; LAPACK's pivot rule).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, types
-from numba.extending import overload
-from numba.np.linalg import ensure_blas
+from numba import njit
 
-BLOCK = 32        # rows per block of the blocked solve and LU
+from .gemm_update import subtract_product
+
+BLOCK = 32        # columns per panel of the blocked LU
 SMALL_CHOLESKY = 24  # below this size the loop beats a LAPACK call
-NARROW = 8        # fewer right-hand sides than this: row-dot-product substitution
 
 _JIT = dict(cache=True, error_model="numpy", nogil=True)
-
-ensure_blas()  # numba_xxgemm forwards to SciPy's BLAS
-
-
-def _gemm_signature(dtype: types.Type) -> types.Type:
-    """numba_xxgemm(kind, transa, transb, m, n, k, alpha*, a*, lda, b*, ldb, beta*, c*,
-    ldc), column-major as BLAS."""
-    ptr = types.CPointer(dtype)
-    return types.intc(types.char, types.char, types.char, types.intp, types.intp, types.intp,
-                      ptr, ptr, types.intp, ptr, types.intp, ptr, ptr, types.intp)
-
-
-# numba's helper symbol: cache-safe (resolved by name)
-_XXGEMM = {t: (types.ExternalFunction("numba_xxgemm", _gemm_signature(t)), ord(kind))
-           for t, kind in ((types.float32, "s"), (types.float64, "d"),
-                           (types.complex64, "c"), (types.complex128, "z"))}
-
-
-def subtract_product(c: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
-    """c -= a @ b in place: 2-D views whose rows are contiguous (any row stride), one
-    BLAS gemm (alpha -1, beta 1) on the views themselves: no copies, no temporary."""
-
-
-@overload(subtract_product, jit_options=dict(cache=True))
-def _subtract_product(c, a, b):  # noqa: ANN001, ANN202 - numba types
-    fn, kind = _XXGEMM[c.dtype]
-    dtype = np.dtype(str(c.dtype))
-    size = dtype.itemsize
-
-    def gemm(c, a, b):  # row-major c = a b is column-major cᵀ = bᵀ aᵀ
-        m, n, k = c.shape[0], c.shape[1], a.shape[1]
-        if m == 0 or n == 0 or k == 0:
-            return
-        alpha, beta = np.full(1, -1, dtype), np.ones(1, dtype)
-        fn(kind, 110, 110, n, m, k, alpha.ctypes, b.ctypes, b.strides[0] // size,
-           a.ctypes, a.strides[0] // size, beta.ctypes, c.ctypes, c.strides[0] // size)
-    return gemm
-
 
 # --------------------------------------------------------------------------- helpers
 @njit(**_JIT)
@@ -162,79 +125,6 @@ def cholesky_batch(a: np.ndarray, out: np.ndarray, lower: bool) -> None:
         _conj_transpose(l[0], out[b])
 
 
-# --------------------------------------------------------------------------- triangular_solve
-@njit(**_JIT)
-def _substitute_block(m: np.ndarray, x: np.ndarray, i0: int, i1: int, unit: bool) -> None:
-    """Rows i0:i1 of x <- solved against the diagonal block of lower-triangular m."""
-    k = x.shape[1]
-    if k < NARROW:
-        for c in range(k):
-            for i in range(i0, i1):
-                s = x[i, c]
-                for j in range(i0, i):
-                    s -= m[i, j] * x[j, c]
-                x[i, c] = s if unit else s / m[i, i]
-        return
-    for i in range(i0, i1):
-        xi = x[i]
-        for j in range(i0, i):
-            f = m[i, j]
-            xj = x[j]
-            for c in range(k):
-                xi[c] -= f * xj[c]
-        if not unit:
-            d = m[i, i]
-            for c in range(k):
-                xi[c] /= d
-
-
-@njit(**_JIT)
-def lower_solve(m: np.ndarray, x: np.ndarray, unit: bool) -> None:
-    """x <- m⁻¹ x in place, m lower-triangular (only its lower triangle is read)."""
-    n, k = x.shape
-    for i0 in range(0, n, BLOCK):
-        i1 = min(i0 + BLOCK, n)
-        if i0 > 0 and k > 0:
-            subtract_product(x[i0:i1], m[i0:i1, :i0], x[:i0])
-        _substitute_block(m, x, i0, i1, unit)
-
-
-@njit(**_JIT)
-def triangular_solve_batch(a: np.ndarray, b: np.ndarray, out: np.ndarray, left_side: bool,
-                           lower: bool, transpose_a: bool, conjugate_a: bool,
-                           unit_diagonal: bool) -> None:
-    """out[i] = op(a[i])⁻¹ b[i] (left_side) or b[i] op(a[i])⁻¹.
-
-    Each problem becomes m x = rhs with m lower-triangular: x op(a) = b is solved as
-    op(a)ᵀ xᵀ = bᵀ (flip), and an upper matrix is reversed (rows and columns) to a
-    lower one, the right-hand side's rows with it."""
-    n = a.shape[1]
-    flip = transpose_a != (not left_side)      # m[i, j] reads a[j, i]
-    rev = lower == flip                        # op(a) (or its transpose) is upper
-    k = b.shape[2] if left_side else b.shape[1]
-    m = np.zeros((n, n), a.dtype)
-    x = np.empty((n, k), b.dtype)
-    for p in range(a.shape[0]):
-        for i in range(n):
-            ii = n - 1 - i if rev else i
-            for j in range(i + 1):
-                jj = n - 1 - j if rev else j
-                v = a[p, jj, ii] if flip else a[p, ii, jj]
-                m[i, j] = np.conj(v) if conjugate_a else v
-            if unit_diagonal:
-                m[i, i] = 1
-            for c in range(k):
-                x[i, c] = b[p, ii, c] if left_side else b[p, c, ii]
-        lower_solve(m, x, unit_diagonal)
-        for i in range(n):
-            ii = n - 1 - i if rev else i
-            for c in range(k):
-                if left_side:
-                    out[p, ii, c] = x[i, c]
-                else:
-                    out[p, c, ii] = x[i, c]
-
-
 # --------------------------------------------------------------------------- lu
 @njit(**_JIT)
 def _magnitude(v: complex) -> float:
@@ -289,11 +179,8 @@ def _swap_rows(a: np.ndarray, perm: np.ndarray, i: int, j: int) -> None:
 
 @njit(**_JIT)
 def _update_rows(a: np.ndarray, j: int, i0: int, i1: int, c0: int, c1: int) -> None:
-    """a[i, c0:c1] -= a[i, j] * a[j, c0:c1] for rows i0 <= i < i1.
-
-    The inner loop runs over views from index 0: numba vectorizes `for c in range(w)`
-    but not `for c in range(c0, c1)` (a start it cannot prove non-negative keeps the
-    negative-index wraparound in the loop), measured 2x on a 32x32 LU."""
+    """a[i, c0:c1] -= a[i, j] * a[j, c0:c1] for rows i0 <= i < i1 (over views, from
+    index 0: see the module docstring)."""
     w = c1 - c0
     src = a[j, c0:c1]
     for i in range(i0, i1):

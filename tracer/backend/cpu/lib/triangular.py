@@ -1,0 +1,109 @@
+"""numba kernel of `triangular_solve` for the cpu backend (the reference:
+`tracer.ops.decomp_impl.triangular_solve_impl`; only op(a)'s triangle is read, and
+not its diagonal when it is a unit one).
+
+Each problem is t x = rhs with t triangular. Left-side problems with a as it is (no
+transpose, no conjugate: what `solve` and `cholesky` solves make) are solved on a[p]
+itself, in the output's rows: no copy of the matrix. The others copy op(a) (or, for
+x op(a) = b, op(a)ᵀ, with bᵀ) once per problem. The solve is recursive: the first
+half of the rows, then the rest less the first half's contribution as one BLAS gemm
+(`subtract_product`), down to blocks of `BLOCK` rows solved by substitution. Measured
+with one BLAS thread (bench/bench_linalg.py), 512x512 with 512 right-hand sides: 2x
+faster than 32-row blocked products (7.9 ms -> 4.0 ms; torch's MKL trsm 2.9 ms).
+"""
+# numba kernels: their argument types come from the call, so no annotations
+# ruff: noqa: ANN001, ANN201, ANN202
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .gemm_update import subtract_product
+
+BLOCK = 32   # rows of the blocks solved by substitution
+NARROW = 8   # fewer right-hand sides than this: one column at a time
+
+_JIT = dict(cache=True, error_model="numpy", nogil=True)
+
+
+@njit(**_JIT)
+def _substitute(t, x, i0, i1, unit, upper):
+    """Rows i0:i1 of x <- solved against the diagonal block t[i0:i1, i0:i1] (upper:
+    backward, from the last row)."""
+    k = x.shape[1]
+    for step in range(i1 - i0):
+        i = i1 - 1 - step if upper else i0 + step
+        lo, hi = (i + 1, i1) if upper else (i0, i)
+        xi = x[i]
+        if k < NARROW:
+            for c in range(k):
+                s = xi[c]
+                for j in range(lo, hi):
+                    s -= t[i, j] * x[j, c]
+                xi[c] = s if unit else s / t[i, i]
+            continue
+        for j in range(lo, hi):
+            f = t[i, j]
+            xj = x[j]
+            for c in range(k):  # (from 0: numba vectorizes it)
+                xi[c] -= f * xj[c]
+        if not unit:
+            d = t[i, i]
+            for c in range(k):
+                xi[c] /= d
+
+
+@njit(**_JIT)
+def _solve_rows(t, x, i0, i1, unit, upper):
+    """Rows i0:i1 of x <- solved against t[i0:i1, i0:i1]: one half, the other less the
+    first's contribution (one gemm), then the other."""
+    if i1 - i0 <= BLOCK:
+        _substitute(t, x, i0, i1, unit, upper)
+        return
+    h = i0 + ((i1 - i0) // 2 + BLOCK - 1) // BLOCK * BLOCK  # a block boundary
+    if upper:
+        _solve_rows(t, x, h, i1, unit, upper)
+        subtract_product(x[i0:h], t[i0:h, h:i1], x[h:i1])
+        _solve_rows(t, x, i0, h, unit, upper)
+    else:
+        _solve_rows(t, x, i0, h, unit, upper)
+        subtract_product(x[h:i1], t[h:i1, i0:h], x[i0:h])
+        _solve_rows(t, x, h, i1, unit, upper)
+
+
+@njit(**_JIT)
+def solve_in_place(t, x, unit, upper):
+    """x <- t⁻¹ x, t lower (upper) triangular: only that triangle is read."""
+    if x.shape[0] > 0 and x.shape[1] > 0:
+        _solve_rows(t, x, 0, x.shape[0], unit, upper)
+
+
+@njit(**_JIT)
+def triangular_solve_batch(a, b, out, left_side, lower, transpose_a, conjugate_a,
+                           unit_diagonal):
+    """out[i] = op(a[i])⁻¹ b[i] (left_side) or b[i] op(a[i])⁻¹."""
+    if left_side and not transpose_a and not conjugate_a:
+        for p in range(a.shape[0]):
+            out[p] = b[p]
+            solve_in_place(a[p], out[p], unit_diagonal, not lower)
+        return
+    n = a.shape[1]
+    flip = transpose_a != (not left_side)      # t[i, j] reads a[j, i]
+    k = b.shape[2] if left_side else b.shape[1]
+    t = np.zeros((n, n), a.dtype)
+    x = np.empty((n, k), b.dtype)
+    for p in range(a.shape[0]):
+        for i in range(n):
+            for j in range(n):
+                v = a[p, j, i] if flip else a[p, i, j]
+                t[i, j] = np.conj(v) if conjugate_a else v
+            for c in range(k):
+                x[i, c] = b[p, i, c] if left_side else b[p, c, i]
+        solve_in_place(t, x, unit_diagonal, lower == flip)
+        for i in range(n):
+            for c in range(k):
+                if left_side:
+                    out[p, i, c] = x[i, c]
+                else:
+                    out[p, c, i] = x[i, c]
