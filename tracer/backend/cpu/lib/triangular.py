@@ -8,9 +8,10 @@ itself, in the output's rows: no copy of the matrix. The others copy op(a) (or, 
 x op(a) = b, op(a)ᵀ, with bᵀ) once per problem. The solve halves recursively (the
 first half of the rows, then the rest less the first half's contribution as one BLAS
 gemm, `subtract_product`) down to blocks of `BLOCK` rows solved by substitution,
-written as a loop (`solve_in_place`). Measured
-with one BLAS thread (bench/bench_linalg.py), 512x512 with 512 right-hand sides: 2x
-faster than 32-row blocked products (7.9 ms -> 4.0 ms; torch's MKL trsm 2.9 ms).
+written as a loop (`solve_in_place`). Measured with one BLAS thread, paired with
+the kernel before this one (32-row blocked products on a copy), on a loaded machine:
+512x512 with 512 right-hand sides 2x faster (7.9 -> 4.0 ms; torch's MKL trsm 2.9 ms),
+with one right-hand side 9x (0.26 -> 0.03 ms: the copy of the matrix was the cost).
 """
 # numba kernels: their argument types come from the call, so no annotations
 # ruff: noqa: ANN001, ANN201, ANN202
