@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tracer as tr
+import tracer.numpy as tnp
 from tracer import ops
 from tracer.errors import DTypeError, ParamError, ShapeError
 
@@ -265,6 +266,20 @@ def test_cpu_blocked_triangular_solve_and_lu(k):
     both(ops.lu, rng.standard_normal((70, 100)))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.complex64])
+def test_cpu_blocked_paths_of_other_blas_types(dtype):
+    """The blocked LU and both triangular solves of `solve` (40 > BLOCK rows) update
+    through BLAS gemm of the operands' own type (numba_xxgemm's s and c kinds besides
+    float64's d, which the tests above run; z is c's twin)."""
+    rng = np.random.default_rng(7)
+    a = (rand(rng, (2, 40, 40), dtype) / 10 + 3 * np.eye(40)).astype(dtype)
+    b = rand(rng, (2, 40, 9), dtype)
+    got = tr.jit(tnp.linalg.solve)(a, b)
+    want = tr.jit(tnp.linalg.solve, backend="interpreter")(a, b)
+    assert got.dtype == want.dtype == dtype
+    np.testing.assert_allclose(got, want, rtol=TOL[dtype], atol=TOL[dtype])
+
+
 def test_cpu_cholesky_loop_and_lapack_paths_agree_with_the_reference():
     rng = np.random.default_rng(3)
     for n, lower in ((5, True), (5, False), (40, True), (40, False)):
@@ -275,6 +290,21 @@ def test_cpu_cholesky_loop_and_lapack_paths_agree_with_the_reference():
         a[:, unread] = np.nan
         out = both(lambda a: ops.cholesky(a, lower=lower), a)[0]
         assert np.isnan(out[1]).all() and np.isfinite(out[[0, 2]]).all()
+
+
+def test_cpu_cholesky_fails_exactly_where_the_reference_does():
+    """One inf, NaN or overflowing value at each position of the lower triangle of a
+    4x4 (the loop's only finiteness check is on the pivots): NaN factors exactly where
+    the reference's LAPACK factor fails or is not finite, equal factors elsewhere."""
+    base = spd(np.random.default_rng(5), (4, 4), np.float64)
+    batch = []
+    for value in (np.inf, -np.inf, np.nan, 1e200, -1e200, 1e-300):
+        for i, j in zip(*np.tril_indices(4)):
+            m = base.copy()
+            m[i, j] = value
+            batch.append(m)
+    out = both(ops.cholesky, np.stack(batch))[0]
+    assert np.isnan(out).all(axis=(1, 2)).any() and np.isfinite(out).all(axis=(1, 2)).any()
 
 
 def test_cpu_source_calls_the_kernel_with_sizes_from_dims():

@@ -113,6 +113,32 @@ def test_cached_code_calling_the_parallel_sort_kernel_loads_in_a_new_process(tmp
     assert second["ok"] and second["disk_hits"] == 1 and second["compiles"] == 0
 
 
+_SOLVE_CHILD = """
+    import json
+    import numpy as np
+    import tracer as tr
+    import tracer.numpy as tnp
+    from tracer.backend.cpu.cache import STATS
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((2, 70, 70)) + 70 * np.eye(70)
+    b = rng.standard_normal((2, 70, 40))
+    got = tr.jit(tnp.linalg.solve)(a, b)
+    ok = bool(np.allclose(got, np.linalg.solve(a, b), rtol=1e-10, atol=1e-10))
+    print(json.dumps(dict(compiles=STATS.compiles, disk_hits=STATS.disk_hits, ok=ok)))
+"""
+
+
+def test_cached_code_calling_the_blocked_solve_kernels_loads_in_a_new_process(tmp_path):
+    """solve's LU and both triangular solves, blocked (through BLAS gemm), compiled in
+    one process and loaded from the disk cache in the next (a recursive njit kernel
+    compiled fine and then aborted the process that loaded it: LLVM's "Symbol not
+    found")."""
+    first = _run_child(_SOLVE_CHILD, tmp_path, TRACER_COMPILE_MODE="sync")
+    second = _run_child(_SOLVE_CHILD, tmp_path, TRACER_COMPILE_MODE="sync")
+    assert first["ok"] and first["compiles"] == 1
+    assert second["ok"] and second["disk_hits"] == 1 and second["compiles"] == 0
+
+
 @pytest.mark.parametrize("shape", [(4, 5), (LARGE // 4, 5)])
 def test_random_bits_pick_the_kernel_by_size_and_agree(shape):
     key = tr.random.key(3)

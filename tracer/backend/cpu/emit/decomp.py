@@ -1,6 +1,7 @@
 """cpu emitters for cholesky, triangular_solve, lu, qr, eigh and svd.
 
-Each op is one call into the njit kernels of `cpu.lib.linalg`, on 3-D views
+Each op is one call into the njit kernels of `cpu.lib.linalg` (triangular_solve:
+`cpu.lib.triangular`), on 3-D views
 (batch, rows, cols) of its C-contiguous operands and freshly allocated outputs (the
 batch dims flattened; an unbatched matrix is a batch of one). Sizes come from
 `dims`; the op's static flags are literal `True` / `False` arguments.
@@ -26,7 +27,8 @@ def _batched(ge: GraphEmitter, atom: Atom, name: str, minor: int) -> str:
     return view
 
 
-def _call(ge: GraphEmitter, eqn: Eqn, kernel: str, flags: tuple[str, ...] = ()) -> None:
+def _call(ge: GraphEmitter, eqn: Eqn, kernel: str, flags: tuple[str, ...] = (),
+          lib: str = _LIB) -> None:
     """kernel(inputs..., outputs..., flags...): every input a matrix batch, each output
     a matrix or vector batch; binds the outputs."""
     args = [_batched(ge, a, ge.ref(a).name, 2) for a in eqn.inputs]
@@ -36,7 +38,7 @@ def _call(ge: GraphEmitter, eqn: Eqn, kernel: str, flags: tuple[str, ...] = ()) 
         minor = 2 if var.aval.ndim == eqn.inputs[0].aval.ndim else 1
         args.append(_batched(ge, var, target, minor))
     args += [f"{f}={bool(eqn.params[f])}" for f in flags]
-    ge.w.line(f"{ge.mod.use(kernel, _LIB)}({', '.join(args)})")
+    ge.w.line(f"{ge.mod.use(kernel, lib)}({', '.join(args)})")
 
 
 def _cholesky(ge: GraphEmitter, eqn: Eqn) -> None:
@@ -45,7 +47,8 @@ def _cholesky(ge: GraphEmitter, eqn: Eqn) -> None:
 
 def _triangular_solve(ge: GraphEmitter, eqn: Eqn) -> None:
     _call(ge, eqn, "triangular_solve_batch",
-          ("left_side", "lower", "transpose_a", "conjugate_a", "unit_diagonal"))
+          ("left_side", "lower", "transpose_a", "conjugate_a", "unit_diagonal"),
+          "cpu.lib.triangular")
 
 
 def _lu(ge: GraphEmitter, eqn: Eqn) -> None:
