@@ -21,6 +21,7 @@ RTOL = {4: 4e-6, 8: 1e-12}
 @pytest.fixture
 def tiny_parts(monkeypatch):
     monkeypatch.setattr(cpu_split, "SPLIT_LINES", 3)
+    monkeypatch.setattr(cpu_split, "SPLIT_MIN_LINES", 6)
 
 
 def _agree(fn, *args):

@@ -39,7 +39,7 @@ from .emit.table import OP_EMITTERS
 from .lib.fastmath import __all__ as FAST_HELPERS
 from .nests import emit_loops
 from .options import NJIT_OPTIONS
-from .split import split_body
+from .split import PART_DECORATOR, split_body
 
 
 @dataclass
@@ -176,7 +176,9 @@ def _host_function(mod: ModuleBuilder, name: str, body: SourceWriter) -> SourceW
     w.line(f"@numba.njit({options})")
     args = [p.name for p in mod.params] + ["dims"]
     parts, body = split_body(body, name, {*args, *mod.size_names.values()}, options)
-    mod.kernels.extend(parts)
+    if parts:
+        mod.use(PART_DECORATOR, "cpu.lib.parts")
+        mod.kernels.extend(parts)
     with w.block(f"def {name}({', '.join(args)})"):
         for key, sym in mod.size_names.items():
             w.line(f"{sym} = dims[{list(mod.size_names).index(key)}]")
