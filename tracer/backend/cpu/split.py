@@ -36,6 +36,8 @@ from ..numba.source import SourceWriter
 SPLIT_LINES = 120      # lines per part
 SPLIT_MIN_LINES = 240  # a body up to this long stays one function
 PART_DECORATOR = "separately_compiled"  # from lib.parts
+# a part is called only by its host's native call: no Python or C entry point to build
+PART_OPTIONS = "no_cpython_wrapper=True, no_cfunc_wrapper=True, "
 
 
 @dataclass
@@ -135,7 +137,7 @@ def split_body(body: SourceWriter, host: str, defined: set[str], options: str
         name = f"{host}_part{k}"
         w = SourceWriter()
         w.line(f"@{PART_DECORATOR}")
-        w.line(f"@numba.njit({options})")
+        w.line(f"@numba.njit({PART_OPTIONS}{options})")
         with w.block(f"def {name}({', '.join(inputs)})"):
             for line in part.text.splitlines():
                 w.line(line)
