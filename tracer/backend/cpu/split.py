@@ -33,8 +33,8 @@ from typing import Any, Sequence
 
 from ..numba.source import SourceWriter
 
-SPLIT_LINES = 120      # lines per part
-SPLIT_MIN_LINES = 240  # a body up to this long stays one function
+SPLIT_LINES = 150      # lines per part
+SPLIT_MIN_LINES = 400  # a body up to this long stays one function
 PART_DECORATOR = "separately_compiled"  # from lib.parts
 # a part is called only by its host's native call: no Python or C entry point to build
 PART_OPTIONS = "no_cpython_wrapper=True, no_cfunc_wrapper=True, "
