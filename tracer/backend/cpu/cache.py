@@ -208,9 +208,12 @@ def in_memory(source: str, signature: Sequence[Any]) -> bool:
 
 
 def on_disk(source: str) -> bool:
-    """Whether numba's cache directory holds machine code for module `source`."""
+    """Whether numba's cache directory holds machine code for module `source`'s host
+    function (its last; a host's parts are written before it)."""
     stem = f"tracer_{module_key(source)[:40]}"
-    return bool(glob.glob(os.path.join(cache_directory(), "__pycache__", f"{stem}.*.nbi")))
+    host = source.rsplit("\ndef ", 1)[-1].split("(", 1)[0]
+    return bool(glob.glob(os.path.join(cache_directory(), "__pycache__",
+                                       f"{stem}.{host}-*.nbi")))
 
 
 def cache_directory() -> str:
