@@ -36,8 +36,9 @@ from ..numba.source import SourceWriter
 SPLIT_LINES = 150      # lines per part
 SPLIT_MIN_LINES = 400  # a body up to this long stays one function
 PART_DECORATOR = "separately_compiled"  # from lib.parts
-# a part is called only by its host's native call: no Python or C entry point to build
-PART_OPTIONS = "no_cpython_wrapper=True, no_cfunc_wrapper=True, "
+# a part is called only by its host's native call: no Python entry point to build (nor
+# a C one: NJIT_OPTIONS)
+PART_OPTIONS = "no_cpython_wrapper=True, "
 
 
 @dataclass
