@@ -165,3 +165,17 @@ def test_a_new_process_loads_the_host_and_its_parts_from_the_disk_cache(tmp_path
     assert first["parts"] >= 3 and first["compiles"] == 1
     assert second["compiles"] == 0 and second["disk_hits"] == 1
     assert second["out"] == first["out"]
+
+
+def test_executables_compiled_before_the_modules_were_dropped_still_run(tiny_parts, tmp_path,
+                                                                      monkeypatch):
+    monkeypatch.setattr(tr.config, "cache_dir", str(tmp_path))
+    x = np.linspace(-1, 1, 12).reshape(3, 4)
+    old = tr.jit(_control).lower(x, 2).compile()
+    want = [np.asarray(a) for a in tree_leaves(old(x, 2))]
+    cpu_cache.clear_memory()  # (the module is imported again: its parts load from disk)
+    new = tr.jit(_control).lower(x, 2).compile()
+    assert not new.executable.fresh_compile
+    for compiled in (new, old, new):
+        for got, w in zip(tree_leaves(compiled(x, 2)), want, strict=True):
+            assert np.array_equal(np.asarray(got), w)

@@ -35,7 +35,9 @@ from numba.core.typing import signature
 from numba.extending import intrinsic
 
 _LOCK = threading.Lock()
-_KEPT: dict[str, Any] = {}  # symbol -> the compiled part (its library stays loaded)
+# symbol -> the parts compiled under it, the latest bound (a host loaded earlier, before
+# `clear_memory` dropped the module, still calls the one it was bound to: all stay loaded)
+_KEPT: dict[str, list[Any]] = {}
 
 
 def symbol(dispatcher: Any, argtypes: tuple) -> str:
@@ -52,10 +54,11 @@ def register(dispatcher: Any, argtypes: tuple) -> Any:
     compiled = dispatcher.overloads[argtypes]
     name = symbol(dispatcher, argtypes)
     with _LOCK:
-        if _KEPT.get(name) is not compiled:
+        kept = _KEPT.setdefault(name, [])
+        if not kept or kept[-1] is not compiled:
             address = compiled.library.get_pointer_to_function(compiled.fndesc.llvm_func_name)
             llvm.add_symbol(name, address)
-            _KEPT[name] = compiled
+            kept.append(compiled)
     return compiled.signature.return_type
 
 
