@@ -48,13 +48,13 @@ def _dot_blas(ge: GraphEmitter, eqn: Eqn, work: np.dtype) -> None:
     batch = (_product(ge, lhs, lb),) if lb else ()
     m, k, n = _product(ge, lhs, lf), _product(ge, lhs, lc), _product(ge, rhs, rf)
     a = _matrix(ge, eqn, 0, list(lb) + lf + list(lc), list(lb) + list(lc) + lf,
-                (*batch, m, k), work)
+                (*batch, m, k), work, len(lf) == len(lc) == 1)
     b = _matrix(ge, eqn, 1, list(rb) + list(rc) + rf, list(rb) + rf + list(rc),
-                (*batch, k, n), work)
+                (*batch, k, n), work, len(rc) == len(rf) == 1)
     direct = out.aval.ndim and work == dt  # np.dot writes the result's own array
     target = ge.alloc(out) if direct else ""
     shape = ", ".join((*batch, m, n))
-    if direct and out.aval.ndim == 2 and not batch:
+    if direct and not batch and len(lf) == len(rf) == 1:  # the result is the (m, n) matrix
         o = target
     else:
         o = ge.fresh("product_3d" if batch else "product_2d")
@@ -83,10 +83,11 @@ def _bind_product(ge: GraphEmitter, out: Atom, o: str, target: str, batched: boo
 
 
 def _matrix(ge: GraphEmitter, eqn: Eqn, k: int, plain: list[int], swapped: list[int],
-            sizes: tuple[str, ...], dtype: np.dtype) -> str:
-    """Operand k as np.dot reads it: the (rows, cols) matrix itself, or a view with
-    `{}` where the batch index goes for (batch, rows, cols) `sizes`; in `dtype`
-    (16-bit floats widened to float32 first, in one pass)."""
+            sizes: tuple[str, ...], dtype: np.dtype, one_each: bool) -> str:
+    """Operand k as np.dot reads it: the (rows, cols) matrix itself (no batch, and
+    `one_each`: one dim of rows, one of cols), or a view with `{}` where the batch index
+    goes for (batch, rows, cols) `sizes`; in `dtype` (16-bit floats widened to float32
+    first, in one pass)."""
     atom = eqn.inputs[k]
     ref = ge.ref(atom)
     source, held = ref.name, atom.aval.dtype
@@ -101,7 +102,7 @@ def _matrix(ge: GraphEmitter, eqn: Eqn, k: int, plain: list[int], swapped: list[
     identity = list(range(atom.aval.ndim))
     if plain == identity or swapped == identity:
         transposed = plain != identity  # stored transposed: BLAS reads it with a flag
-        if atom.aval.ndim == 2 and not batch:
+        if one_each and not batch:
             return f"{source}.T" if transposed else source
         name = ge.fresh(f"{ref.name}_3d" if batch else f"{ref.name}_2d")
         shape = (*batch, cols, rows) if transposed else (*batch, rows, cols)
