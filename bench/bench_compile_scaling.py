@@ -1,33 +1,25 @@
-"""Compile seconds against program size, with the host function split into parts
-(`tracer/backend/cpu/split.py`) and as one function: fresh processes, empty caches,
-synchronous compiles.
+"""Compile seconds against program size, the host function cut into separately compiled
+parts (`tracer/backend/cpu/split.py`) and as one function: fresh processes, empty
+caches, synchronous compiles.
 
-    python -m bench.bench_compile_scaling            # 10 .. 5000 instructions
-    python -m bench.bench_compile_scaling 10 100 500
+    python -m bench.bench_compile_scaling                 # 10 .. 5000 instructions
+    python -m bench.bench_compile_scaling --one-max 300 10 100 500
+    python -m bench.bench_compile_scaling --steady 96     # run time, parts vs one function
 
-The program is a chain of layers `x = tanh(x @ w + b) * s` with a reduction every few
-layers (several ops per layer, one loop nest and one BLAS call each), the shape of a
-model's forward pass. Each row also says where the split run's seconds went: inside
-LLVM (numba's `numba:llvm_lock` events: IR parsing, optimization, machine code) and
-numba's type inference, and numba's lowering pass (its Python lowering to LLVM IR
-plus the per-function LLVM optimization it runs, so it overlaps the LLVM column).
+The program is a chain of layers `x = tanh(x @ w + b) * 0.5` with a row mean every four
+layers (about five instructions per layer, one loop nest and one BLAS call each), the
+shape of a model's forward pass. Each row gives this process's CPU seconds (what a
+loaded machine does not inflate) and wall seconds, the generated lines and parts, the
+seconds inside LLVM (numba's `numba:llvm_lock` events) and numba's type inference and
+lowering passes over the host and its parts (wall clock, so they overlap and inflate
+with the load); the one function's seconds up to `--one-max` instructions; then the
+fitted exponent k of `cpu seconds ~ instructions^k`.
 
-Measured on the shared 2-core machine under a load of 10-14 (one process per size, the
-seconds several times a quiet machine's): 43, 85, 169, 337 instructions compiled in
-8.4, 18.4, 48.2, 120.1 s, each doubling costing x2.2, x2.6, x2.5 (about n^1.3); LLVM
-was 50-57% of it and grew x2.1, x2.9, x2.6. Under cProfile the fastest-growing piece
-was numba's per-function LLVM optimization of the one host function
-(`CodeLibrary._optimize_functions`: x2.8 then x4.3 per doubling), then numba's Python
-lowering (x2.2, x2.8) and its quadratic analyses (`def_reach`,
-`fixup_var_define_in_scope`, `InlineClosureLikeCalls`: x3.5 to x5 per doubling, small
-below a few hundred instructions). Not linear: what is left is numba working on one
-function per program. This script's own rows in that run (each child a new process
-with an empty cache, so the helper libraries' compile, ~4-5 s of typing, is in every
-row): 5, 43, 85, 173, 345 instructions: 4.6, 21.9, 23.5, 30.7, 68.7 s (LLVM 1.4, 7.9,
-6.1, 12.3, 40.9 s); at about 1,000 instructions a child passed its 1,200 s limit.
-Splitting the host into 250-line parts (linked: LLVM still optimizes the whole) made a
-1,072-line chain 0.70x as long to compile in two paired runs, but the 1,332-line
-transformer step of `bench_latency` 1.05x: SPLIT_LINES stays where it is.
+Measured (docs/performance.md has the table, load 5-9): 106, 526, 1,051, 2,101, 5,251
+instructions in 2.44, 9.41, 20.6, 48.7, 160 CPU s, k = 1.07 (1.27 from 1,051 up: the
+host's one parameter per buffer); the one function before this (main at 6f2ca06) took
+2.20 / 6.79 / 17.1 / 54.8 CPU s at 43 / 169 / 337 / 673 instructions (k = 1.51 over
+169-673), the parts x0.77 / x0.55 / x0.38 / x0.20 of that.
 """
 
 from __future__ import annotations
