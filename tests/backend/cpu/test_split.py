@@ -180,3 +180,11 @@ def test_executables_compiled_before_the_modules_were_dropped_still_run(tiny_par
     for compiled in (new, old, new):
         for got, w in zip(tree_leaves(compiled(x, 2)), want, strict=True):
             assert np.array_equal(np.asarray(got), w)
+
+
+def test_a_value_a_later_part_updates_in_place_is_passed_to_it():
+    body = "b = 0\nfor i in range(n):\n    b += i\n    out[i] = b\n"
+    parts = cpu_split._parts(body, 1)
+    interfaces = cpu_split._interfaces(parts, {"n", "out"})
+    loop = next(k for k, p in enumerate(parts) if "b += i" in p.text)
+    assert "b" in interfaces[loop][0]  # (read by `b += i` before the loop assigns it)

@@ -60,6 +60,8 @@ def _loads_stores(node: ast.AST) -> tuple[set[str], set[str]]:
     for n in ast.walk(node):
         if isinstance(n, ast.Name):
             (stores if isinstance(n.ctx, ast.Store) else loads).add(n.id)
+        elif isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name):
+            loads.add(n.target.id)  # (`b += 1` reads b: its Name is a Store)
     return loads, stores
 
 
