@@ -44,7 +44,7 @@ import numpy as np
 from ..._version import __version__ as tracer_version
 from ...config import config
 from ..numba import numba_cache
-from . import threads
+from . import split, threads
 
 _LOCK = threading.RLock()
 _BACKEND = __package__.rsplit(".", 1)[0]  # tracer.backend
@@ -209,9 +209,12 @@ def in_memory(source: str, signature: Sequence[Any]) -> bool:
 
 
 def on_disk(source: str) -> bool:
-    """Whether numba's cache directory holds machine code for module `source`."""
+    """Whether numba's cache directory holds machine code for module `source`'s host
+    function (its last; a host's parts are written before it)."""
     stem = f"tracer_{module_key(source)[:40]}"
-    return bool(glob.glob(os.path.join(cache_directory(), "__pycache__", f"{stem}.*.nbi")))
+    host = source.rsplit("\ndef ", 1)[-1].split("(", 1)[0]
+    return bool(glob.glob(os.path.join(cache_directory(), "__pycache__",
+                                       f"{stem}.{host}-*.nbi")))
 
 
 def cache_directory() -> str:
@@ -295,6 +298,8 @@ def _compile(entry: Entry, dispatcher: Any, sig: tuple) -> tuple[Any, bool]:
     corrupt cache entry is a miss: `numba_cache` removes it)."""
     threads.start_pool()  # (before loading machine code from disk: numba #8578)
     try:
+        if f"@{split.PART_DECORATOR}" in entry.text:
+            split.register_parts(entry.module, entry.text, dispatcher.py_func.__name__, sig)
         dispatcher.compile(sig)
     except (numba.core.errors.TypingError, numba.core.errors.LoweringError) as e:
         e.add_note(f"(a tracer bug: numba rejected the generated module {entry.path})")

@@ -39,7 +39,7 @@ from .emit.table import OP_EMITTERS
 from .lib.fastmath import __all__ as FAST_HELPERS
 from .nests import emit_loops
 from .options import NJIT_OPTIONS
-from .split import split_body
+from .split import PART_DECORATOR, split_body
 
 
 @dataclass
@@ -95,10 +95,13 @@ class CpuGraphEmitter(GraphEmitter):
 # ------------------------------------------------------------------ the module
 
 def generate(graph: Graph, parallel_ok: bool, fuse: bool = True,
-             donated: Sequence[int] = (), objmode_ok: bool = True) -> Module:
+             donated: Sequence[int] = (), objmode_ok: bool = True,
+             parts: bool = True) -> Module:
     """The module for `graph`, its host function named after the graph; outputs go
     into the buffers of `donated` inputs where `donation` finds it safe. Without
-    `objmode_ok` no step calls Python (the code of a C library)."""
+    `objmode_ok` no step calls Python (the code of a C library). `parts`: a long host
+    is cut into separately compiled parts (`split`), which only tracer's cache can load
+    (ahead-of-time builds need the one function)."""
     mod = CpuModuleBuilder(parallel_ok, fuse, graph, objmode_ok)
     name = host_name(mod, graph)
     body = SourceWriter()
@@ -113,7 +116,7 @@ def generate(graph: Graph, parallel_ok: bool, fuse: bool = True,
                             if id(out) not in top.donors}
     refs = top.emit_graph(graph, in_refs)
     outputs = _finish_outputs(top, graph, refs)
-    host = _host_function(mod, name, body)
+    host = _host_function(mod, name, body, parts)
     return Module(_module_text(mod, graph, host), name, mod.params, outputs, mod.sizes,
                   frozenset(k for k, _ in top.donors.values()))
 
@@ -170,14 +173,18 @@ def _finish_outputs(top: GraphEmitter, graph: Graph, refs: list[Ref]) -> list[tu
     return outputs
 
 
-def _host_function(mod: ModuleBuilder, name: str, body: SourceWriter) -> SourceWriter:
+def _host_function(mod: ModuleBuilder, name: str, body: SourceWriter,
+                   split: bool) -> SourceWriter:
     w = SourceWriter()
     # (object mode, for an op run by its reference, cannot release the GIL)
     options = NJIT_OPTIONS.replace(", nogil=True", "") if mod.fallbacks else NJIT_OPTIONS
     w.line(f"@numba.njit({options})")
     args = [p.name for p in mod.params] + ["dims"]
-    parts, body = split_body(body, name, {*args, *mod.size_names.values()}, options)
-    mod.kernels.extend(parts)
+    parts, body = split_body(body, name, {*args, *mod.size_names.values()}, options) \
+        if split else ([], body)
+    if parts:
+        mod.use(PART_DECORATOR, "cpu.lib.parts")
+        mod.kernels.extend(parts)
     with w.block(f"def {name}({', '.join(args)})"):
         for key, sym in mod.size_names.items():
             w.line(f"{sym} = dims[{list(mod.size_names).index(key)}]")

@@ -8,9 +8,11 @@ import os
 from ...config import config
 
 PARALLEL_MIN_ELEMENTS = 1 << 15  # below this, threads cost more than they save
-# numba options of every generated function: machine code cached on disk, IEEE division
-# (x / 0 is inf, not an exception), and the GIL released while it runs.
-NJIT_OPTIONS = 'cache=True, error_model="numpy", nogil=True'
+# numba options of every generated function: machine code cached on disk, no C-callable
+# wrapper (nothing takes a generated function's address; the wrapper of a host with
+# hundreds of array parameters cost a fifth of its compile), IEEE division (x / 0 is
+# inf, not an exception), and the GIL released while it runs.
+NJIT_OPTIONS = 'cache=True, no_cfunc_wrapper=True, error_model="numpy", nogil=True'
 
 
 def thread_count() -> int:

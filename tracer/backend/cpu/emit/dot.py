@@ -32,8 +32,11 @@ def _product(ge: GraphEmitter, atom: Atom, dims: Sequence[int]) -> str:
 
 
 def _dot_blas(ge: GraphEmitter, eqn: Eqn, work: np.dtype) -> None:
-    """out[b] = lhs[b] @ rhs[b] on (batch, M, K) / (batch, K, N) views; a 16-bit float
-    result is computed in a float32 array and rounded into its storage in one pass."""
+    """out[b] = lhs[b] @ rhs[b] on (batch, M, K) / (batch, K, N) views, or on the 2-D
+    operands themselves without batch dims (a reshape and a view cost numba ~30 ms of
+    compile each, the direct call a seventh of the three-view form, for the same BLAS
+    call); a 16-bit float result is computed in a float32 array and rounded into its
+    storage in one pass."""
     p = eqn.params
     lhs, rhs = eqn.inputs
     out = eqn.outputs[0]
@@ -42,31 +45,35 @@ def _dot_blas(ge: GraphEmitter, eqn: Eqn, work: np.dtype) -> None:
                       p["rhs_contracting_dims"])
     lf = [d for d in range(lhs.aval.ndim) if d not in lb + lc]
     rf = [d for d in range(rhs.aval.ndim) if d not in rb + rc]
-    batch, m, k, n = (_product(ge, lhs, lb), _product(ge, lhs, lf), _product(ge, lhs, lc),
-                      _product(ge, rhs, rf))
+    batch = (_product(ge, lhs, lb),) if lb else ()
+    m, k, n = _product(ge, lhs, lf), _product(ge, lhs, lc), _product(ge, rhs, rf)
     a = _matrix(ge, eqn, 0, list(lb) + lf + list(lc), list(lb) + list(lc) + lf,
-                (batch, m, k), work)
+                (*batch, m, k), work, len(lf) == len(lc) == 1)
     b = _matrix(ge, eqn, 1, list(rb) + list(rc) + rf, list(rb) + rf + list(rc),
-                (batch, k, n), work)
-    o = ge.fresh("product_3d")
+                (*batch, k, n), work, len(rc) == len(rf) == 1)
     direct = out.aval.ndim and work == dt  # np.dot writes the result's own array
     target = ge.alloc(out) if direct else ""
-    ge.w.line(f"{o} = {target}.reshape(({batch}, {m}, {n}))" if direct else
-              f"{o} = np.empty(({batch}, {m}, {n}), np.{work.name})")
+    shape = ", ".join((*batch, m, n))
+    if direct and not batch and len(lf) == len(rf) == 1:  # the result is the (m, n) matrix
+        o = target
+    else:
+        o = ge.fresh("product_3d" if batch else "product_2d")
+        ge.w.line(f"{o} = {target}.reshape(({shape}))" if direct else
+                  f"{o} = np.empty(({shape}), np.{work.name})")
     if not lb:
-        ge.w.line(f"np.dot({a[0]}[0]{a[1]}, {b[0]}[0]{b[1]}, {o}[0])")
+        ge.w.line(f"np.dot({a}, {b}, {o})")
     else:
         i = ge.fresh("batch")
-        with ge.w.block(f"for {i} in range({batch})"):
-            ge.w.line(f"np.dot({a[0]}[{i}]{a[1]}, {b[0]}[{i}]{b[1]}, {o}[{i}])")
-    _bind_product(ge, out, o, target)
+        with ge.w.block(f"for {i} in range({batch[0]})"):
+            ge.w.line(f"np.dot({a.format(i)}, {b.format(i)}, {o}[{i}])")
+    _bind_product(ge, out, o, target, bool(batch))
 
 
-def _bind_product(ge: GraphEmitter, out: Atom, o: str, target: str) -> None:
+def _bind_product(ge: GraphEmitter, out: Atom, o: str, target: str, batched: bool) -> None:
     """Bind `out` to the product np.dot wrote into `o` (or straight into `target`)."""
     dt = out.aval.dtype
     if not out.aval.ndim:
-        value = f"{o}[0, 0, 0]"
+        value = f"{o}[0, 0, 0]" if batched else f"{o}[0, 0]"
         ge.bind(out, Ref(cast(ge.mod, value, dt) if dt in HALVES else value, out.aval))
         return
     if not target:
@@ -76,9 +83,11 @@ def _bind_product(ge: GraphEmitter, out: Atom, o: str, target: str) -> None:
 
 
 def _matrix(ge: GraphEmitter, eqn: Eqn, k: int, plain: list[int], swapped: list[int],
-            sizes: tuple[str, str, str], dtype: np.dtype) -> tuple[str, str]:
-    """(3-D view name, ".T" or "") of operand k as (batch, rows, cols) for np.dot, in
-    `dtype` (16-bit floats widened to float32 first, in one pass)."""
+            sizes: tuple[str, ...], dtype: np.dtype, one_each: bool) -> str:
+    """Operand k as np.dot reads it: the (rows, cols) matrix itself (no batch, and
+    `one_each`: one dim of rows, one of cols), or a view with `{}` where the batch index
+    goes for (batch, rows, cols) `sizes`; in `dtype` (16-bit floats widened to float32
+    first, in one pass)."""
     atom = eqn.inputs[k]
     ref = ge.ref(atom)
     source, held = ref.name, atom.aval.dtype
@@ -88,18 +97,21 @@ def _matrix(ge: GraphEmitter, eqn: Eqn, k: int, plain: list[int], swapped: list[
     if held != dtype:
         widened, source = source, ge.fresh(f"{ref.name}_as")
         ge.w.line(f"{source} = {widened}.astype(np.{dtype.name})")
-    batch, rows, cols = sizes
+    *batch, rows, cols = sizes
+    at = "[{}]" if batch else ""
     identity = list(range(atom.aval.ndim))
-    name = ge.fresh(f"{ref.name}_3d")
-    if plain == identity:
-        ge.w.line(f"{name} = {source}.reshape(({batch}, {rows}, {cols}))")
-        return name, ""
-    if swapped == identity:  # stored transposed: let BLAS read it with a transpose flag
-        ge.w.line(f"{name} = {source}.reshape(({batch}, {cols}, {rows}))")
-        return name, ".T"
+    if plain == identity or swapped == identity:
+        transposed = plain != identity  # stored transposed: BLAS reads it with a flag
+        if one_each and not batch:
+            return f"{source}.T" if transposed else source
+        name = ge.fresh(f"{ref.name}_3d" if batch else f"{ref.name}_2d")
+        shape = (*batch, cols, rows) if transposed else (*batch, rows, cols)
+        ge.w.line(f"{name} = {source}.reshape(({', '.join(shape)}))")
+        return f"{name}{at}.T" if transposed else f"{name}{at}"
+    name = ge.fresh(f"{ref.name}_3d" if batch else f"{ref.name}_2d")
     ge.w.line(f"{name} = np.ascontiguousarray({source}.transpose({tuple(plain)}))"
-              f".reshape(({batch}, {rows}, {cols}))")
-    return name, ""
+              f".reshape(({', '.join(sizes)}))")
+    return f"{name}{at}"
 
 
 def _dot_loops(ge: GraphEmitter, eqn: Eqn) -> None:
