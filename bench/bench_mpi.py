@@ -40,8 +40,9 @@ ROWS = """\
   tracer, a jit call each        a call of jit(all_reduce) each: the call's dispatch (~4 us
                                  for any jitted function) + the compiled all-reduce
                                  (signature check, fixed-order fold, MPI from compiled code)
-  tracer, k in one fori_loop     per all-reduce of k in one jit call (fori_loop): the
-                                 compiled all-reduce alone
+  tracer, k in one fori_loop     per all-reduce of k >= 16 in one jit call (fori_loop):
+                                 the compiled all-reduce, a fresh result buffer each, and
+                                 a k-th of the call and of copying out the last result
   checks off                     the same with config.distributed_checks = False
   njit -> C MPI_Allreduce        per call of k in an njit loop: MPICH's own algorithm
                                  reached from compiled code (a ctypes pointer: not cacheable)
@@ -145,7 +146,10 @@ def _size_row(comm: Any, size: int, ways: dict[str, Callable[..., Any]]) -> dict
              "njit -> C MPI_Allreduce": lambda k: ways["c"](x, y, k),
              "njit -> object mode -> mpi4py": lambda k: ways["host"](x, y, k),
              "a jit call of v + 1 (no MPI)": lambda k: _repeat(k, ways["plus"], x)}
-    return _ratios(_paired(comm, loops, max(2, min(200, (1 << 22) // (size * 16)))),
+    # At least 16 calls a loop: the fori_loop row's one jit call and copy of its result
+    # then add a sixteenth or less (with 2 they were half of a large operand's figure).
+    number = max(16, min(200, (1 << 22) // (size * 16)))
+    return _ratios(_paired(comm, loops, number, rounds=25 if size < 1 << 20 else 9),
                    "mpi4py Allreduce")
 
 
@@ -246,8 +250,12 @@ def train(comm: Any, rounds: int = 7) -> tuple[dict[str, float], list[np.ndarray
 
 
 def worker(outdir: str, tag: str, allreduce_only: bool) -> None:
+    import tracer as tr
     from mpi4py import MPI
     comm = MPI.COMM_WORLD
+    # Steady state: a first call compiles before it returns (the default answers from the
+    # interpreter while numba compiles in the background, which the first rounds timed).
+    tr.config.update("compile_mode", "sync")
     rows = allreduce_rows(comm) if comm.size > 1 else {}
     times, params = ({}, []) if allreduce_only else train(comm)
     if comm.rank == 0:
