@@ -25,7 +25,7 @@ import numpy as np
 
 import tracer as tr
 import tracer.numpy as tnp
-from bench.common import report, timed_rows, timeit, try_import_jax
+from bench.common import jax_x64, report, timed_rows, timeit, try_import_jax
 from bench.peers import pytensor_rows, torch_rows, try_import_torch
 
 RESULTS: dict[str, dict[str, float]] = {}
@@ -64,14 +64,7 @@ def _jax_rows(fn: Callable[..., Any], *args: np.ndarray) -> list:
     jax = try_import_jax()
     if jax is None:
         return []
-    with jax.enable_x64(True):
-        jitted = jax.jit(lambda *xs: fn(jax.numpy, *xs))
-        device_args = [jax.numpy.asarray(a) for a in args]
-
-    def run() -> Any:
-        with jax.enable_x64(True):
-            return jitted(*device_args).block_until_ready()
-    return [("jax", run)]
+    return [("jax", jax_x64(jax, lambda *xs: fn(jax.numpy, *xs), *args))]
 
 
 def _peers(torch_fn: Callable[..., Any], pytensor_graph: Callable[..., Any] | None,

@@ -24,7 +24,7 @@ import scipy.linalg
 
 import tracer as tr
 import tracer.numpy as tnp
-from bench.common import report, timed_rows, timeit, try_import_jax
+from bench.common import jax_x64, report, timed_rows, timeit, try_import_jax
 from bench.peers import pytensor_rows, torch_rows, try_import_torch
 from tracer import ops
 
@@ -45,10 +45,7 @@ def _run(title: str, rows: list[tuple[str, Callable[[], Any]]], rtol: float = 1e
 def _jax(jax: Any, fn: Callable[..., Any], *args: np.ndarray) -> list:
     if jax is None:
         return []
-    jax.config.update("jax_enable_x64", True)  # these workloads are float64
-    jitted = jax.jit(fn)
-    device_args = [jax.numpy.asarray(a) for a in args]
-    return [("jax", lambda: jitted(*device_args).block_until_ready())]
+    return [("jax", jax_x64(jax, fn, *args))]  # these workloads are float64
 
 
 def _peers(torch_fn: Callable[..., Any], pytensor_graph: Callable[..., Any] | None,

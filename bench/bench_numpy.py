@@ -19,7 +19,7 @@ from typing import Any, Callable
 import numpy as np
 
 import tracer as tr
-from bench.common import report, timeit, try_import_jax
+from bench.common import jax_x64, report, timeit, try_import_jax
 
 RESULTS: dict[str, dict[str, float]] = {}
 
@@ -96,16 +96,13 @@ def _jax_row(fn: Callable[..., Any], args: tuple, **static: Any) -> list:
         return []
     import jax.numpy as jnp
 
-    jax.config.update("jax_enable_x64", True)  # the models run in float64, as NumPy
-
     def on_jnp(*a: Any) -> Any:
         # The model source with jax.numpy as np (the JAX way to run NumPy code).
         g = dict(fn.__globals__, np=jnp)
         return type(fn)(fn.__code__, g)(*a, **static)
 
-    jitted = jax.jit(on_jnp)
-    dev = [jnp.asarray(a) for a in args]
-    return [("jax (jnp source)", lambda: jax.block_until_ready(jitted(*dev)))]
+    # the models run in float64, as NumPy
+    return [("jax (jnp source)", jax_x64(jax, on_jnp, *args))]
 
 
 def bench_kmeans() -> None:
