@@ -329,7 +329,33 @@ def fft_real_inverse(x, out, k, threads):
     """IRFFT: n // 2 + 1 bins -> real of length n (the output's innermost size)."""
     if out.size:
         key = _key(IRFFT, out.shape, k, out.itemsize == 4, threads)
-        _transform(key, np.ascontiguousarray(x), out, False)
+        source = np.ascontiguousarray(x)
+        if k > 1:
+            source = _hermitian_planes(source, key)
+        _transform(key, source, out, False)
+
+
+@_jit
+def _hermitian_planes(x, key):
+    """A copy of x whose planes that must be Hermitian over the other transformed axes
+    (innermost bin 0 and, for an even length, the last bin) hold their Hermitian part
+    (P + conj(P mirrored)) / 2. NumPy's irfftn keeps only that part of them (the real
+    part of the inverse over the other axes); DFTI reads half of each such plane and
+    mirrors it, which gives the same for a Hermitian plane and not otherwise."""
+    rank = key[2]
+    second = key[4] if rank == 3 else 1  # the middle transformed axis, if any
+    last = key[2 + rank]
+    rows, bins = key[3] * second, last // 2 + 1
+    y = x.copy()
+    planes, fixed = x.reshape((x.size // (rows * bins), rows, bins)), y.reshape((-1, rows, bins))
+    for b in range(planes.shape[0]):
+        for c in range(2 if last % 2 == 0 else 1):
+            col = c * (last // 2)
+            for r in range(rows):
+                i0, i1 = divmod(r, second)
+                mirror = (-i0) % key[3] * second + (-i1) % second
+                fixed[b, r, col] = (planes[b, r, col] + np.conj(planes[b, mirror, col])) / 2
+    return y
 
 
 def cached_plans() -> int:
