@@ -112,9 +112,17 @@ def _set_long(typingctx, handle, param, value):
 
 
 @intrinsic
-def _set_address(typingctx, handle, param, address):
-    """DftiSetValue with an array (strides)."""
-    return _long(_intp, _long, _intp), _variadic(_SET, "pip", 2)
+def _set_array(typingctx, handle, param, array):
+    """DftiSetValue with an array (strides). The array itself is the argument, so that
+    it lives through the call (numba frees a local right after its last use: its
+    address alone would not keep it)."""
+    def codegen(context, builder, signature, args):
+        data = cgutils.create_struct_proxy(signature.args[2])(context, builder,
+                                                              value=args[2]).data
+        address = builder.ptrtoint(data, ir.IntType(64))
+        return _variadic(_SET, "pip", 2)(context, builder, signature,
+                                         [args[0], args[1], address])
+    return _long(_intp, _long, array), codegen
 
 
 @intrinsic
@@ -197,9 +205,9 @@ def _set_real_layout(h, kind, n, rank):
     source, target = (real, bins) if kind == RFFT else (bins, real)
     status = _set_long(h, _CONJUGATE_EVEN_STORAGE, _COMPLEX_COMPLEX)
     if status == 0:
-        status = _set_address(h, _INPUT_STRIDES, source.ctypes.data)
+        status = _set_array(h, _INPUT_STRIDES, source)
     if status == 0:
-        status = _set_address(h, _OUTPUT_STRIDES, target.ctypes.data)
+        status = _set_array(h, _OUTPUT_STRIDES, target)
     return status
 
 
@@ -220,9 +228,15 @@ def _commit(key, slot):
     if status == 0:
         status = _commit_descriptor(slot[0])
     if status != 0 and slot[0] != 0:
-        _free_descriptor(slot.ctypes.data)
-        slot[0] = 0
+        _release(slot)
     return status
+
+
+@_inline
+def _release(slot):
+    """Free the descriptor in slot[0] (DFTI sets the handle to 0)."""
+    _free_descriptor(slot.ctypes.data)
+    slot[0] = 0  # (a use after the call: numba keeps `slot` alive through it)
 
 
 @_inline
@@ -284,16 +298,25 @@ def _key(kind, shape, k, single, threads):
             np.int64(batch), np.int64(used))
 
 
+@_inline
+def _bytes(a):
+    """A C-contiguous array as a view of its bytes: one type for every dtype and rank (so
+    `_transform` compiles once), and a reference that keeps `a` alive through the call
+    (numba frees a variable right after its last use: an address alone would not)."""
+    return a.reshape(a.size).view(np.uint8)
+
+
 @_jit
-def _transform(key, source, out, forward):
+def _transform(key, source, target, forward):
+    """The transform of `key` from the bytes of `source` into those of `target`."""
     scratch = np.zeros(1, np.int64)
     h, status = _plan(key, scratch)
     if status == 0 and forward:
-        status = _compute_forward(h, source.ctypes.data, out.ctypes.data)
+        status = _compute_forward(h, source.ctypes.data, target.ctypes.data)
     elif status == 0:
-        status = _compute_backward(h, source.ctypes.data, out.ctypes.data)
+        status = _compute_backward(h, source.ctypes.data, target.ctypes.data)
     if scratch[0] != 0:
-        _free_descriptor(scratch.ctypes.data)
+        _release(scratch)
     if status != 0 and _error_class(status, _MEMORY_ERROR):
         raise MemoryError("MKL's DFTI ran out of memory")
     if status != 0:
@@ -305,7 +328,8 @@ def fft_forward(x, out, k, threads):
     """FFT: complex -> complex over the k innermost axes, on up to `threads` threads."""
     if out.size:
         key = _key(FFT, out.shape, k, out.itemsize == 8, threads)
-        _transform(key, np.ascontiguousarray(x), out, True)
+        source = np.ascontiguousarray(x)
+        _transform(key, _bytes(source), _bytes(out), True)
 
 
 @_jit
@@ -313,7 +337,8 @@ def fft_inverse(x, out, k, threads):
     """IFFT: complex -> complex, scaled by 1 / prod(lengths)."""
     if out.size:
         key = _key(IFFT, out.shape, k, out.itemsize == 8, threads)
-        _transform(key, np.ascontiguousarray(x), out, False)
+        source = np.ascontiguousarray(x)
+        _transform(key, _bytes(source), _bytes(out), False)
 
 
 @_jit
@@ -321,7 +346,8 @@ def fft_real_forward(x, out, k, threads):
     """RFFT: real -> the n // 2 + 1 complex bins of the innermost axis."""
     if out.size:
         key = _key(RFFT, x.shape, k, x.itemsize == 4, threads)
-        _transform(key, np.ascontiguousarray(x), out, True)
+        source = np.ascontiguousarray(x)
+        _transform(key, _bytes(source), _bytes(out), True)
 
 
 @_jit
@@ -332,7 +358,7 @@ def fft_real_inverse(x, out, k, threads):
         source = np.ascontiguousarray(x)
         if k > 1:
             source = _hermitian_planes(source, key)
-        _transform(key, source, out, False)
+        _transform(key, _bytes(source), _bytes(out), False)
 
 
 @_jit
