@@ -7,7 +7,9 @@ The transformed axes are the `k` innermost ones, the rest a batch: one descripto
 into the output buffer (C-contiguous), with the inverse's 1 / prod(lengths) as its
 backward scale (NumPy's and `tracer.ops.fft`'s convention). Real transforms store the
 n // 2 + 1 bins of the innermost axis as complex numbers (CCE), strides set for both
-layouts; DFTI leaves the input of an out-of-place transform as it was.
+layouts; DFTI leaves the input of an out-of-place transform as it was. An IRFFT over
+2-3 axes reads a copy whose bins that must be Hermitian are made so, as NumPy reads
+them (`_hermitian_planes`).
 
 Committing a descriptor costs far more than a small transform, so committed ones are
 kept for the process in a table that compiled code reaches by the symbol
