@@ -2,7 +2,8 @@
 `cpu/lib/mkl.py`) against NumPy's `np.fft`: every kind, precision, 1-3 axes, batches,
 odd and even lengths, threads, NumPy's norms through `tracer.numpy.fft`; the descriptor
 table past its size, from several threads and in a forked child; DUCC0 when
-`config.use_mkl` is off; and MKL loaded only by the first FFT, never by `import tracer`.
+`config.use_mkl` is off or MKL does not load; and MKL loaded only by the first FFT,
+never by `import tracer`.
 """
 
 from __future__ import annotations
@@ -212,3 +213,26 @@ _FIRST_USE = """
 
 def test_mkl_is_loaded_by_the_first_fft_not_before() -> None:
     assert _child(_FIRST_USE) == [False, False, True]
+
+
+_BROKEN = """
+    import json, warnings
+    import numpy as np
+    import tracer as tr, tracer.numpy as tnp
+    from tracer.backend.cpu.lib import mkl
+    mkl.library_path = lambda: mkl.__file__  # installed, but not a library
+    x = np.arange(8.0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        f = tr.jit(tnp.fft.rfft)
+        ok = bool(np.allclose(f(x), np.fft.rfft(x)))
+    source = f.lower(x).compile().source
+    print(json.dumps([ok, "cpu.lib.fft import" in source,
+                      [str(w.message)[:40] for w in caught]]))
+"""
+
+
+def test_an_mkl_that_does_not_load_warns_and_leaves_fft_on_ducc0() -> None:
+    ok, ducc0, warned = _child(_BROKEN)
+    assert ok and ducc0 and warned == ["tracer: MKL is installed but does not lo"]
+

@@ -1,6 +1,6 @@
 """Intel MKL for compiled code: the `mkl` wheel's libmkl_rt, loaded on first use.
 
-    available()        # the wheel is installed and config.use_mkl is on (loads nothing)
+    available()        # config.use_mkl is on and the wheel's libmkl_rt loads (loads it)
     load()             # load libmkl_rt once and pick its threading layer
     symbol("DftiCommitDescriptor")   # -> "tracer_mkl_DftiCommitDescriptor"
 
@@ -11,12 +11,12 @@ disk cache stays valid (the machine code names a symbol; each process binds it),
 the name cannot bind to another copy of MKL in the process: PyTorch's libtorch_cpu
 exports its own statically linked DFTI under the same names.
 
-Threading layer: GNU OpenMP (libmkl_gnu_thread on the process's libgomp.so.1), the
-pool numba's `omp` layer and PyTorch use too, so MKL's threads are the ones those
-already run, never a second OpenMP runtime (Intel's libiomp5) beside them; callers cap
-MKL's threads per call with tracer's thread count (`cpu/options.thread_count`).
-Without libgomp, MKL runs sequentially. A layer the user picked (MKL_THREADING_LAYER)
-is left as it is.
+Threading layer: GNU OpenMP, libmkl_gnu_thread on the libgomp.so.1 the process has
+(PyTorch's when torch came first, else the system's, which numba's `omp` layer runs
+on), so MKL's threads come from a pool already there, never from a second OpenMP
+runtime (Intel's libiomp5, which the wheel also installs); callers cap MKL's threads
+per call with tracer's thread count (`cpu/options.thread_count`). Without libgomp, MKL
+runs sequentially. A layer the user picked (MKL_THREADING_LAYER) is left as it is.
 """
 
 from __future__ import annotations
@@ -28,11 +28,12 @@ import importlib.metadata
 import os
 import re
 import sys
+import warnings
 
 from ....config import config
 
 _LIBRARY = re.compile(r"libmkl_rt\.so(\.\d+)*")
-_LAYERS = {"INTEL": 0, "SEQUENTIAL": 1, "GNU": 3}  # MKL_Set_Threading_Layer's codes
+_LAYERS = {"SEQUENTIAL": 1, "GNU": 3}  # MKL_Set_Threading_Layer's codes
 _PREFIX = "tracer_mkl_"
 _handle: list[ctypes.CDLL] = []  # the loaded library (for `symbol`)
 
@@ -51,9 +52,24 @@ def library_path() -> str | None:
 
 
 def available() -> bool:
-    """Whether the cpu backend calls MKL: `config.use_mkl` is on and libmkl_rt is
-    installed. Loads nothing."""
-    return bool(config.use_mkl) and library_path() is not None
+    """Whether compiled code may call MKL: `config.use_mkl` is on and libmkl_rt is
+    installed and loads. Asked when code that would call MKL is generated, so the first
+    such program loads it (`load`); a library that does not load warns once, and the
+    caller uses what it would use without MKL."""
+    if not config.use_mkl or library_path() is None:
+        return False
+    try:
+        load()
+    except OSError as error:
+        _warn_once(str(error))
+        return False
+    return True
+
+
+@functools.cache
+def _warn_once(reason: str) -> None:
+    warnings.warn(f"tracer: MKL is installed but does not load ({reason}); running "
+                  f"without it (TRACER_USE_MKL=0 silences this)", RuntimeWarning, stacklevel=3)
 
 
 @functools.cache
@@ -61,7 +77,7 @@ def load() -> None:
     """Load libmkl_rt (once per process) and set its threading layer (module doc)."""
     path = library_path()
     if path is None:
-        raise ImportError("MKL is not installed (pip install mkl, or tracer-dsl[mkl])")
+        raise OSError("MKL is not installed (pip install mkl, or tracer-dsl[mkl])")
     library = ctypes.CDLL(path, mode=os.RTLD_NOW)
     if "MKL_THREADING_LAYER" not in os.environ:
         layer = "GNU" if _load_gnu_openmp() else "SEQUENTIAL"
