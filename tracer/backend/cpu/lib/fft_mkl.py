@@ -213,7 +213,7 @@ def _set_real_layout(h, kind, n, rank):
     return status
 
 
-@_jit
+@_inline
 def _commit(key, slot):
     """Create, configure and commit the descriptor of `key` into slot[0] (an int64 view);
     DFTI's status (on failure the slot is 0 again)."""
@@ -254,11 +254,11 @@ def _stored(t, key):
     return -1
 
 
-@_jit
+@_inline
 def _plan(key, scratch):
     """(handle, status): the committed descriptor of `key`, from the table or committed
-    now and stored there; with the table full, committed into scratch[0] (the caller
-    frees it)."""
+    now and stored there; with the table full, committed into scratch[0] (outside the
+    lock; the caller frees it)."""
     t = _table()
     _mutex_lock(t.ctypes.data)
     row = _stored(t, key)
@@ -266,18 +266,19 @@ def _plan(key, scratch):
         _mutex_unlock(t.ctypes.data)
         return t[row + _FIELDS - 1], 0
     count = t[_COUNT]
-    if count == PLANS:
-        _mutex_unlock(t.ctypes.data)
-        status = _commit(key, scratch)
-        return scratch[0], status
+    full = count == PLANS
     row = _HEADER + count * _FIELDS
-    status = _commit(key, t[row + _FIELDS - 1:row + _FIELDS])
-    if status == 0:
-        for j in range(_FIELDS - 1):
-            t[row + j] = key[j]
-        t[_COUNT] = count + 1
-    _mutex_unlock(t.ctypes.data)
-    return t[row + _FIELDS - 1], status
+    slot = scratch if full else t[row + _FIELDS - 1:row + _FIELDS]
+    if full:
+        _mutex_unlock(t.ctypes.data)
+    status = _commit(key, slot)
+    if not full:
+        if status == 0:
+            for j in range(_FIELDS - 1):
+                t[row + j] = key[j]
+            t[_COUNT] = count + 1
+        _mutex_unlock(t.ctypes.data)
+    return slot[0], status
 
 
 # ------------------------------------------------------------------ kernels
