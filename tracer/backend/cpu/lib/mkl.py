@@ -30,6 +30,8 @@ import re
 import sys
 import warnings
 
+import llvmlite.binding as llvm
+
 from ....config import config
 
 _LIBRARY = re.compile(r"libmkl_rt\.so(\.\d+)*")
@@ -98,7 +100,6 @@ def _load_gnu_openmp() -> bool:
 @functools.cache
 def symbol(name: str) -> str:
     """The name compiled code calls MKL function `name` by (loads MKL first)."""
-    import llvmlite.binding as llvm
     load()
     address = ctypes.cast(getattr(_handle[0], name), ctypes.c_void_p).value
     llvm.add_symbol(_PREFIX + name, address)
