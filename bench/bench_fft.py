@@ -5,9 +5,12 @@ torch.compile) and, for batch norm, PyTensor's numba backend (each when installe
     python -m bench.bench_fft 2d         # the workloads whose name contains "2d"
 
 Each workload checks that the implementations agree, then prints medians and
-ratios to tracer (`bench.common.report`). tracer's FFT is DUCC0 through rocket-fft,
-single-threaded, writing into the output buffer; NumPy's is pocketfft (C++);
-JAX's is XLA's CPU FFT (DUCC0 too).
+ratios to tracer (`bench.common.report`). tracer's FFT is Intel MKL's DFTI where the
+`mkl` wheel is installed (the `mkl` and `bench` extras), else DUCC0 through rocket-fft,
+writing into the output buffer; with MKL, a second tracer row ("tracer cpu, DUCC0",
+compiled with `config.use_mkl` off, not a peer) times the DUCC0 path in the same run.
+NumPy's is pocketfft (C++); JAX's is XLA's CPU FFT (DUCC0 too); PyTorch's is MKL's DFTI
+(its own copy, linked into libtorch).
 """
 
 from __future__ import annotations
@@ -38,6 +41,18 @@ def _run(title: str, rows: list[tuple[str, Callable[[], Any]]], rtol: float = 1e
            bound=bound(bytes_moved) if bytes_moved else None)
 
 
+def _tracer_rows(fn: Callable[..., Any], *args: np.ndarray) -> list:
+    """tracer's row and, where MKL serves it, the same function compiled on DUCC0."""
+    from tracer.backend.cpu.lib import mkl
+    f = tr.jit(fn)
+    rows = [("tracer cpu", lambda: f(*args))]
+    if mkl.available():
+        with tr.config.override(use_mkl=False):
+            ducc0 = tr.jit(fn).lower(*args).compile()
+        rows.append(("tracer cpu, DUCC0", lambda: ducc0(*args)))
+    return rows
+
+
 def _torch_fft(name: str, *args: np.ndarray) -> list:
     torch = try_import_torch()
     return torch_rows(getattr(torch.fft, name), *args) if torch is not None else []
@@ -58,27 +73,24 @@ def _complex(shape: tuple[int, ...]) -> np.ndarray:
 
 def fft_1d(n: int = 1 << 20) -> None:
     x = _complex((n,))
-    f = tr.jit(tnp.fft.fft)
     jax = try_import_jax()
-    rows = [("tracer cpu", lambda: f(x)), ("numpy", lambda: np.fft.fft(x))]
+    rows = _tracer_rows(tnp.fft.fft, x) + [("numpy", lambda: np.fft.fft(x))]
     rows += _jax_row(jax, jax.numpy.fft.fft if jax else None, x) + _torch_fft("fft", x)
     _run(f"fft, complex64[{n}]", rows, bytes_moved=2 * x.nbytes)
 
 
 def fft_2d_batch(batch: int = 64, n: int = 256) -> None:
     x = _complex((batch, n, n))
-    f = tr.jit(tnp.fft.fft2)
     jax = try_import_jax()
-    rows = [("tracer cpu", lambda: f(x)), ("numpy", lambda: np.fft.fft2(x))]
+    rows = _tracer_rows(tnp.fft.fft2, x) + [("numpy", lambda: np.fft.fft2(x))]
     rows += _jax_row(jax, jax.numpy.fft.fft2 if jax else None, x) + _torch_fft("fft2", x)
     _run(f"fft2, complex64[{batch},{n},{n}]", rows, bytes_moved=2 * x.nbytes)
 
 
 def rfft_2d_batch(batch: int = 64, n: int = 256) -> None:
     x = np.random.default_rng(1).standard_normal((batch, n, n)).astype(np.float32)
-    f = tr.jit(tnp.fft.rfft2)
     jax = try_import_jax()
-    rows = [("tracer cpu", lambda: f(x)), ("numpy", lambda: np.fft.rfft2(x))]
+    rows = _tracer_rows(tnp.fft.rfft2, x) + [("numpy", lambda: np.fft.rfft2(x))]
     rows += _jax_row(jax, jax.numpy.fft.rfft2 if jax else None, x) + _torch_fft("rfft2", x)
     _run(f"rfft2, float32[{batch},{n},{n}]", rows, bytes_moved=2 * x.nbytes)
 

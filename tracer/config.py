@@ -173,6 +173,11 @@ SETTINGS: tuple[Setting, ...] = (
             "may run on, os.sched_getaffinity, at most numba's NUMBA_NUM_THREADS).",
             _optional_threads, valid=_is_optional_threads,
             allowed="an integer >= 1, or empty for every core the process may use"),
+    Setting("use_mkl", True,
+            "Let the cpu backend call Intel MKL where it has it (fft: MKL's DFTI) when the "
+            "`mkl` wheel is installed (the `mkl` extra); False, or without it: DUCC0 "
+            "(rocket-fft). Applies to functions compiled from then on.", _bool,
+            valid=_is_bool, allowed=_BOOLEAN),
     Setting("progress", True,
             "Show a compile that takes over a second: a status line on a terminal, a "
             "widget in a notebook (with ipywidgets), else one text line.", _bool,

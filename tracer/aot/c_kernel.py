@@ -54,7 +54,7 @@ class CKernel:
 
 def compile_object(graph: Graph, name: str) -> CKernel:
     lowered = lower(graph)
-    module = generate(lowered, parallel_ok=False, objmode_ok=False, parts=False)
+    module = generate(lowered, parallel_ok=False, objmode_ok=False, parts=False, mkl_ok=False)
     pointers = [p for p in module.params if p.kind != "const"]
     blas = bundled_openblas()
     if blas:  # numba's JIT resolves the cblas symbols while compiling the entry

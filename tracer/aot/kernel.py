@@ -43,7 +43,7 @@ def generate_module(graph: Graph, name: str, package: str) -> Kernel:
     _check_standalone(graph, name)
     # (named "kernel", so the user's function name stays free for NAME.py's `run` alias)
     lowered = dataclasses.replace(lower(graph), name="kernel")
-    module = generate(lowered, parallel_ok=not _uses_blas(lowered), parts=False)
+    module = generate(lowered, parallel_ok=not _uses_blas(lowered), parts=False, mkl_ok=False)
     if "import fallback" in module.source:
         raise UnsupportedOpError(f"aot {name}: an op of this program runs through tracer's "
                                  f"NumPy reference on the cpu backend, so it needs tracer at "

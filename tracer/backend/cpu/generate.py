@@ -55,6 +55,8 @@ class Module:
 
 
 class CpuModuleBuilder(ModuleBuilder):
+    mkl_ok = True  # whether steps may call MKL (`cpu/lib/mkl.py`), where it is installed
+
     def default_module(self, helper: str) -> str:
         """Vectorizable exp/log/tanh come from `cpu.lib.fastmath`, the rest from scalar math."""
         return "cpu.lib.fastmath" if helper in FAST_HELPERS else super().default_module(helper)
@@ -96,13 +98,15 @@ class CpuGraphEmitter(GraphEmitter):
 
 def generate(graph: Graph, parallel_ok: bool, fuse: bool = True,
              donated: Sequence[int] = (), objmode_ok: bool = True,
-             parts: bool = True) -> Module:
+             parts: bool = True, mkl_ok: bool = True) -> Module:
     """The module for `graph`, its host function named after the graph; outputs go
     into the buffers of `donated` inputs where `donation` finds it safe. Without
     `objmode_ok` no step calls Python (the code of a C library). `parts`: a long host
     is cut into separately compiled parts (`split`), which only tracer's cache can load
-    (ahead-of-time builds need the one function)."""
+    (ahead-of-time builds need the one function). Without `mkl_ok` no step calls MKL
+    (ahead-of-time builds: their run time is NumPy, numba and rocket-fft)."""
     mod = CpuModuleBuilder(parallel_ok, fuse, graph, objmode_ok)
+    mod.mkl_ok = mkl_ok
     name = host_name(mod, graph)
     body = SourceWriter()
     top = CpuGraphEmitter(mod, body, top=True)

@@ -1,7 +1,9 @@
 """cpu emitters for fft, batch_norm_*, reduce_precision, bitcast_convert_type.
 
-- fft calls the DUCC0 kernels of `cpu.lib.fft` (rocket-fft), writing into the output
-  buffer; without rocket-fft installed it runs its NumPy reference instead.
+- fft calls MKL's DFTI (`cpu.lib.fft_mkl`) where the `mkl` wheel is installed and
+  `config.use_mkl` is on (not in ahead-of-time builds), else the DUCC0 kernels of
+  `cpu.lib.fft` (rocket-fft), writing into the output buffer; without either it runs
+  its NumPy reference instead.
 - batch norm calls the `cpu.lib.batch_norm` kernels on (outer, F, inner) views of
   the operand; float16 arrays are widened to float32 around the call.
 - reduce_precision is a loop over the unsigned-integer view of the operand (16-bit
@@ -21,6 +23,8 @@ from ....core import Atom, Eqn
 from ...numba.codegen import GraphEmitter, Ref, store_value
 from ...numba.scalar import BF16 as _BF16
 from ...numba.scalar import HALVES, literal, storage_dtype
+from ..lib import mkl
+from ..options import thread_count
 from .fallback import emit_fallback
 
 HAVE_ROCKET_FFT = importlib.util.find_spec("rocket_fft") is not None
@@ -45,14 +49,26 @@ def _flat(ge: GraphEmitter, ref: Ref, atom: Atom) -> str:
 # ------------------------------------------------------------------ fft
 
 def _fft(ge: GraphEmitter, eqn: Eqn) -> None:
-    if not HAVE_ROCKET_FFT:
+    library = _fft_library(ge)
+    if library is None:
         emit_fallback(ge, eqn)
         return
     x, out = ge.ref(eqn.inputs[0]), eqn.outputs[0]
     target = ge.alloc(out)
-    kernel = ge.mod.use(_FFT_KERNELS[eqn.params["fft_type"]], "cpu.lib.fft")
-    ge.w.line(f"{kernel}({x.name}, {target}, {len(eqn.params['fft_length'])})")
+    kernel = ge.mod.use(_FFT_KERNELS[eqn.params["fft_type"]], library)
+    args = [x.name, target, str(len(eqn.params["fft_length"]))]
+    if library == "cpu.lib.fft_mkl":  # (MKL's threads: the nests' count, on one pool)
+        args.append(ge.mod.size(("threads",), thread_count(), "threads")
+                    if ge.mod.parallel_ok else "1")
+    ge.w.line(f"{kernel}({', '.join(args)})")
     ge.bind(out, Ref(target, out.aval))
+
+
+def _fft_library(ge: GraphEmitter) -> str | None:
+    """MKL's DFTI if the module may call it, else DUCC0, else None (the reference)."""
+    if getattr(ge.mod, "mkl_ok", False) and mkl.available():
+        return "cpu.lib.fft_mkl"
+    return "cpu.lib.fft" if HAVE_ROCKET_FFT else None
 
 
 # ------------------------------------------------------------------ reduce_precision
