@@ -1,32 +1,20 @@
-"""`np.dot` for the C library: NumPy's bundled OpenBLAS, or loops.
+"""The products of the C library: NumPy's bundled OpenBLAS, or loops.
 
-`tr.jit` reaches BLAS through SciPy's Cython table, which only a Python process has.
-The C build instead calls `cblas_sgemm`/`cblas_dgemm` of the OpenBLAS that NumPy's
-wheel ships (`numpy.libs/libscipy_openblas64_*.so`, 64-bit integer interface), linked
-into libNAME.so by path; when there is none, or for other dtypes, matrix-vector
-products and operands with strides BLAS cannot describe, `gemm` runs loops
-(vectorized along the output row).
+`tr.jit` reaches BLAS through symbols that tracer binds in its own process
+(`backend.cpu.lib.cblas`). The C build instead calls `cblas_sgemm`/`cblas_dgemm` of
+the OpenBLAS that NumPy's wheel ships (`numpy.libs/libscipy_openblas64_*.so`, 64-bit
+integer interface), linked into libNAME.so by path; when there is none, or for other
+dtypes, matrix-vector products and operands with strides BLAS cannot describe, `gemm`
+runs loops (vectorized along the output row).
 """
 
 from __future__ import annotations
 
-import glob
-import os
-
-import numpy as np
-
 _CBLAS = {"float32": "scipy_cblas_sgemm64_", "float64": "scipy_cblas_dgemm64_"}
 
 
-def bundled_openblas() -> str | None:
-    """The OpenBLAS shared library inside NumPy's installation, if it has one."""
-    found = glob.glob(os.path.join(os.path.dirname(np.__file__), os.pardir, "numpy.libs",
-                                   "libscipy_openblas64_*.so"))
-    return os.path.realpath(found[0]) if found else None
-
-
 def gemm_source(blas: bool) -> str:
-    """Module text defining `gemm(a, b, out)`, the `np.dot(a, b, out)` the kernel calls."""
+    """Module text defining `gemm(a, b, out)`, the `out = a @ b` the kernel calls."""
     symbols = _CBLAS if blas else {}
     return _PRELUDE + f"_CBLAS = {symbols!r}\n" + _GEMM
 
@@ -50,7 +38,7 @@ _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
 
 
 def gemm(a, b, out):
-    """np.dot(a, b, out)."""
+    """out = a @ b."""
 
 
 def _loops_mm(a, b, out):

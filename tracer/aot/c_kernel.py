@@ -9,8 +9,9 @@ drops the Python wrappers; llvmlite then emits a position-independent object.
 The entry keeps numba's calling convention:
 `int NAME_kernel(void *ret, void **excinfo, T0 *buf0, T1 *buf1, ...)` (0 = success).
 
-`dot_general`, which `tr.jit` sends to BLAS through SciPy (a Python-only route),
-calls NumPy's bundled OpenBLAS here, or loops (`c_gemm`). Anything else that would
+`dot_general`, which `tr.jit` sends to the BLAS tracer binds in its process (MKL or
+NumPy's OpenBLAS, by symbols only that process defines), calls NumPy's bundled
+OpenBLAS here, or loops (`c_gemm`). Anything else that would
 reach Python or numba's runtime at run time (numba's random state, the FFT and
 LAPACK libraries, an op run by its reference) shows up as an undefined symbol of
 the object, and `compile_object` refuses the program, naming the symbols.
@@ -31,12 +32,14 @@ import llvmlite.binding as llvm
 import numba
 import numpy as np
 
+from ..backend.cpu.emit.dot import MATMUL
 from ..backend.cpu.generate import Module, generate
 from ..backend.numba.codegen import Param
 from ..backend.numba.lower import lower
 from ..core import Graph
 from ..errors import UnsupportedOpError
-from .c_gemm import bundled_openblas, gemm_source
+from ..backend.cpu.lib.cblas import bundled_openblas
+from .c_gemm import gemm_source
 
 # Symbols of numba's runtime, the CPython API and numba's helper library (never libc's).
 _PYTHON_SYMBOL = re.compile(r"^(NRT_|numba_|_?Py|_numba|__numba)")
@@ -97,8 +100,9 @@ def _rename_runtime(module: llvm.ModuleRef, name: str) -> None:
 
 
 def _build_source(module: Module, pointers: list[Param], blas: bool) -> str:
-    """The generated module for a C build: no disk cache, `c_gemm` for np.dot, one entry."""
-    source = module.source.replace("cache=True, ", "").replace("np.dot(", "gemm(")
+    """The generated module for a C build: no disk cache, `c_gemm` for the products
+    (`cpu.lib.cblas`'s bound symbols exist only in a tracer process), one entry."""
+    source = module.source.replace("cache=True, ", "").replace(f"{MATMUL}(", "gemm(")
     views = []
     for p in module.params:
         if p.kind == "const":

@@ -1,33 +1,85 @@
-"""The OpenBLAS numba's `np.dot` calls (SciPy's) on one thread around a small model's
-call (the rule and its measurements: `tracer/backend/blas_threads.py`), and around a
-large one while the machine is busier than its cores (`threads_while_idle`: a large
-product then ran 10x slower on threads, measured under load: each waits for its slowest
-thread)."""
+"""Which BLAS the cpu backend's products call, and its threads.
+
+`bind_fastest` points the products of compiled code (`cpu.lib.cblas`) at Intel MKL
+where it is installed and `config.use_mkl` is on, else at NumPy's bundled OpenBLAS
+(`cpu.lib.cblas` measures them); the backend calls it before it compiles or loads a
+module, so a module calls the BLAS bound when it was linked.
+
+Threads: a small model's call runs that BLAS on one thread (the rule and its
+measurements: `tracer/backend/blas_threads.py`), and a large one too while the machine
+is busier than its cores (`threads_while_idle`: a large product then ran 10x slower
+on threads, measured under load: each waits for its slowest thread). SciPy's OpenBLAS,
+behind numba's LAPACK calls (cholesky, qr, eigh, svd), follows the same rule once a
+module has loaded it.
+"""
 
 from __future__ import annotations
 
 import os
+import sys
 import time
 from typing import Any, Callable
 
+from ...config import config
 from ..blas_threads import openblas_functions
-from ..blas_threads import single_threaded as single_threaded_in
 
 SCIPY_LIBS = "scipy.libs"
 BUSY_CHECK_SECONDS = 1.0  # how long one reading of the load average is trusted
 _busy_reading = [0.0, False]  # (when read, whether busier than the cores)
 
 
-def scipy_openblas_functions() -> tuple[Callable[[int], None], Callable[[], int]] | None:
-    """(set_num_threads, get_num_threads) of SciPy's OpenBLAS, loaded first."""
-    import scipy.linalg.cython_blas  # noqa: F401 - loads the library numba calls
+def bind_fastest() -> str:
+    """Bind the fastest BLAS present for the products compiled code links from now on
+    (MKL if `config.use_mkl` and installed, else NumPy's OpenBLAS); its name."""
+    from .lib import cblas
+    use_mkl = bool(config.use_mkl)
+    if _bound_for[0] != use_mkl:
+        from .lib import mkl
+        if use_mkl and mkl.available():
+            from llvmlite import binding
+            cblas.bind(cblas.mkl_provider(
+                lambda name: binding.address_of_symbol(mkl.symbol(name))))
+        else:
+            cblas.bind(cblas.default_provider())
+        _bound_for[0] = use_mkl
+    return cblas.provider().name
+
+
+_bound_for: list[bool | None] = [None]  # config.use_mkl when the BLAS was last bound
+
+
+def _scipy_openblas() -> tuple[Callable[[int], None], Callable[[], int]] | None:
+    """(set_num_threads, get_num_threads) of SciPy's OpenBLAS once a module has loaded
+    SciPy's LAPACK (before that nothing runs on it)."""
+    if "scipy.linalg.cython_lapack" not in sys.modules:
+        return None
     return openblas_functions(SCIPY_LIBS)
 
 
 def single_threaded(call: Callable[..., Any]) -> Callable[..., Any]:
-    """`call` with SciPy's OpenBLAS on one thread while it runs."""
-    scipy_openblas_functions()
-    return single_threaded_in(call, SCIPY_LIBS)
+    """`call` with the products' BLAS, and SciPy's OpenBLAS if loaded, on one thread
+    while it runs (unchanged where both already run one thread)."""
+    from .lib import cblas
+    own = cblas.thread_functions()
+    scipy = _scipy_openblas() if cblas.provider().name != "scipy-blas" else None
+    scipy_default = int(scipy[1]()) if scipy else 1
+    if (own is None or own[1]() <= 1) and scipy_default <= 1:
+        return call
+    set_local = own[0] if own else None
+
+    def one_blas_thread(*args: Any) -> Any:
+        previous = set_local(1) if set_local else 0
+        if scipy_default > 1:
+            scipy[0](1)
+        try:
+            return call(*args)
+        finally:
+            if set_local:
+                set_local(previous)
+            if scipy_default > 1:
+                scipy[0](scipy_default)
+
+    return one_blas_thread
 
 
 def machine_busy(cores: int) -> bool:
@@ -44,8 +96,8 @@ def machine_busy(cores: int) -> bool:
 
 
 def threads_while_idle(call: Callable[..., Any], cores: int) -> Callable[..., Any]:
-    """`call` with SciPy's OpenBLAS on one thread while the machine is busier than its
-    cores, on the process's threads otherwise."""
+    """`call` with its BLAS on one thread while the machine is busier than its cores,
+    on the process's threads otherwise."""
     one_thread = single_threaded(call)
     if one_thread is call:  # (no such library, or it already runs one thread)
         return call

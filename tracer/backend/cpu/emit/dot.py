@@ -1,6 +1,7 @@
-"""cpu emitter of `dot_general`: BLAS through `np.dot` on 2-D views (batch dims looped
-around it); float16 / bfloat16 operands are widened to float32 for it and the result is
-rounded once. Integer products run explicit loops.
+"""cpu emitter of `dot_general`: BLAS gemm (`cpu.lib.cblas.blas_matmul`: MKL where
+installed, else NumPy's OpenBLAS) on 2-D views, batch dims looped around it; float16 /
+bfloat16 operands are widened to float32 for it and the result is rounded once. Integer
+products run explicit loops.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from ...numba.scalar import HALVES, alias, cast
 from .common import for_each
 
 _F32 = np.dtype(np.float32)
+MATMUL = "blas_matmul"  # out = a @ b of 2-D arrays, the name generated code calls
 
 
 def emit_dot_general(ge: GraphEmitter, eqn: Eqn) -> None:
@@ -51,7 +53,7 @@ def _dot_blas(ge: GraphEmitter, eqn: Eqn, work: np.dtype) -> None:
                 (*batch, m, k), work, len(lf) == len(lc) == 1)
     b = _matrix(ge, eqn, 1, list(rb) + list(rc) + rf, list(rb) + rf + list(rc),
                 (*batch, k, n), work, len(rc) == len(rf) == 1)
-    direct = out.aval.ndim and work == dt  # np.dot writes the result's own array
+    direct = out.aval.ndim and work == dt  # BLAS writes the result's own array
     target = ge.alloc(out) if direct else ""
     shape = ", ".join((*batch, m, n))
     if direct and not batch and len(lf) == len(rf) == 1:  # the result is the (m, n) matrix
@@ -60,17 +62,18 @@ def _dot_blas(ge: GraphEmitter, eqn: Eqn, work: np.dtype) -> None:
         o = ge.fresh("product_3d" if batch else "product_2d")
         ge.w.line(f"{o} = {target}.reshape(({shape}))" if direct else
                   f"{o} = np.empty(({shape}), np.{work.name})")
+    matmul = ge.mod.use(MATMUL, "cpu.lib.cblas")
     if not lb:
-        ge.w.line(f"np.dot({a}, {b}, {o})")
+        ge.w.line(f"{matmul}({a}, {b}, {o})")
     else:
         i = ge.fresh("batch")
         with ge.w.block(f"for {i} in range({batch[0]})"):
-            ge.w.line(f"np.dot({a.format(i)}, {b.format(i)}, {o}[{i}])")
+            ge.w.line(f"{matmul}({a.format(i)}, {b.format(i)}, {o}[{i}])")
     _bind_product(ge, out, o, target, bool(batch))
 
 
 def _bind_product(ge: GraphEmitter, out: Atom, o: str, target: str, batched: bool) -> None:
-    """Bind `out` to the product np.dot wrote into `o` (or straight into `target`)."""
+    """Bind `out` to the product BLAS wrote into `o` (or straight into `target`)."""
     dt = out.aval.dtype
     if not out.aval.ndim:
         value = f"{o}[0, 0, 0]" if batched else f"{o}[0, 0]"
@@ -84,7 +87,7 @@ def _bind_product(ge: GraphEmitter, out: Atom, o: str, target: str, batched: boo
 
 def _matrix(ge: GraphEmitter, eqn: Eqn, k: int, plain: list[int], swapped: list[int],
             sizes: tuple[str, ...], dtype: np.dtype, one_each: bool) -> str:
-    """Operand k as np.dot reads it: the (rows, cols) matrix itself (no batch, and
+    """Operand k as BLAS reads it: the (rows, cols) matrix itself (no batch, and
     `one_each`: one dim of rows, one of cols), or a view with `{}` where the batch index
     goes for (batch, rows, cols) `sizes`; in `dtype` (16-bit floats widened to float32
     first, in one pass)."""

@@ -44,6 +44,7 @@ from __future__ import annotations
 import numpy as np
 from numba import carray, njit
 
+from .cblas import blas_threads
 from .conv_core import (  # noqa: F401
     AUTO,
     EMPTY,
@@ -54,7 +55,6 @@ from .conv_core import (  # noqa: F401
     WINOGRAD,
     WINOGRAD_T,
     all_equal,
-    blas_threads,
     call_plan,
     fill_grid,
     gemm,

@@ -9,7 +9,7 @@ linked into one another: numba optimizes a jit function's whole call tree again,
 generates its machine code again, at every level of calls.
 
 `gemm` multiplies row-major blocks of flat arrays in place, with leading dimensions
-and beta, through numba's own `numba_xxgemm` (SciPy's BLAS) for floats and complex,
+and beta, through `cpu.lib.cblas` (MKL or NumPy's OpenBLAS) for floats and complex,
 plain loops for integers (which wrap like XLA's).
 
 The convolution plans cut their work into cache-sized tiles, hundreds of GEMM calls
@@ -18,9 +18,9 @@ slowest; on a machine whose cores are busy with other processes one of them is o
 descheduled, and each call then waits a scheduler time slice: measured on 2 shared
 cores, a 64x1024x64 tile took 0.2 ms on one thread and 0.7 to 1.5 ms on two, and a
 ResNet layer 0.1 s against 1 to 2 s. So a convolution runs its GEMMs on
-`cpu.lib.conv.BLAS_THREADS` threads (`blas_threads` sets OpenBLAS's count, through
-`openblas_set_num_threads_local`, and gives back the previous one to restore);
-where SciPy's BLAS is not an OpenBLAS with that function the count is left as it is.
+`cpu.lib.conv.BLAS_THREADS` threads (`cpu.lib.cblas.blas_threads` sets the calling
+thread's count and gives back the previous one to restore); where the BLAS has no
+such function the count is left as it is.
 """
 # numba kernels: their argument types come from the call, so no annotations
 # ruff: noqa: ANN001, ANN201, ANN202
@@ -37,23 +37,11 @@ from numba import cfunc, njit, types
 from numba.core import cgutils
 from numba.core.compiler_lock import global_compiler_lock
 from numba.extending import intrinsic, overload
-from numba.np.linalg import ensure_blas
+
+from . import cblas
 
 _OPTIONS = dict(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)  # (see cpu.lib.conv)
 _jit = njit(error_model="numpy", nogil=True, **_OPTIONS)
-
-
-def _gemm_signature(dtype: types.Type) -> types.Type:
-    ptr = types.CPointer(dtype)
-    return types.intc(types.char, types.char, types.char, types.intp, types.intp, types.intp,
-                      ptr, ptr, types.intp, ptr, types.intp, ptr, ptr, types.intp)
-
-
-ensure_blas()  # numba_xxgemm forwards to scipy's BLAS
-# numba's helper symbol: cache-safe (resolved by name), the GIL handled inside
-_XXGEMM = {t: (types.ExternalFunction("numba_xxgemm", _gemm_signature(t)), ord(kind))
-           for t, kind in ((types.float32, "s"), (types.float64, "d"),
-                           (types.complex64, "c"), (types.complex128, "z"))}
 
 
 # ------------------------------------------------------------------ the entry points
@@ -159,43 +147,6 @@ def call_plan(typingctx, plan, x, w, out, meta):
     return types.void(plan, x, w, out, meta), codegen
 
 
-# ------------------------------------------------------------------ BLAS threads
-
-@cfunc(types.intc(types.intc), cache=True)
-def _keep_threads(count):
-    """Stands in for the thread setter where SciPy's BLAS has none."""
-    return 0
-
-
-def _openblas_thread_setter() -> int:
-    """The address of `openblas_set_num_threads_local` in SciPy's BLAS, 0 if it has none
-    (ctypes looks a symbol up in the module's dependencies too: the BLAS it links)."""
-    try:
-        from scipy.linalg import cython_blas
-        blas = ctypes.CDLL(cython_blas.__file__)
-    except (ImportError, OSError):
-        return 0
-    for name in ("openblas_set_num_threads_local", "scipy_openblas_set_num_threads_local"):
-        setter = getattr(blas, name, None)
-        if setter is not None:
-            return ctypes.cast(setter, ctypes.c_void_p).value or 0
-    return 0
-
-
-_SETTER = "tracer_conv_blas_threads"  # registered by name: cached machine code finds it
-binding.add_symbol(_SETTER, _openblas_thread_setter() or _keep_threads.address)
-_set_threads = types.ExternalFunction(_SETTER, types.intc(types.intc))
-
-
-@njit(nogil=True, **_OPTIONS)
-def blas_threads(count):
-    """Set the BLAS thread count (a positive count; 0 keeps it); the previous count, 0
-    when unknown. `blas_threads(blas_threads(n))` puts back what was there."""
-    if count <= 0:
-        return 0
-    return _set_threads(count)
-
-
 # ------------------------------------------------------------------ GEMM
 
 def gemm(m, n, k, a, a0, lda, b, b0, ldb, trans_b, c, c0, ldc, accumulate):
@@ -219,10 +170,8 @@ def _gemm_loops(m, n, k, a, a0, lda, b, b0, ldb, trans_b, c, c0, ldc, accumulate
 
 @overload(gemm, jit_options=_OPTIONS)
 def _gemm_overload(m, n, k, a, a0, lda, b, b0, ldb, trans_b, c, c0, ldc, accumulate):
-    if a.dtype not in _XXGEMM:
+    if str(a.dtype) not in cblas.TYPES:
         return _gemm_loops  # integers: plain loops (BLAS is float-only), wrapping
-    fn, kind = _XXGEMM[a.dtype]
-    dtype = np.dtype(str(a.dtype))
 
     def blas(m, n, k, a, a0, lda, b, b0, ldb, trans_b, c, c0, ldc, accumulate):
         if m == 0 or n == 0:
@@ -232,11 +181,10 @@ def _gemm_overload(m, n, k, a, a0, lda, b, b0, ldb, trans_b, c, c0, ldc, accumul
                 for i in range(m):
                     c[c0 + i * ldc:c0 + i * ldc + n] = 0
             return
-        alpha = np.ones(1, dtype)
-        beta = np.ones(1, dtype) if accumulate else np.zeros(1, dtype)
-        # column-major BLAS computes c^T = b^T a^T: the row-major product as stored
-        fn(kind, 116 if trans_b else 110, 110, n, m, k, alpha.ctypes, b[b0:].ctypes, ldb,
-           a[a0:].ctypes, lda, beta.ctypes, c[c0:].ctypes, ldc)
+        one = c.dtype.type(1)
+        cblas.gemm(cblas.NO_TRANS, cblas.TRANS if trans_b else cblas.NO_TRANS, m, n, k, one,
+                   a[a0:], lda, b[b0:], ldb, one if accumulate else c.dtype.type(0), c[c0:],
+                   ldc)
     return blas
 
 
