@@ -62,12 +62,21 @@ def test_num_threads_reads_its_environment_variable():
     assert out.split() == ["1"]
 
 
+def _products_blas_threads():
+    """(set_threads_local, get_threads) of the BLAS the cpu backend binds, skipping where
+    it runs one thread."""
+    from tracer.backend.cpu import blas as cpu_blas
+    from tracer.backend.cpu.lib import cblas
+    cpu_blas.bind_fastest()
+    found = cblas.thread_functions()
+    if found is None or found[1]() < 2:
+        pytest.skip("the products' BLAS has no thread functions here or runs one thread")
+    return found
+
+
 def test_small_products_run_blas_on_one_thread_and_restore_it():
     from tracer.backend.cpu import blas as cpu_blas
-    found = cpu_blas.scipy_openblas_functions()
-    if found is None or found[1]() < 2:
-        pytest.skip("SciPy's OpenBLAS is not found here or runs one thread")
-    getter = found[1]
+    getter = _products_blas_threads()[1]
     default = getter()
     seen = []
     cpu_blas.single_threaded(lambda: seen.append(getter()))()
@@ -99,16 +108,13 @@ def test_the_interpreter_runs_small_products_on_one_numpy_blas_thread():
 def test_large_products_run_blas_on_one_thread_only_while_the_machine_is_busy(
         monkeypatch, load, want_one):
     from tracer.backend.cpu import blas as cpu_blas
-    functions = cpu_blas.scipy_openblas_functions()
-    if functions is None or functions[1]() < 2:
-        pytest.skip("SciPy's OpenBLAS is not found here or runs one thread")
-    getter = functions[1]
-    found = (functions[0], getter())
+    getter = _products_blas_threads()[1]
+    default = getter()
     monkeypatch.setattr(cpu_blas.os, "getloadavg", lambda: (load, load, load))
     monkeypatch.setattr(cpu_blas, "_busy_reading", [0.0, False])  # (read afresh)
     seen = []
     cpu_blas.threads_while_idle(lambda: seen.append(getter()), cores=2)()
-    assert seen == [1 if want_one else found[1]] and getter() == found[1]
+    assert seen == [1 if want_one else default] and getter() == default
 
 
 def test_the_largest_product_is_counted_inside_control_flow():

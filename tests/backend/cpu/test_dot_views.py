@@ -1,4 +1,4 @@
-"""`dot_general` on the cpu backend: np.dot on the operands themselves where they are
+"""`dot_general` on the cpu backend: BLAS on the operands themselves where they are
 the (rows, cols) matrices BLAS reads, on 2-D or 3-D views where not; every grouping of
 free, contracting and batch dims gives NumPy's `einsum` result and the interpreter's."""
 

@@ -83,7 +83,7 @@ def test_only_the_dtype_aliases_and_modules_used_are_imported():
 
 def test_temporaries_do_not_read_as_outputs():
     """Views of a product's operands are `<name>_3d`, never `out3_2` beside `out3`
-    (a product without batch dims calls np.dot on the operands themselves: no view)."""
+    (a product without batch dims calls BLAS on the operands themselves: no view)."""
     source = _cpu_source(tr.grad(mlp_loss, argnums=(0, 1)), *_mlp_args(5))
     assert not re.search(r"\bout\d+_\d+\b", source), source
     assert re.search(r"\bout0\b", source) and "_3d" not in source

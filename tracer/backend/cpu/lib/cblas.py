@@ -44,6 +44,8 @@ from numba.extending import overload
 TYPES = ("float32", "float64", "complex64", "complex128")
 _LETTER = dict(zip(TYPES, "sdcz"))
 GEMM_SYMBOLS = {t: f"tracer_cblas_{_LETTER[t]}gemm" for t in TYPES}
+TRSM_SYMBOLS = {t: f"tracer_cblas_{_LETTER[t]}trsm" for t in TYPES}
+TRSM_PAYS_SYMBOL = "tracer_blas_trsm_pays"
 THREADS_SYMBOL = "tracer_blas_threads_local"
 _THREAD_SETTER = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int)
 _THREAD_GETTER = ctypes.CFUNCTYPE(ctypes.c_int)
@@ -51,12 +53,16 @@ _THREAD_GETTER = ctypes.CFUNCTYPE(ctypes.c_int)
 
 @dataclass(frozen=True)
 class Provider:
-    """Where the symbols point: the library's name, its gemm addresses by dtype name,
-    the addresses of its `int set_threads_local(int)` (returns the previous count; 0:
-    the library's default) and `int get_threads(void)`, 0 where it has none."""
+    """Where the symbols point: the library's name, its gemm and trsm addresses by dtype
+    name, whether its trsm beats tracer's blocked triangular solve on its gemm
+    (`cpu.lib.triangular`), the addresses of its `int set_threads_local(int)` (returns
+    the previous count; 0: the library's default) and `int get_threads(void)`, 0 where
+    it has none."""
 
     name: str
     gemm: dict[str, int]
+    trsm: dict[str, int]
+    trsm_pays: bool
     threads_local: int
     get_threads: int
 
@@ -80,7 +86,8 @@ def _optional(library: ctypes.CDLL, *names: str) -> int:
 def mkl_provider(address_of: Callable[[str], int]) -> Provider:
     """MKL's functions, given the address of each by name in the loaded libmkl_rt."""
     gemm = {t: address_of(f"cblas_{_LETTER[t]}gemm_64") for t in TYPES}
-    return Provider("mkl", gemm, address_of("MKL_Set_Num_Threads_Local"),
+    trsm = {t: address_of(f"cblas_{_LETTER[t]}trsm_64") for t in TYPES}
+    return Provider("mkl", gemm, trsm, True, address_of("MKL_Set_Num_Threads_Local"),
                     address_of("MKL_Get_Max_Threads"))
 
 
@@ -91,15 +98,17 @@ def _numpy_openblas() -> Provider | None:
     library = ctypes.CDLL(path)
     try:
         gemm = {t: _address(library, f"scipy_cblas_{_LETTER[t]}gemm64_") for t in TYPES}
+        trsm = {t: _address(library, f"scipy_cblas_{_LETTER[t]}trsm64_") for t in TYPES}
     except AttributeError:  # another build of it: not the interface bound here
         return None
-    return Provider("numpy-openblas", gemm, _optional(library, "openblas_set_num_threads_local"),
+    return Provider("numpy-openblas", gemm, trsm, False,
+                    _optional(library, "openblas_set_num_threads_local"),
                     _optional(library, "scipy_openblas_get_num_threads64_"))
 
 
 def _scipy_blas() -> Provider:
     from . import cblas_scipy  # (compiles or loads the adapters: only where needed)
-    return Provider("scipy-blas", cblas_scipy.adapter_addresses(),
+    return Provider("scipy-blas", *cblas_scipy.adapter_addresses(), False,
                     *cblas_scipy.thread_functions())
 
 
@@ -109,8 +118,10 @@ _bound: list[Provider] = []
 def bind(found: Provider) -> None:
     """Point tracer's symbols at `found`'s functions: code linked from then on calls it
     (code loaded earlier keeps the addresses it was linked with)."""
-    for dtype, symbol in GEMM_SYMBOLS.items():
-        binding.add_symbol(symbol, found.gemm[dtype])
+    for dtype in TYPES:
+        binding.add_symbol(GEMM_SYMBOLS[dtype], found.gemm[dtype])
+        binding.add_symbol(TRSM_SYMBOLS[dtype], found.trsm[dtype])
+    binding.add_symbol(TRSM_PAYS_SYMBOL, _constant(int(found.trsm_pays)).address)
     binding.add_symbol(THREADS_SYMBOL, found.threads_local or _keep_threads().address)
     _bound[:] = [found]
 
@@ -123,6 +134,22 @@ def _keep_threads() -> Any:
 
 def _no_thread_setter(count: int) -> int:
     return 0
+
+
+@functools.cache
+def _constant(value: int) -> Any:
+    """A C function returning `value` (0 or 1): a fact about the bound provider that
+    compiled code reads at run time."""
+    return cfunc(types.int32(), cache=True)(_one if value else _zero)
+
+
+def _one() -> int:
+    return 1
+
+
+def _zero() -> int:
+    return 0
+
 
 
 def default_provider() -> Provider:
@@ -167,6 +194,20 @@ _GEMM = {t: types.ExternalFunction(GEMM_SYMBOLS[t], _gemm_signature(getattr(type
 _set_threads_local = types.ExternalFunction(THREADS_SYMBOL, types.intc(types.intc))
 
 
+def _trsm_signature(dtype: types.Type) -> types.Type:
+    """CBLAS's ILP64 trsm: layout, side, uplo, transpose and diag as C ints, sizes int64;
+    alpha by value for real dtypes, by pointer for complex ones."""
+    scalar = dtype if isinstance(dtype, types.Float) else types.voidptr
+    i32, i64, ptr = types.int32, types.int64, types.voidptr
+    return types.void(i32, i32, i32, i32, i32, i64, i64, scalar, ptr, i64, ptr, i64)
+
+
+_TRSM = {t: types.ExternalFunction(TRSM_SYMBOLS[t], _trsm_signature(getattr(types, t)))
+         for t in TYPES}
+_trsm_pays = types.ExternalFunction(TRSM_PAYS_SYMBOL, types.int32())
+LEFT, RIGHT, UPPER, LOWER, NON_UNIT, UNIT = 141, 142, 121, 122, 131, 132
+
+
 def gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc):  # noqa: ANN001, ANN201
     """c = alpha op(a) op(b) + beta c, row-major: CBLAS gemm on the arrays' first
     elements (`x[offset:]` for a block of a flat array), BLAS dtypes only."""
@@ -188,6 +229,37 @@ def _gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc):  # no
         call(ROW_MAJOR, trans_a, trans_b, m, n, k, scalars[0:].ctypes, a.ctypes, lda,
              b.ctypes, ldb, scalars[1:].ctypes, c.ctypes, ldc)
     return complex_
+
+
+def trsm(left, lower, trans, unit, m, n, a, lda, b, ldb):  # noqa: ANN001, ANN201
+    """b (m, n) <- op(a)⁻¹ b (`left`) or b op(a)⁻¹, row-major, with a the lower (upper)
+    triangle of an (m, m) or (n, n) matrix; op: `trans` (NO_TRANS, TRANS, or 113 for
+    the conjugate transpose); `unit`: a unit diagonal (not read)."""
+
+
+@overload(trsm, jit_options=_JIT)
+def _trsm(left, lower, trans, unit, m, n, a, lda, b, ldb):  # noqa: ANN001, ANN202
+    call = _TRSM[str(b.dtype)]
+    dtype = np.dtype(str(b.dtype))
+
+    if dtype.kind == "f":
+        def real(left, lower, trans, unit, m, n, a, lda, b, ldb):
+            call(ROW_MAJOR, LEFT if left else RIGHT, LOWER if lower else UPPER, trans,
+                 UNIT if unit else NON_UNIT, m, n, b.dtype.type(1), a.ctypes, lda, b.ctypes,
+                 ldb)
+        return real
+
+    def complex_(left, lower, trans, unit, m, n, a, lda, b, ldb):
+        one = np.ones(1, dtype)
+        call(ROW_MAJOR, LEFT if left else RIGHT, LOWER if lower else UPPER, trans,
+             UNIT if unit else NON_UNIT, m, n, one.ctypes, a.ctypes, lda, b.ctypes, ldb)
+    return complex_
+
+
+@njit(**_JIT)
+def trsm_pays():  # noqa: ANN201
+    """Whether the bound BLAS's trsm beats tracer's own triangular solve (`Provider`)."""
+    return _trsm_pays() != 0
 
 
 @njit(**_JIT)

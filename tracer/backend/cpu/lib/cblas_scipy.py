@@ -1,10 +1,13 @@
 """`cpu.lib.cblas`'s last provider: its CBLAS interface over SciPy's BLAS, for a NumPy
 without a bundled OpenBLAS (the route numba's own `np.dot` takes).
 
-Each adapter is a `cfunc` with the signature of `cblas_?gemm_64` that calls numba's
-`numba_xxgemm` (column-major, Fortran's conventions): the row-major product
-c = op(a) op(b) is the column-major cᵀ = op(b)ᵀ op(a)ᵀ, the operands' storage read
-as it is, with the same transpose flags.
+Each adapter is a `cfunc` with the signature of `cblas_?gemm_64` / `cblas_?trsm_64`
+that calls SciPy's Fortran routine (column-major): gemm through numba's
+`numba_xxgemm`, trsm through `scipy.linalg.cython_blas`'s address, registered under
+`tracer_scipy_?trsm` (by name: the adapters stay valid in numba's disk cache). Row-major
+storage read as column-major is the transpose: the product c = op(a) op(b) is
+cᵀ = op(b)ᵀ op(a)ᵀ with the same transpose flags, and a solve from the left is one
+from the right with the other triangle.
 """
 # numba kernels: their argument types come from the call, so no annotations
 # ruff: noqa: ANN001, ANN201, ANN202
@@ -61,9 +64,49 @@ def _adapter(name: str):
     return cfunc(_cblas_signature(numba_type), cache=True)(gemm)
 
 
-def adapter_addresses() -> dict[str, int]:
-    """The address of each dtype's adapter (compiled, or loaded from numba's cache)."""
-    return {name: _adapter(name).address for name in _KINDS}
+def _fortran_trsm(name: str) -> types.ExternalFunction:
+    """SciPy's ?trsm(side*, uplo*, transa*, diag*, m*, n*, alpha*, a*, lda*, b*, ldb*)."""
+    from llvmlite import binding
+    from numba.extending import get_cython_function_address
+    symbol = f"tracer_scipy_{_KINDS[name]}trsm"
+    binding.add_symbol(symbol, get_cython_function_address("scipy.linalg.cython_blas",
+                                                           f"{_KINDS[name]}trsm"))
+    return types.ExternalFunction(symbol, types.void(*[types.voidptr] * 11))
+
+
+def _trsm_signature(dtype: types.Type) -> types.Type:
+    scalar = dtype if isinstance(dtype, types.Float) else types.voidptr
+    i32, i64, ptr = types.int32, types.int64, types.voidptr
+    return types.void(i32, i32, i32, i32, i32, i64, i64, scalar, ptr, i64, ptr, i64)
+
+
+def _trsm_adapter(name: str):
+    numba_type = getattr(types, name)
+    call, dtype = _fortran_trsm(name), np.dtype(name)
+    real = dtype.kind == "f"
+
+    def trsm(layout, side, uplo, trans, diag, m, n, alpha, a, lda, b, ldb):
+        flags = np.empty(4, np.uint8)  # side, uplo, transa, diag as Fortran's letters
+        flags[0] = 82 if side == 141 else 76          # left <-> 'R', right <-> 'L'
+        flags[1] = 85 if uplo == 122 else 76          # lower <-> 'U', upper <-> 'L'
+        flags[2] = _flag(trans)
+        flags[3] = 85 if diag == 132 else 78          # 'U'nit or 'N'on-unit
+        sizes = np.empty(4, np.int32)
+        sizes[0], sizes[1], sizes[2], sizes[3] = n, m, lda, ldb
+        scalar = np.empty(1, dtype)
+        if real:
+            scalar[0] = alpha
+        call(flags[0:].ctypes, flags[1:].ctypes, flags[2:].ctypes, flags[3:].ctypes,
+             sizes[0:].ctypes, sizes[1:].ctypes, scalar.ctypes if real else alpha, a,
+             sizes[2:].ctypes, b, sizes[3:].ctypes)
+    return cfunc(_trsm_signature(numba_type), cache=True)(trsm)
+
+
+def adapter_addresses() -> tuple[dict[str, int], dict[str, int]]:
+    """The addresses of each dtype's gemm and trsm adapters (compiled, or loaded from
+    numba's cache)."""
+    return ({name: _adapter(name).address for name in _KINDS},
+            {name: _trsm_adapter(name).address for name in _KINDS})
 
 
 def thread_functions() -> tuple[int, int]:
