@@ -18,6 +18,7 @@ DEFERRED = ["numba", "llvmlite", "scipy", "numpy.random", "multiprocessing",
             "tracer.hlo_draw.svg", "tracer.hlo_draw.layout", "tracer.passes",
             "tracer.backend.numba.fusion", "tracer.distributed.host_ops",
             "tracer.backend.cpu.lib.mkl", "tracer.backend.cpu.lib.fft_mkl",
+            "tracer.backend.cpu.lib.cblas",
             "tracer.numpy.linalg", "tracer.numpy.fft", "tracer.numpy._quantile",
             "tracer.numpy._stats", "tracer.numpy._einsum", "tracer.ops.decomp",
             "tracer.ops.fft", "tracer.ops.conv", "tracer.ops.window", "tracer.ops.rng"]

@@ -165,7 +165,8 @@ def _compiled_host(prepared: Prepared, signature: tuple) -> tuple[Any, bool]:
     """The host function compiled for `signature` (or loaded from memory or disk), and
     whether numba compiled it."""
     start = time.perf_counter_ns()
-    blas.bind_fastest()  # (the products link against the BLAS bound now)
+    if blas.uses_blas(prepared.module.source):  # (they link against the BLAS bound now)
+        blas.bind_fastest()
     dispatcher, fresh = cache.compile_module(prepared.module.source, prepared.function,
                                              signature)
     profiler.record("numba compile" if fresh else "cache load", "compile", start,

@@ -16,6 +16,7 @@ module has loaded it.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
 from typing import Any, Callable
@@ -59,27 +60,34 @@ def _scipy_openblas() -> tuple[Callable[[int], None], Callable[[], int]] | None:
 def single_threaded(call: Callable[..., Any]) -> Callable[..., Any]:
     """`call` with the products' BLAS, and SciPy's OpenBLAS if loaded, on one thread
     while it runs (unchanged where both already run one thread)."""
+    return _on_threads(call, 1, scipy_too=True)
+
+
+def _on_threads(call: Callable[..., Any], count: int, scipy_too: bool) -> Callable[..., Any]:
+    """`call` with the products' BLAS on `count` threads for the calling thread (and
+    SciPy's OpenBLAS, `scipy_too`), each put back after; unchanged where they are."""
     from .lib import cblas
     own = cblas.thread_functions()
-    scipy = _scipy_openblas() if cblas.provider().name != "scipy-blas" else None
-    scipy_default = int(scipy[1]()) if scipy else 1
-    if (own is None or own[1]() <= 1) and scipy_default <= 1:
+    set_local = own[0] if own is not None and own[1]() != count else None
+    scipy = (_scipy_openblas() if scipy_too and cblas.provider().name != "scipy-blas"
+             else None)
+    scipy_default = int(scipy[1]()) if scipy else count
+    if set_local is None and scipy_default == count:
         return call
-    set_local = own[0] if own else None
 
-    def one_blas_thread(*args: Any) -> Any:
-        previous = set_local(1) if set_local else 0
-        if scipy_default > 1:
-            scipy[0](1)
+    def on_threads(*args: Any) -> Any:
+        previous = set_local(count) if set_local else 0
+        if scipy_default != count:
+            scipy[0](count)
         try:
             return call(*args)
         finally:
             if set_local:
                 set_local(previous)
-            if scipy_default > 1:
+            if scipy_default != count:
                 scipy[0](scipy_default)
 
-    return one_blas_thread
+    return on_threads
 
 
 def machine_busy(cores: int) -> bool:
@@ -97,12 +105,23 @@ def machine_busy(cores: int) -> bool:
 
 def threads_while_idle(call: Callable[..., Any], cores: int) -> Callable[..., Any]:
     """`call` with its BLAS on one thread while the machine is busier than its cores,
-    on the process's threads otherwise."""
+    on `cores` threads otherwise (MKL would take every physical core)."""
     one_thread = single_threaded(call)
-    if one_thread is call:  # (no such library, or it already runs one thread)
+    all_threads = _on_threads(call, cores, scipy_too=False)
+    if one_thread is call and all_threads is call:  # (no such library)
         return call
 
     def blas_threads_if_idle(*args: Any) -> Any:
-        return (one_thread if machine_busy(cores) else call)(*args)
+        return (one_thread if machine_busy(cores) else all_threads)(*args)
 
     return blas_threads_if_idle
+
+
+def uses_blas(source: str) -> bool:
+    """Whether a generated module imports a library that calls `cpu.lib.cblas`."""
+    return _BLAS_LIBRARIES.search(source) is not None
+
+
+_BLAS_LIBRARIES = re.compile(
+    r"^from tracer\.backend\.cpu\.lib\.(cblas|conv_entry|linalg|triangular) import",
+    re.MULTILINE)
