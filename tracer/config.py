@@ -174,9 +174,10 @@ SETTINGS: tuple[Setting, ...] = (
             _optional_threads, valid=_is_optional_threads,
             allowed="an integer >= 1, or empty for every core the process may use"),
     Setting("use_mkl", True,
-            "Let the cpu backend call Intel MKL where it has it (fft: MKL's DFTI) when the "
-            "`mkl` wheel is installed (the `mkl` extra); False, or without it: DUCC0 "
-            "(rocket-fft). Applies to functions compiled from then on.", _bool,
+            "Let the cpu backend call Intel MKL where it has it (fft: MKL's DFTI; products "
+            "and triangular solves: its BLAS) when the `mkl` wheel is installed (the `mkl` "
+            "extra); False, or without it: DUCC0 (rocket-fft) and NumPy's OpenBLAS. Applies "
+            "to functions compiled from then on.", _bool,
             valid=_is_bool, allowed=_BOOLEAN),
     Setting("progress", True,
             "Show a compile that takes over a second: a status line on a terminal, a "
