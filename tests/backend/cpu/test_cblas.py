@@ -153,6 +153,39 @@ def test_machine_code_cached_under_one_blas_runs_under_another(tmp_path):
         assert compiled[1] == "1" and loaded[1] == "0"  # (the second from disk)
 
 
+_FORKED = """
+    import json, os, time
+    import numpy as np
+    from tracer.backend.cpu import blas
+    from tracer.backend.cpu.lib import cblas
+    assert blas.bind_fastest() == "mkl"
+    a = np.random.default_rng(0).standard_normal((600, 600))
+    out = np.empty_like(a)
+    cblas.blas_matmul(a, a, out)  # on MKL's threads (its OpenMP pool now runs)
+    pid = os.fork()
+    if pid == 0:
+        cblas.blas_matmul(a, a, out)
+        os._exit(0 if np.allclose(out, a @ a) else 1)
+    for _ in range(600):
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        time.sleep(0.1)
+    else:
+        os.kill(pid, 9)
+        status = "hung"
+    print(json.dumps(status))
+"""
+
+
+def test_a_child_forked_after_threaded_products_computes_them():
+    """libgomp's pool (MKL's threads) does not survive a fork: the child runs one thread
+    (without that it waits for the lost pool forever)."""
+    if not _mkl_installed():
+        pytest.skip("MKL is not installed (the mkl extra)")
+    assert _run(_FORKED, MKL_NUM_THREADS="2").split() == ["0"]
+
+
 _solve = tr.jit(tnp.linalg.solve)
 
 

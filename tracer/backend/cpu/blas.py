@@ -76,7 +76,7 @@ def _on_threads(call: Callable[..., Any], count: int, scipy_too: bool) -> Callab
         return call
 
     def on_threads(*args: Any) -> Any:
-        previous = set_local(count) if set_local else 0
+        previous = set_local(min(count, cblas.thread_cap())) if set_local else 0
         if scipy_default != count:
             scipy[0](count)
         try:

@@ -57,7 +57,9 @@ class Provider:
     name, whether its trsm beats tracer's blocked triangular solve on its gemm
     (`cpu.lib.triangular`), the addresses of its `int set_threads_local(int)` (returns
     the previous count; 0: the library's default) and `int get_threads(void)`, 0 where
-    it has none."""
+    it has none; for a library whose thread pool does not survive a fork (MKL on GNU
+    OpenMP: a threaded call in the child waits for it forever), its process-wide
+    `void set_threads(int)`, which a forked child calls with 1."""
 
     name: str
     gemm: dict[str, int]
@@ -65,6 +67,7 @@ class Provider:
     trsm_pays: bool
     threads_local: int
     get_threads: int
+    fork_unsafe_threads: int = 0  # `void set_threads(int)` where threads die in a fork
 
 
 def bundled_openblas() -> str | None:
@@ -88,7 +91,7 @@ def mkl_provider(address_of: Callable[[str], int]) -> Provider:
     gemm = {t: address_of(f"cblas_{_LETTER[t]}gemm_64") for t in TYPES}
     trsm = {t: address_of(f"cblas_{_LETTER[t]}trsm_64") for t in TYPES}
     return Provider("mkl", gemm, trsm, True, address_of("MKL_Set_Num_Threads_Local"),
-                    address_of("MKL_Get_Max_Threads"))
+                    address_of("MKL_Get_Max_Threads"), address_of("MKL_Set_Num_Threads"))
 
 
 def _numpy_openblas() -> Provider | None:
@@ -163,6 +166,25 @@ def provider() -> Provider:
     if not _bound:
         bind(default_provider())
     return _bound[0]
+
+
+def thread_cap() -> int:
+    """The most BLAS threads a call may ask for: 1 in a child forked where the bound
+    library's threads do not survive a fork, unlimited otherwise."""
+    return _thread_cap[0]
+
+
+_thread_cap = [1 << 30]
+
+
+def _after_fork_in_child() -> None:
+    setter = _bound[0].fork_unsafe_threads if _bound else 0
+    if setter:
+        ctypes.CFUNCTYPE(None, ctypes.c_int)(setter)(1)
+        _thread_cap[0] = 1
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def thread_functions() -> tuple[Callable[[int], int], Callable[[], int]] | None:
