@@ -19,10 +19,13 @@ import os
 import re
 import sys
 import time
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ...config import config
 from ..blas_threads import openblas_functions
+
+if TYPE_CHECKING:
+    from .lib.cblas import Provider
 
 SCIPY_LIBS = "scipy.libs"
 BUSY_CHECK_SECONDS = 1.0  # how long one reading of the load average is trusted
@@ -35,18 +38,26 @@ def bind_fastest() -> str:
     from .lib import cblas
     use_mkl = bool(config.use_mkl)
     if _bound_for[0] != use_mkl:
-        from .lib import mkl
-        if use_mkl and mkl.available():
-            from llvmlite import binding
-            cblas.bind(cblas.mkl_provider(
-                lambda name: binding.address_of_symbol(mkl.symbol(name))))
-        else:
-            cblas.bind(cblas.default_provider())
+        cblas.bind((use_mkl and _mkl_provider()) or cblas.default_provider())
         _bound_for[0] = use_mkl
     return cblas.provider().name
 
 
 _bound_for: list[bool | None] = [None]  # config.use_mkl when the BLAS was last bound
+
+
+def _mkl_provider() -> Provider | None:
+    """MKL's functions where it is installed and loads, else None (also for an MKL
+    older than its ILP64 `cblas_?gemm_64` symbols)."""
+    from llvmlite import binding
+
+    from .lib import cblas, mkl
+    if not mkl.available():
+        return None
+    try:
+        return cblas.mkl_provider(lambda name: binding.address_of_symbol(mkl.symbol(name)))
+    except AttributeError:
+        return None
 
 
 def _scipy_openblas() -> tuple[Callable[[int], None], Callable[[], int]] | None:
