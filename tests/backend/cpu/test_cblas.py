@@ -186,6 +186,30 @@ def test_a_child_forked_after_threaded_products_computes_them():
     assert _run(_FORKED, MKL_NUM_THREADS="2").split() == ["0"]
 
 
+def _products(a, b):
+    product = tnp.swapaxes(a, -1, -2) @ b
+    return product, product @ tnp.swapaxes(b, -1, -2)
+
+
+_batched_products = tr.jit(_products)
+
+
+@settings(max_examples=15)
+@given(batch=st.integers(1, 3), m=st.integers(0, 40), n=st.integers(0, 40),
+       k=st.integers(0, 40))
+def test_batched_and_transposed_products_match_numpy(batch, m, n, k):
+    """Transposed operands read in place by BLAS, per batch element, empty and single
+    rows, columns and contractions included (one compile: sizes are run-time values)."""
+    rng = np.random.default_rng(batch * 10**6 + m * 10**4 + n * 100 + k)
+    a = rng.standard_normal((batch, k, m)).astype(np.float32)
+    b = rng.standard_normal((batch, k, n)).astype(np.float32)
+    want = a.transpose(0, 2, 1) @ b
+    got, again = _batched_products(a, b)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * (k + 1))
+    np.testing.assert_allclose(again, want @ b.transpose(0, 2, 1), rtol=1e-4,
+                               atol=1e-4 * (k + 1) * (n + 1))
+
+
 _solve = tr.jit(tnp.linalg.solve)
 
 
