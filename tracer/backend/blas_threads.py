@@ -1,8 +1,9 @@
-"""BLAS threads only where they pay: small products run on one OpenBLAS thread.
+"""BLAS threads only where they pay: small products run on one BLAS thread.
 
-Two OpenBLAS builds can be loaded in one process: NumPy's (`numpy.libs`, behind
-`np.matmul` and so behind the interpreter tier) and SciPy's (`scipy.libs`, the one
-numba's `np.dot` calls). Each starts as many threads as there are cores for every
+Several BLAS libraries can be loaded in one process: NumPy's OpenBLAS (`numpy.libs`,
+behind `np.matmul` and so behind the interpreter tier), the one compiled products call
+(MKL, else NumPy's OpenBLAS: `cpu/blas.py`) and SciPy's OpenBLAS (`scipy.libs`, behind
+numba's LAPACK calls). Each starts as many threads as there are cores for every
 product. For the products of a small model (a 128x784 by 784x256 layer: 25 MFLOP) the
 threads save little on a quiet machine and cost 10x when another process keeps the
 cores busy (measured: 60 ms against 4 ms on one thread, two cores under load; the
