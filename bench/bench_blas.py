@@ -3,7 +3,12 @@ side by side on the bench's shapes, one thread, interleaved rounds (medians):
 SciPy's OpenBLAS (what numba's `np.dot` calls), NumPy's bundled OpenBLAS, Intel MKL
 (the `mkl` extra) and PyTorch (its own MKL), each called into preallocated outputs.
 
-    python -m bench.bench_blas
+    python -m bench.bench_blas            # the libraries
+    python -m bench.bench_blas --tracer   # tracer's jitted calls beside torch eager
+
+`--tracer` pairs the BLAS-bound workloads of bench_cpu, bench_conv and bench_linalg
+(tracer's jitted call and PyTorch's, interleaved rounds in one process): steadier
+ratios on a shared machine than rows timed one after another.
 
 Each library is called through ctypes (a few microseconds per call, the same for all);
 the trsm rows copy the right-hand sides in first (0.1-0.2 ms). A library that is not
@@ -16,10 +21,12 @@ import ctypes
 import glob
 import os
 import statistics
+import sys
 import time
 from typing import Any, Callable
 
-os.environ.update(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
+os.environ.update(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1",
+                  TRACER_NUM_THREADS="1", NUMBA_NUM_THREADS="1")
 os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
 
 import numpy as np  # noqa: E402 - after the thread limits
@@ -130,6 +137,63 @@ def main() -> None:
     _show("trsm float64 512x512, 512 right-hand sides", _interleaved(rows))
 
 
+def _tracer_workloads(torch: Any) -> list[tuple[str, Callable[[], Any], Callable[[], Any]]]:
+    """(title, tracer's jitted call, torch's eager call) of the BLAS-bound bench rows."""
+    import torch.nn.functional as functional
+
+    import tracer as tr
+    import tracer.numpy as tnp
+    from bench.bench_cpu import _gelu, _softmax
+    from bench.peers import torch_numpy
+    from tracer import ops
+    rng, tn = np.random.default_rng(0), torch_numpy(torch)
+    rows = []
+    for dtype in (np.float32, np.float64):
+        a, b = (rng.standard_normal((1024, 1024)).astype(dtype) for _ in range(2))
+        ta, tb = torch.from_numpy(a), torch.from_numpy(b)
+        rows.append((f"matmul {np.dtype(dtype).name}[1024,1024]",
+                     lambda f=tr.jit(lambda a, b: a @ b), a=a, b=b: f(a, b),
+                     lambda ta=ta, tb=tb: ta @ tb))
+    x = rng.standard_normal((256, 1024)).astype(np.float32)
+    w1, w2 = (rng.standard_normal((1024, 1024)).astype(np.float32) / 32 for _ in range(2))
+    b1 = rng.standard_normal(1024).astype(np.float32)
+    mlp = lambda x, w1, b1, w2, np_: _softmax(_gelu(x @ w1 + b1, np_) @ w2, np_)  # noqa: E731
+    f, targs = tr.jit(lambda *a: mlp(*a, tnp)), [torch.from_numpy(v) for v in (x, w1, b1, w2)]
+    rows.append(("MLP forward, batch 256, width 1024", lambda: f(x, w1, b1, w2),
+                 lambda: mlp(*targs, tn)))
+    xc = rng.standard_normal((32, 256, 28, 28)).astype(np.float32)
+    wc = rng.standard_normal((64, 256, 1, 1)).astype(np.float32)
+    conv, txc, twc = tr.jit(lambda x, w: ops.conv(x, w, (1, 1), "SAME")), *map(
+        torch.from_numpy, (xc, wc))
+    rows.append(("conv 1x1 32x256x28x28 -> 64", lambda: conv(xc, wc),
+                 lambda: functional.conv2d(txc, twc)))
+    a, b = rng.standard_normal((1, 512, 512)), rng.standard_normal((1, 512, 512))
+    solve, ta, tb = tr.jit(tnp.linalg.solve), torch.from_numpy(a), torch.from_numpy(b)
+    rows.append(("solve float64[1,512,512], 512 right-hand sides", lambda: solve(a, b),
+                 lambda: torch.linalg.solve(ta, tb)))
+    t = np.tril(a) + 512 * np.eye(512)
+    tri = tr.jit(lambda a, b: ops.triangular_solve(a, b, left_side=True, lower=True))
+    tt = torch.from_numpy(t)
+    rows.append(("triangular_solve float64[1,512,512] [1,512,512]", lambda: tri(t, b),
+                 lambda: torch.linalg.solve_triangular(tt, tb, upper=False)))
+    return rows
+
+
+def tracer_beside_torch() -> None:
+    torch = _torch()
+    if torch is None:
+        print("PyTorch is not installed (the bench extra)")
+        return
+    print("one thread, ms per call; tracer / torch eager")
+    for title, ours, theirs in _tracer_workloads(torch):
+        np.testing.assert_allclose(np.asarray(ours()), theirs().numpy(), rtol=2e-3,
+                                   atol=2e-3, err_msg=title)
+        times = _interleaved({"tracer": ours, "torch": theirs}, rounds=9)
+        print(f"{title:50s} tracer {times['tracer'] * 1e3:7.2f}  torch "
+              f"{times['torch'] * 1e3:7.2f}  x{times['tracer'] / times['torch']:.2f}",
+              flush=True)
+
+
 def _show(title: str, times: dict[str, float]) -> None:
     best = min(times.values())
     cells = "  ".join(f"{name} {s * 1e3:.2f} (x{s / best:.2f})" for name, s in times.items())
@@ -137,4 +201,4 @@ def _show(title: str, times: dict[str, float]) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    tracer_beside_torch() if "--tracer" in sys.argv[1:] else main()
