@@ -31,7 +31,7 @@ import numpy as np
 
 import tracer as tr
 import tracer.numpy as tnp
-from bench.common import first_call_timed, report, timeit, try_import_jax
+from bench.common import first_call_timed, jax_x64, report, timeit, try_import_jax
 from bench.machine import bound as machine_bound
 from bench.peers import (pytensor_rows, torch_numpy, torch_rows, try_import_pytensor,
                          try_import_torch)
@@ -107,14 +107,7 @@ def _jax_rows(jax: Any, fn: Callable[..., Any], *args: np.ndarray) -> list:
     if jax is None:
         return []
     wide = any(np.asarray(a).dtype.itemsize == 8 for a in args)
-    with jax.enable_x64(wide):
-        jitted = jax.jit(fn)
-        device_args = [jax.numpy.asarray(a) for a in args]
-
-    def run() -> Any:
-        with jax.enable_x64(wide):
-            return jitted(*device_args).block_until_ready()
-    return [("jax", run)]
+    return [("jax", jax_x64(jax, fn, *args, on=wide))]
 
 # ------------------------------------------------------------------ element-wise
 

@@ -68,16 +68,16 @@ def try_import_jax() -> Any:
         return None
 
 
-def jax_x64(jax: Any, fn: Callable[..., Any], *args: Any) -> Callable[[], Any]:
-    """A run of `jax.jit(fn)` on `args` with JAX's 64-bit types on for this row only (by
+def jax_x64(jax: Any, fn: Callable[..., Any], *args: Any, on: bool = True) -> Callable[[], Any]:
+    """A run of `jax.jit(fn)` on `args` with JAX's 64-bit types `on` for this row only (by
     default JAX narrows float64/int64 arrays to 32 bits). The setting is global: turned
     on for good by one suite, it changed the JAX rows of the suites run after it."""
-    with jax.enable_x64(True):
+    with jax.enable_x64(on):
         jitted = jax.jit(fn)
         device_args = [jax.numpy.asarray(a) for a in args]
 
     def run() -> Any:
-        with jax.enable_x64(True):
+        with jax.enable_x64(on):
             return jax.block_until_ready(jitted(*device_args))
     return run
 
