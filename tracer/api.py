@@ -10,19 +10,17 @@ import functools
 import inspect
 import time
 import weakref
-from collections import OrderedDict
 from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-from . import cache, profiler, progress, reprs, tiers
+from . import cache, dispatch, profiler, progress, reprs, tiers
 from .backend import backend_loaded, backend_names, get_backend
 from .config import config
 from .core import ShapedArray, typecheck
 from .errors import (TracerError, TracerTypeError, TracerValueError, add_user_line,
                      names_user_line)
 from .hlo import HloModule
-from .numpy._eager import EagerArray
 from .stages import Compiled, Lowered
 from .tracing import GraphBuilder, current_builder, is_value
 from .tree_util import (keystr, tree_flatten, tree_flatten_with_path, tree_map,
@@ -55,8 +53,10 @@ class Jitted:
             self.static_argnums, self.name)
         self.backend = backend
         self._statics = bool(self.static_argnums or self.static_argnames)
-        # least recently used first; at most config.jit_cache_size entries
-        self._cache: OrderedDict[tuple, tuple[Compiled, Any]] = OrderedDict()
+        # at most config.jit_cache_size entries; the least recently used goes first
+        self._cache: dict[tuple, dispatch.Entry] = {}
+        # the same entries by `dispatch.array_key` (see tracer.dispatch)
+        self._fast: dict[tuple, dispatch.Entry] = {}
         self._stats = cache.CacheStats()
         _ALL_JITTED.add(self)
 
@@ -65,41 +65,53 @@ class Jitted:
         try:  # (free when nothing raises: no extra call frame on the hot path)
             if current_builder() is not None:
                 return self._inline(args, kwargs)
-            sigs = None if kwargs or self._statics else _array_signatures(args)
-            if sigs is not None:  # the common case: arrays, positional, nothing static
-                dynamic, statics = (args, kwargs), ()
-                leaves, treedef = args, _flat_treedef(len(args))
-            else:
-                dynamic, statics = self._split(args, kwargs)
-                leaves, treedef = tree_flatten(dynamic)
-                sigs = tuple(map(cache.leaf_signature, leaves))
-            key = (treedef, sigs, statics, self.backend or config.default_backend,
-                   config.debug_print)
-            entry = self._cache.get(key)
-            if entry is None:
-                entry = self._miss(key, args, kwargs, dynamic)
-            else:
-                self._stats.hits += 1
-                try:
-                    self._cache.move_to_end(key)
-                except KeyError:  # another thread evicted it meanwhile: entry still runs
-                    pass
-            compiled = entry[0]
-            try:
-                inputs = list(map(cache.as_input, leaves, sigs))
-            except OverflowError:
-                raise cache.overflow_error(self.name, self._leaf_names(dynamic), leaves,
-                                           sigs) from None
-            if profiler._session is not None:
-                return self._run_recorded(compiled, inputs, leaves)
-            outs = compiled.run(inputs) if compiled.aliased else compiled.executable(*inputs)
-            outs = cache.donated_results(outs, inputs, leaves) if compiled.lowered.donated \
-                else list(map(cache.as_result, outs))
-            return compiled.lowered.out_tree.unflatten(outs)
+            if not kwargs:  # arrays only, positional: the fast index (tracer.dispatch)
+                entry = self._fast.get(dispatch.array_key(args))
+                if entry is not None and profiler._session is None:
+                    self._stats.hits = entry.used = self._stats.hits + 1
+                    return entry.run(*args)
+            return self._call_keyed(args, kwargs)
         except TracerError as e:
             self._stats.failed += 1
             add_user_line(e)
             raise
+
+    def _call_keyed(self, args: tuple, kwargs: dict) -> Any:
+        """A call looked up by its full key (pytree, signatures, static values, config)."""
+        changes = _CONFIG_CHANGES[0]
+        sigs = None if kwargs or self._statics else dispatch.array_signatures(args)
+        if sigs is not None:  # the common case: arrays, positional, nothing static
+            dynamic, statics = (args, kwargs), ()
+            leaves, treedef = args, _flat_treedef(len(args))
+        else:
+            dynamic, statics = self._split(args, kwargs)
+            leaves, treedef = tree_flatten(dynamic)
+            sigs = tuple(map(cache.leaf_signature, leaves))
+        key = (treedef, sigs, statics, self.backend or config.default_backend,
+               config.debug_print)
+        entry = self._cache.get(key)
+        if entry is None:
+            entry = self._miss(key, args, kwargs, dynamic)
+        else:
+            self._stats.hits = entry.used = self._stats.hits + 1
+        if leaves is args:
+            self._remember_fast(sigs, entry, changes)
+        compiled = entry.compiled
+        try:
+            inputs = list(map(cache.as_input, leaves, sigs))
+        except OverflowError:
+            raise cache.overflow_error(self.name, self._leaf_names(dynamic), leaves,
+                                       sigs) from None
+        if profiler._session is not None:
+            return self._run_recorded(compiled, inputs, leaves)
+        return dispatch.run_compiled(compiled, inputs, leaves)
+
+    def _remember_fast(self, sigs: tuple, entry: dispatch.Entry, changes: int) -> None:
+        """`entry` in the fast index under `sigs`, unless the settings in the key
+        changed since this call read them (then its key may be stale)."""
+        self._fast[sigs] = entry
+        if _CONFIG_CHANGES[0] != changes:
+            self._fast.pop(sigs, None)
 
     def _run_recorded(self, compiled: Compiled, inputs: list, leaves: Sequence[Any]) -> Any:
         """One call as a timeline event (only while tr.profiler records)."""
@@ -150,9 +162,16 @@ class Jitted:
         # Shape-generic backends reuse machine code across sizes: count real compiles.
         self._stats.compiles += int(fresh)
         while len(self._cache) >= config.jit_cache_size:
-            self._cache.popitem(last=False)
-        self._cache[key] = entry = (compiled, None)
+            self._evict_least_recent()
+        self._cache[key] = entry = dispatch.Entry(compiled, self._stats.hits)
         return entry
+
+    def _evict_least_recent(self) -> None:
+        """Drop the entry that served longest ago (a miss is O(cache size); hits only
+        stamp their entry). Copies of the dicts: other threads may insert meanwhile."""
+        key, old = min(list(self._cache.items()), key=lambda item: item[1].used)
+        self._cache.pop(key, None)
+        self._fast = {k: e for k, e in list(self._fast.items()) if e is not old}
 
     def _lower_key(self, key: tuple, args: tuple, kwargs: dict, dynamic: tuple) -> Lowered:
         treedef, sigs, _, backend, _ = key
@@ -227,13 +246,14 @@ class Jitted:
 
     def clear_cache(self) -> None:
         self._cache.clear()
+        self._fast.clear()
 
     def wait_compiled(self) -> None:
         """Block until every signature called so far runs compiled code (with
         `config.compile_mode == "async"` the first calls run on the interpreter while
         numba compiles); raises the compile's error as a synchronous compile would."""
-        pending = [c.executable for c, _ in list(self._cache.values())
-                   if isinstance(c.executable, tiers.TieredExecutable)]
+        pending = [e.compiled.executable for e in list(self._cache.values())
+                   if isinstance(e.compiled.executable, tiers.TieredExecutable)]
         if pending:
             with progress.shown(f"compiling {self.name}"):
                 for executable in pending:
@@ -268,7 +288,7 @@ class Jitted:
             parts.append(reprs.table(("arguments", "static arguments", "backend"), rows))
         parts.append(info._repr_html_())
         if self._cache:
-            latest = list(self._cache.values())[-1][0]
+            latest = list(self._cache.values())[-1].compiled
             parts.append(reprs.folded("latest compile: graph and generated source",
                                       latest._repr_html_(), open_=True))
         return reprs.card(f"jit({self.name})", *parts)
@@ -371,18 +391,19 @@ def device_put(x: Any, device: str | None = None) -> Any:
     return tree_map(np.asarray, x)
 
 
-def _array_signatures(args: tuple) -> tuple | None:
-    """`cache.leaf_signature` of each argument in one pass when every one is an ndarray
-    or EagerArray in native byte order (None otherwise). One frame instead of one call
-    per leaf: after a kernel that streamed megabytes, each Python step of the hot path
-    misses the caches, so fewer steps is what makes a call cheap."""
-    sigs = []
-    for a in args:
-        t = type(a)
-        if t is not np.ndarray and t is not EagerArray or not a.dtype.isnative:
-            return None
-        sigs.append((a.shape, a.dtype, False))
-    return tuple(sigs)
+# How often a setting in the jit key (default_backend, debug_print) changed: the fast
+# indexes, keyed without them, are emptied at each change.
+_CONFIG_CHANGES = [0]
+
+
+def _forget_fast_keys(_: Any) -> None:
+    _CONFIG_CHANGES[0] += 1
+    for jitted in list(_ALL_JITTED):
+        jitted._fast = {}
+
+
+config.watch("default_backend", _forget_fast_keys)
+config.watch("debug_print", _forget_fast_keys)
 
 
 @functools.lru_cache(maxsize=64)

@@ -78,6 +78,9 @@ class NumbaExecutable:
         self._call = launcher(module, host, self._dims, n_inputs, strided_host)
         self._threaded = bool(_USES_THREADS.search(module.source))
         self._serial: Callable[[], NumbaExecutable] | NumbaExecutable = serial
+        # What jit's hot path calls (`tracer.dispatch`): the launcher itself when no
+        # thread guard can be needed; it takes ndarrays and EagerArrays alike.
+        self.direct_call = self.__call__ if self._threaded else self._call
 
     def __call__(self, *args: np.ndarray) -> list[np.ndarray]:
         if self._threaded and not threads.SAFE:

@@ -26,6 +26,7 @@ from typing import Any, Callable
 import numba
 import numpy as np
 
+from ...numpy._eager import EagerArray
 from ..numba.scalar import HALVES
 from ..numba.source import SourceWriter
 from .generate import Module
@@ -84,8 +85,9 @@ def launcher(module: Module, host: Callable[..., Any], dims: np.ndarray,
     """A Python function specialized to this module's parameters, so a call does no
     more than check input layouts, find the buffers and call the host function."""
     env: dict[str, Any] = {"host": host, "dims": dims, "ndarray": np.ndarray, "empty": np.empty,
-                           "uint16": np.uint16, "strided": strided, "asarray": np.asarray,
-                           "array": np.array, "np": np, "private": _private}
+                           "eager": EagerArray, "uint16": np.uint16, "strided": strided,
+                           "asarray": np.asarray, "array": np.array, "np": np,
+                           "private": _private}
     w = SourceWriter()
     args = [f"a{k}" for k in range(n_inputs)]
     pooled: list[str] = []
@@ -137,8 +139,9 @@ def _launch_param(w: SourceWriter, env: dict[str, Any], p: Any, pooled: list[str
         env[f"pool_{array}"] = BufferPool()
         pooled.append(array)
         w.line(f"{array} = pool_{array}.take({shape!r}, {dtype.name!r})")
-    else:
-        w.line(f"{array} = empty({shape!r}, {dtype.name!r})")
+    else:  # (a dtype object: NumPy parses a dtype name at every call)
+        env[f"dtype_{array}"] = dtype
+        w.line(f"{array} = empty({shape!r}, dtype_{array})")
     if f16:
         w.line(f"{p.name} = {array}.view(uint16)")
     return p.name
@@ -148,16 +151,20 @@ def _launch_input(w: SourceWriter, a: str, name: str, may_stride: bool) -> None:
     """Input `a` (host parameter `name`) made an aligned C-contiguous ndarray (a copy;
     read-only ones are fine: kernels only write the inputs `_private` vetted), unless
     `may_stride` and `strided` reads it in place. (Unaligned data is copied too: the
-    compiled code assumes aligned arrays.)"""
-    with w.block(f"if type({a}) is not ndarray or not ({a}.flags.c_contiguous and "
-                 f"{a}.flags.aligned)"):
-        if may_stride:
-            with w.block(f"if type({a}) is ndarray and strided.admit({a}, {name!r})"):
-                w.line("in_place = True")
-            with w.block("else"):
+    compiled code assumes aligned arrays.) An `EagerArray` (a jit result fed back) is
+    an ndarray to the machine code. The common case reads one flags object:
+    `carray` is C-contiguous, aligned and writeable; a read-only array is looked at
+    again, and is fine as it is."""
+    array = f"(type({a}) is ndarray or type({a}) is eager)"
+    with w.block(f"if not {array} or not {a}.flags.carray"):
+        with w.block(f"if not {array} or not ({a}.flags.c_contiguous and {a}.flags.aligned)"):
+            if may_stride:
+                with w.block(f"if {array} and strided.admit({a}, {name!r})"):
+                    w.line("in_place = True")
+                with w.block("else"):
+                    w.line(f"{a} = strided.copy({a})")
+            else:
                 w.line(f"{a} = strided.copy({a})")
-        else:
-            w.line(f"{a} = strided.copy({a})")
 
 
 def _private(x: np.ndarray, others: tuple) -> np.ndarray:

@@ -1,0 +1,109 @@
+"""The hot path of a cached jit call: the cache's entries and how they run a call.
+
+    entry = Entry(compiled, used)        # one cached signature of a jitted function
+    entry.run(*arrays)                   # its result pytree, for ndarray arguments
+    run_compiled(compiled, inputs, leaves)   # any call that went through the full key
+
+`Jitted.__call__` first looks a call whose arguments are all NumPy arrays up by
+`array_key(args)` alone, each argument's (shape, dtype, False), in a second index of
+its cache (`Jitted._fast`: no pytree walk, no static values, no hashing of the
+treedef). An entry reaches that index only through a call that computed the full
+key with the same (shape, dtype) of native byte order, positional arguments and
+nothing static, so a hit there is a hit of the full key; a big-endian dtype, a
+Python scalar or a device array never matches one and takes the full path.
+Strides, alignment and write permission are not in either key: the executable's
+launcher checks them at every call (a non-contiguous argument is copied or read by
+the strided version, a read-only one is read as it is).
+
+`Entry.run` starts as the path that works for every executable (the interpreter
+tier while numba compiles, the interpreter and cuda backends, donated or aliased
+outputs) and becomes, once the signature's executable is final, a closure that
+calls the cpu launcher directly and makes each output an `EagerArray` view: after a
+kernel that streamed megabytes every Python step of a call misses the caches, so
+fewer steps is what makes a call cheap.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from . import cache
+from .numpy._eager import EagerArray
+from .stages import Compiled
+
+
+class Entry:
+    """One cached signature: its `Compiled`, when it last served, and its runner."""
+
+    __slots__ = ("compiled", "used", "run")
+
+    def __init__(self, compiled: Compiled, used: int):
+        self.compiled = compiled
+        # the function's hit count when it last served: least recently used = smallest
+        # (a miss takes the count as it is, and dict order breaks ties by age)
+        self.used = used
+        self.run: Callable[..., Any] = self._run_any
+
+    def _run_any(self, *args: np.ndarray) -> Any:
+        """A call through whatever executable the signature has now; once that is final
+        machine code (the compile swapped out the interpreter tier), the direct runner."""
+        compiled = self.compiled
+        direct = _direct_runner(compiled)
+        if direct is not None:
+            self.run = direct
+            return direct(*args)
+        inputs = [a.view(np.ndarray) if type(a) is EagerArray else a for a in args]
+        return run_compiled(compiled, inputs, args)
+
+
+def run_compiled(compiled: Compiled, inputs: list, leaves: Sequence[Any]) -> Any:
+    """Run `compiled` on the executable's `inputs` (from the call's `leaves`): the
+    result pytree, outputs as `EagerArray`s, a donated input returned as passed."""
+    outs = compiled.run(inputs) if compiled.aliased else compiled.executable(*inputs)
+    outs = cache.donated_results(outs, inputs, leaves) if compiled.lowered.donated \
+        else list(map(cache.as_result, outs))
+    return compiled.lowered.out_tree.unflatten(outs)
+
+
+def _direct_runner(compiled: Compiled) -> Callable[..., Any] | None:
+    """`run` for a signature whose executable calls machine code through a launcher
+    (`direct_call`, cpu) with fresh outputs only: None for the others, which keep
+    the general path (an aliased output is copied, a donated one is the argument)."""
+    call = getattr(compiled.executable, "direct_call", None)
+    if call is None or compiled.aliased or compiled.lowered.donated:
+        return None
+    tree = compiled.lowered.out_tree
+    if tree.num_nodes == 1:  # one array out, the common case
+
+        def run_one(*args: np.ndarray) -> Any:
+            return call(*args)[0].view(EagerArray)
+        return run_one
+
+    def run(*args: np.ndarray) -> Any:
+        return tree.unflatten([out.view(EagerArray) for out in call(*args)])
+    return run
+
+
+def array_key(args: tuple) -> tuple | None:
+    """The fast index's key of `args`: (shape, dtype, False) of each, when every one
+    is an ndarray or EagerArray (None otherwise). Byte order is not checked: a
+    non-native dtype is a different dtype, which the index never holds."""
+    key = []
+    for a in args:
+        t = type(a)
+        if t is not np.ndarray and t is not EagerArray:
+            return None
+        key.append((a.shape, a.dtype, False))
+    return tuple(key)
+
+
+def array_signatures(args: tuple) -> tuple | None:
+    """`cache.leaf_signature` of each argument in one pass when every one is an ndarray
+    or EagerArray in native byte order (None otherwise): the full key's signatures,
+    equal to `array_key(args)` where that is not None."""
+    key = array_key(args)
+    if key is None or not all(d.isnative for _, d, _ in key):
+        return None
+    return key
