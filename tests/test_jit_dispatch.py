@@ -138,3 +138,18 @@ def test_least_recently_used_entry_goes_first_with_fast_hits(backend):
         assert f.cache_info().traces == traces
         f(b)
         assert f.cache_info().traces == traces + 1
+
+
+def test_pytrees_of_outputs_on_cached_calls():
+    x = np.arange(3.0)
+    for f, want in ((tr.jit(lambda v: (v + 1,)), (x + 1,)),
+                    (tr.jit(lambda v: {"a": v + 1, "b": [v * 2, v.sum()]}),
+                     {"a": x + 1, "b": [x * 2, x.sum()]}),
+                    (tr.jit(lambda v: None), None)):
+        for _ in range(2):
+            out = f(x)
+            assert tr.tree_util.tree_structure(out) == tr.tree_util.tree_structure(want)
+            for got, expected in zip(tr.tree_util.tree_leaves(out),
+                                     tr.tree_util.tree_leaves(want), strict=True):
+                assert type(got) is EagerArray
+                np.testing.assert_array_equal(got, expected)

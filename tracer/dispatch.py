@@ -17,10 +17,12 @@ the strided version, a read-only one is read as it is).
 
 `Entry.run` starts as the path that works for every executable (the interpreter
 tier while numba compiles, the interpreter and cuda backends, donated or aliased
-outputs) and becomes, once the signature's executable is final, a closure that
-calls the cpu launcher directly and makes each output an `EagerArray` view: after a
-kernel that streamed megabytes every Python step of a call misses the caches, so
-fewer steps is what makes a call cheap.
+outputs) and becomes, once the signature's executable is final, the cpu launcher's
+version that returns `EagerArray` views (for one output; a pytree of several takes
+one more frame): after a kernel that streamed megabytes every Python step of a call
+misses the caches, so fewer steps is what makes a call cheap. A call of `v + 1` is
+then three Python frames (`Jitted.__call__`, `array_key`, the launcher) around
+numba's entry point.
 """
 
 from __future__ import annotations
@@ -69,27 +71,28 @@ def run_compiled(compiled: Compiled, inputs: list, leaves: Sequence[Any]) -> Any
 
 def _direct_runner(compiled: Compiled) -> Callable[..., Any] | None:
     """`run` for a signature whose executable calls machine code through a launcher
-    (`direct_call`, cpu) with fresh outputs only: None for the others, which keep
-    the general path (an aliased output is copied, a donated one is the argument)."""
+    (`direct_call`, cpu: outputs as EagerArrays, the one array itself when there is
+    one) with fresh outputs only: None for the others, which keep the general path (an
+    aliased output is copied, a donated one is the argument)."""
     call = getattr(compiled.executable, "direct_call", None)
     if call is None or compiled.aliased or compiled.lowered.donated:
         return None
     tree = compiled.lowered.out_tree
-    if tree.num_nodes == 1:  # one array out, the common case
-
-        def run_one(*args: np.ndarray) -> Any:
-            return call(*args)[0].view(EagerArray)
-        return run_one
-
-    def run(*args: np.ndarray) -> Any:
-        return tree.unflatten([out.view(EagerArray) for out in call(*args)])
-    return run
+    if tree.num_leaves != 1:
+        return lambda *args: tree.unflatten(call(*args))
+    if tree.num_nodes == 1:  # one array out, the common case: the launcher is the runner
+        return call
+    return lambda *args: tree.unflatten((call(*args),))
 
 
 def array_key(args: tuple) -> tuple | None:
     """The fast index's key of `args`: (shape, dtype, False) of each, when every one
     is an ndarray or EagerArray (None otherwise). Byte order is not checked: a
     non-native dtype is a different dtype, which the index never holds."""
+    if len(args) == 1:  # (the most common arity: a third cheaper without the loop)
+        a = args[0]
+        t = type(a)
+        return ((a.shape, a.dtype, False),) if t is np.ndarray or t is EagerArray else None
     key = []
     for a in args:
         t = type(a)

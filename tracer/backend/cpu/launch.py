@@ -80,32 +80,42 @@ class BufferPool:
                 pass
 
 
-def launcher(module: Module, host: Callable[..., Any], dims: np.ndarray,
-             n_inputs: int, strided: StridedHost) -> Callable[..., list[np.ndarray]]:
-    """A Python function specialized to this module's parameters, so a call does no
-    more than check input layouts, find the buffers and call the host function."""
+def launcher(module: Module, host: Callable[..., Any], dims: np.ndarray, n_inputs: int,
+             strided: StridedHost) -> tuple[Callable[..., list[np.ndarray]], Callable[..., Any]]:
+    """Python functions specialized to this module's parameters, so a call does no more
+    than check input layouts, find the buffers and call the host function: `launch`
+    returns the list of outputs; `launch_direct`, the same call for jit's hot path,
+    returns them as `EagerArray` views, the one view itself when there is one output
+    (no list and no frame in between: see `tracer.dispatch`)."""
     env: dict[str, Any] = {"host": host, "dims": dims, "ndarray": np.ndarray, "empty": np.empty,
                            "eager": EagerArray, "uint16": np.uint16, "strided": strided,
                            "asarray": np.asarray, "array": np.array, "np": np,
                            "private": _private}
-    w = SourceWriter()
+    body = SourceWriter()
     args = [f"a{k}" for k in range(n_inputs)]
     pooled: list[str] = []
-    with w.block(f"def launch({', '.join(args)})"):
-        w.line("in_place = False")
-        names = [_launch_param(w, env, p, pooled, module.donors) for p in module.params]
-        for k in sorted(module.donors):
-            others = ", ".join(a for a in args if a != f"a{k}")
-            w.line(f"a{k} = private(a{k}, ({others}{',' if others else ''}))")
-        if "parallel" in module.source:  # (numba's thread count is per calling thread)
-            env["set_threads"], env["threads"] = numba.set_num_threads, thread_count()
-            w.line("set_threads(threads)")
-        w.line(f"(strided.host() if in_place else host)({', '.join(names + ['dims'])})")
-        for name in pooled:
-            w.line(f"pool_{name}.give({name})")
-        w.line(f"return [{', '.join(_output_names(module, env))}]")
+    body.line("in_place = False")
+    names = [_launch_param(body, env, p, pooled, module.donors) for p in module.params]
+    for k in sorted(module.donors):
+        others = ", ".join(a for a in args if a != f"a{k}")
+        body.line(f"a{k} = private(a{k}, ({others}{',' if others else ''}))")
+    if "parallel" in module.source:  # (numba's thread count is per calling thread)
+        env["set_threads"], env["threads"] = numba.set_num_threads, thread_count()
+        body.line("set_threads(threads)")
+    body.line(f"(strided.host() if in_place else host)({', '.join(names + ['dims'])})")
+    for name in pooled:
+        body.line(f"pool_{name}.give({name})")
+    outs = _output_names(module, env)
+    views = [f"{out}.view(eager)" for out in outs]
+    w = SourceWriter()
+    for name, result in (("launch", f"[{', '.join(outs)}]"),
+                         ("launch_direct", views[0] if len(views) == 1
+                          else f"[{', '.join(views)}]")):
+        with w.block(f"def {name}({', '.join(args)})"):
+            w.embed(body)
+            w.line(f"return {result}")
     exec(compile(w.text(), "<tracer cpu launcher>", "exec"), env)
-    return env["launch"]
+    return env["launch"], env["launch_direct"]
 
 
 def _output_names(module: Module, env: dict[str, Any]) -> list[str]:
