@@ -91,7 +91,7 @@ def test_parallel_kernel_sorts_every_block(shape):
     x[..., ::3] = -0.0
     x[:, ::11] = _special_values("float32")[3]
     out = np.empty_like(x)
-    numpy_sort_rows_parallel(x, out)
+    numpy_sort_rows_parallel(x, out, False)
     _same_bits(out, _total_order_sorted(x, 1))
 
 
