@@ -9,7 +9,6 @@ from __future__ import annotations
 import functools
 import inspect
 import time
-import weakref
 from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
@@ -21,13 +20,10 @@ from .core import ShapedArray, typecheck
 from .errors import (TracerError, TracerTypeError, TracerValueError, add_user_line,
                      names_user_line)
 from .hlo import HloModule
-from .stages import Compiled, Lowered
+from .stages import Lowered
 from .tracing import GraphBuilder, current_builder, is_value
 from .tree_util import (keystr, tree_flatten, tree_flatten_with_path, tree_map,
                         tree_unflatten)
-
-_ALL_JITTED: "weakref.WeakSet[Jitted]" = weakref.WeakSet()
-
 
 class Jitted:
     """A function traced once per signature, cached, and run compiled."""
@@ -58,7 +54,7 @@ class Jitted:
         # the same entries by `dispatch.array_key` (see tracer.dispatch)
         self._fast: dict[tuple, dispatch.Entry] = {}
         self._stats = cache.CacheStats()
-        _ALL_JITTED.add(self)
+        dispatch.ALL_JITTED.add(self)
 
     # -- the hot path ------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -78,11 +74,11 @@ class Jitted:
 
     def _call_keyed(self, args: tuple, kwargs: dict) -> Any:
         """A call looked up by its full key (pytree, signatures, static values, config)."""
-        changes = _CONFIG_CHANGES[0]
+        changes = dispatch.setting_changes()
         sigs = None if kwargs or self._statics else dispatch.array_signatures(args)
         if sigs is not None:  # the common case: arrays, positional, nothing static
             dynamic, statics = (args, kwargs), ()
-            leaves, treedef = args, _flat_treedef(len(args))
+            leaves, treedef = args, dispatch.flat_treedef(len(args))
         else:
             dynamic, statics = self._split(args, kwargs)
             leaves, treedef = tree_flatten(dynamic)
@@ -95,7 +91,7 @@ class Jitted:
         else:
             self._stats.hits = entry.used = self._stats.hits + 1
         if leaves is args:
-            self._remember_fast(sigs, entry, changes)
+            dispatch.remember_fast(self._fast, sigs, entry, changes)
         compiled = entry.compiled
         try:
             inputs = list(map(cache.as_input, leaves, sigs))
@@ -103,23 +99,8 @@ class Jitted:
             raise cache.overflow_error(self.name, self._leaf_names(dynamic), leaves,
                                        sigs) from None
         if profiler._session is not None:
-            return self._run_recorded(compiled, inputs, leaves)
+            return dispatch.run_recorded(compiled, inputs, leaves)
         return dispatch.run_compiled(compiled, inputs, leaves)
-
-    def _remember_fast(self, sigs: tuple, entry: dispatch.Entry, changes: int) -> None:
-        """`entry` in the fast index under `sigs`, unless the settings in the key
-        changed since this call read them (then its key may be stale)."""
-        self._fast[sigs] = entry
-        if _CONFIG_CHANGES[0] != changes:
-            self._fast.pop(sigs, None)
-
-    def _run_recorded(self, compiled: Compiled, inputs: list, leaves: Sequence[Any]) -> Any:
-        """One call as a timeline event (only while tr.profiler records)."""
-        lowered = compiled.lowered
-        with profiler.naming(lowered.name), profiler.span("run", "execute",
-                                                          backend=lowered.backend):
-            outs = compiled.run(inputs)
-        return lowered.out_tree.unflatten(cache.donated_results(outs, inputs, leaves))
 
     def _split(self, args: tuple, kwargs: dict) -> tuple[tuple, tuple]:
         """(dynamic (args, kwargs) pytree, hashable static values)."""
@@ -162,16 +143,9 @@ class Jitted:
         # Shape-generic backends reuse machine code across sizes: count real compiles.
         self._stats.compiles += int(fresh)
         while len(self._cache) >= config.jit_cache_size:
-            self._evict_least_recent()
+            self._fast = dispatch.evict_least_recent(self._cache, self._fast)
         self._cache[key] = entry = dispatch.Entry(compiled, self._stats.hits)
         return entry
-
-    def _evict_least_recent(self) -> None:
-        """Drop the entry that served longest ago (a miss is O(cache size); hits only
-        stamp their entry). Copies of the dicts: other threads may insert meanwhile."""
-        key, old = min(list(self._cache.items()), key=lambda item: item[1].used)
-        self._cache.pop(key, None)
-        self._fast = {k: e for k, e in list(self._fast.items()) if e is not old}
 
     def _lower_key(self, key: tuple, args: tuple, kwargs: dict, dynamic: tuple) -> Lowered:
         treedef, sigs, _, backend, _ = key
@@ -354,7 +328,7 @@ def eval_shape(fun: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
 def clear_caches() -> None:
     """Empty the cache of every jitted function and the backends' in-memory caches
     (the persistent compile cache on disk stays)."""
-    for jitted in list(_ALL_JITTED):
+    for jitted in list(dispatch.ALL_JITTED):
         jitted.clear_cache()
     for name in backend_names():
         clear = getattr(get_backend(name), "clear_memory", None) if backend_loaded(name) else None
@@ -389,27 +363,6 @@ def device_put(x: Any, device: str | None = None) -> Any:
         from .backend.cuda.lib.arrays import device_put as put
         return tree_map(put, x)
     return tree_map(np.asarray, x)
-
-
-# How often a setting in the jit key (default_backend, debug_print) changed: the fast
-# indexes, keyed without them, are emptied at each change.
-_CONFIG_CHANGES = [0]
-
-
-def _forget_fast_keys(_: Any) -> None:
-    _CONFIG_CHANGES[0] += 1
-    for jitted in list(_ALL_JITTED):
-        jitted._fast = {}
-
-
-config.watch("default_backend", _forget_fast_keys)
-config.watch("debug_print", _forget_fast_keys)
-
-
-@functools.lru_cache(maxsize=64)
-def _flat_treedef(n: int) -> Any:
-    """The treedef of `((a_0, ..., a_{n-1}), {})` for n array leaves."""
-    return tree_flatten((tuple(range(n)), {}))[1]
 
 
 def _is_aval(x: Any) -> bool:

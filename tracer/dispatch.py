@@ -27,13 +27,37 @@ numba's entry point.
 
 from __future__ import annotations
 
+import functools
+import weakref
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from . import cache
+from . import cache, profiler
+from .config import config
 from .numpy._eager import EagerArray
 from .stages import Compiled
+from .tree_util import tree_flatten
+
+# Every jitted function (`tr.clear_caches`, and the fast indexes a setting change empties)
+ALL_JITTED: weakref.WeakSet = weakref.WeakSet()
+# How often a setting in the full key (default_backend, debug_print) changed: the fast
+# indexes, keyed without them, are emptied at each change.
+_SETTING_CHANGES = [0]
+
+
+def _forget_fast_keys(_: Any) -> None:
+    _SETTING_CHANGES[0] += 1
+    for jitted in list(ALL_JITTED):
+        jitted._fast = {}
+
+
+config.watch("default_backend", _forget_fast_keys)
+config.watch("debug_print", _forget_fast_keys)
+
+
+def setting_changes() -> int:
+    return _SETTING_CHANGES[0]
 
 
 class Entry:
@@ -67,6 +91,39 @@ def run_compiled(compiled: Compiled, inputs: list, leaves: Sequence[Any]) -> Any
     outs = cache.donated_results(outs, inputs, leaves) if compiled.lowered.donated \
         else list(map(cache.as_result, outs))
     return compiled.lowered.out_tree.unflatten(outs)
+
+
+def run_recorded(compiled: Compiled, inputs: list, leaves: Sequence[Any]) -> Any:
+    """`run_compiled` as a timeline event (only while tr.profiler records)."""
+    lowered = compiled.lowered
+    with profiler.naming(lowered.name), profiler.span("run", "execute",
+                                                      backend=lowered.backend):
+        outs = compiled.run(inputs)
+    return lowered.out_tree.unflatten(cache.donated_results(outs, inputs, leaves))
+
+
+def remember_fast(fast: dict, sigs: tuple, entry: Entry, changes: int) -> None:
+    """`entry` in the fast index under `sigs` (a call's `array_signatures`), unless the
+    settings in the full key changed since that call read them (`changes`, from
+    `setting_changes()`): then its key may be stale."""
+    fast[sigs] = entry
+    if _SETTING_CHANGES[0] != changes:
+        fast.pop(sigs, None)
+
+
+def evict_least_recent(entries: dict, fast: dict) -> dict:
+    """Drop the entry of `entries` that served longest ago (O(cache size), on misses
+    only: hits just stamp their entry); returns the fast index without it. (Copies of
+    the dicts: other threads may insert meanwhile.)"""
+    key, old = min(list(entries.items()), key=lambda item: item[1].used)
+    entries.pop(key, None)
+    return {k: e for k, e in list(fast.items()) if e is not old}
+
+
+@functools.lru_cache(maxsize=64)
+def flat_treedef(n: int) -> Any:
+    """The treedef of `((a_0, ..., a_{n-1}), {})` for n array leaves."""
+    return tree_flatten((tuple(range(n)), {}))[1]
 
 
 def _direct_runner(compiled: Compiled) -> Callable[..., Any] | None:
