@@ -143,6 +143,8 @@ def test_least_recently_used_entry_goes_first_with_fast_hits(backend):
 def test_pytrees_of_outputs_on_cached_calls():
     x = np.arange(3.0)
     for f, want in ((tr.jit(lambda v: (v + 1,)), (x + 1,)),
+                    (tr.jit(lambda v: (v + 1, v.sum(), v * 2)), (x + 1, x.sum(), x * 2)),
+                    (tr.jit(lambda v: ()), ()),
                     (tr.jit(lambda v: {"a": v + 1, "b": [v * 2, v.sum()]}),
                      {"a": x + 1, "b": [x * 2, x.sum()]}),
                     (tr.jit(lambda v: None), None)):

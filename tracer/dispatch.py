@@ -126,6 +126,12 @@ def flat_treedef(n: int) -> Any:
     return tree_flatten((tuple(range(n)), {}))[1]
 
 
+@functools.lru_cache(maxsize=64)
+def flat_tuple_treedef(n: int) -> Any:
+    """The treedef of `(a_0, ..., a_{n-1})`."""
+    return tree_flatten(tuple(range(n)))[1]
+
+
 def _direct_runner(compiled: Compiled) -> Callable[..., Any] | None:
     """`run` for a signature whose executable calls machine code through a launcher
     (`direct_call`, cpu: outputs as EagerArrays, the one array itself when there is
@@ -135,6 +141,8 @@ def _direct_runner(compiled: Compiled) -> Callable[..., Any] | None:
     if call is None or compiled.aliased or compiled.lowered.donated:
         return None
     tree = compiled.lowered.out_tree
+    if tree == flat_tuple_treedef(tree.num_leaves) and tree.num_leaves != 1:
+        return lambda *args: tuple(call(*args))  # (a tuple of arrays: no tree walk)
     if tree.num_leaves != 1:
         return lambda *args: tree.unflatten(call(*args))
     if tree.num_nodes == 1:  # one array out, the common case: the launcher is the runner
