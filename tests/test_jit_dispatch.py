@@ -155,3 +155,69 @@ def test_pytrees_of_outputs_on_cached_calls():
                                      tr.tree_util.tree_leaves(want), strict=True):
                 assert type(got) is EagerArray
                 np.testing.assert_array_equal(got, expected)
+
+
+# ------------------------------------------------------------------ pytree arguments
+
+_LEAVES = st.sampled_from([("float32", (2,)), ("float64", (2,)), ("float64", (3,)),
+                           (">f8", (2,)), ("int32", (2,))])
+
+
+def _trees(leaf):
+    return st.recursive(leaf, lambda kids: st.one_of(
+        st.lists(kids, max_size=3), st.lists(kids, max_size=3).map(tuple),
+        st.dictionaries(st.sampled_from("abc"), kids, max_size=3)), max_leaves=4)
+
+
+def _build(spec, start=None):
+    """Arrays for the leaf specs of a drawn tree, each with values of its own (1, 2, 3,
+    ... counted across the leaves: a leaf read in another's place shows)."""
+    start = [1] if start is None else start
+    if isinstance(spec, tuple) and len(spec) == 2 and isinstance(spec[0], str):
+        dtype, shape = spec
+        size = int(np.prod(shape))
+        start[0] += size
+        return (np.arange(size) + start[0] - size).astype(dtype).reshape(shape)
+    if isinstance(spec, dict):  # (built in reverse order: insertion order is not the key)
+        return dict(reversed([(k, _build(v, start)) for k, v in spec.items()]))
+    return type(spec)(_build(s, start) for s in spec)
+
+
+@settings(max_examples=30)
+@given(st.lists(st.tuples(_trees(_LEAVES), st.sampled_from(SHAPES[:1])), min_size=2,
+                max_size=6))
+def test_pytree_arguments_hit_the_entry_of_their_structure_and_signatures(calls):
+    """Arrays in dicts, lists and tuples: each call's result is its own tree's (a sum
+    weighted by position, so leaves in a wrong order show), one trace per distinct
+    (structure, leaf signatures in native order), whatever the dict insertion order."""
+    def weighted(tree, x, np_=tr.numpy):
+        leaves = tr.tree_util.tree_leaves(tree)
+        return sum((k + 1) * np_.sum(leaf.astype("float64")) for k, leaf in
+                   enumerate(leaves)) + x
+    f = tr.jit(weighted, backend="interpreter")
+    keys = set()
+    for spec, shape in calls:
+        tree, x = _build(spec), np.zeros(shape)
+        for _ in range(2):  # the second call is the fast index's
+            np.testing.assert_allclose(f(tree, x), weighted(tree, x, np_=np))
+        leaves, treedef = tr.tree_util.tree_flatten(tree)
+        keys.add((treedef, tuple((a.shape, a.dtype.newbyteorder("=")) for a in leaves)))
+    assert f.cache_info().traces == len(keys)
+
+
+def test_pytree_arguments_on_cached_cpu_calls():
+    """The direct runner with a tree's leaves: a dict of a list and a tuple (EagerArray,
+    strided and read-only leaves among them); a list where a tuple was is a new trace."""
+    f = tr.jit(lambda p, x: p["w"][0] * x + p["w"][1] - p["b"][0])
+    w0, w1, b = np.arange(3.0), np.arange(3.0) * 2, np.ones(3)
+    x = np.arange(6.0)[::2]
+    b.flags.writeable = False
+    want = w0 * x + w1 - b
+    for p in ({"w": [w0, w1], "b": (b,)}, {"b": (b,), "w": [w0, w1.view(EagerArray)]}):
+        for _ in range(2):
+            out = f(p, x)
+            assert type(out) is EagerArray
+            np.testing.assert_array_equal(out, want)
+    assert f.cache_info().traces == 1
+    np.testing.assert_array_equal(f({"w": (w0, w1), "b": [b]}, x), want)
+    assert f.cache_info().traces == 2

@@ -73,7 +73,14 @@ class Jitted:
             raise
 
     def _call_keyed(self, args: tuple, kwargs: dict) -> Any:
-        """A call looked up by its full key (pytree, signatures, static values, config)."""
+        """A call looked up by its full key (pytree, signatures, static values, config),
+        unless its arrays in dicts, lists and tuples are in the fast index."""
+        tree = None if kwargs or self._statics else dispatch.tree_key(args)
+        if tree is not None and profiler._session is None:
+            entry = self._fast.get(tree[0])
+            if entry is not None:
+                self._stats.hits = entry.used = self._stats.hits + 1
+                return entry.run(*tree[1])
         changes = dispatch.setting_changes()
         sigs = None if kwargs or self._statics else dispatch.array_signatures(args)
         if sigs is not None:  # the common case: arrays, positional, nothing static
@@ -92,6 +99,8 @@ class Jitted:
             self._stats.hits = entry.used = self._stats.hits + 1
         if leaves is args:
             dispatch.remember_fast(self._fast, sigs, entry, changes)
+        elif tree is not None and all(d.isnative for _, d, _ in tree[0][2]):
+            dispatch.remember_fast(self._fast, tree[0], entry, changes)
         compiled = entry.compiled
         try:
             inputs = list(map(cache.as_input, leaves, sigs))

@@ -167,6 +167,48 @@ def array_key(args: tuple) -> tuple | None:
     return tuple(key)
 
 
+def tree_key(args: tuple) -> tuple[tuple, list] | None:
+    """(the fast index's key, the leaves in `tree_flatten`'s order) of positional
+    `args` made of arrays in dicts, lists and tuples (a training step's parameters):
+    the key is ("tree", structure, (shape, dtype, False) of each leaf), the structure
+    each container's exact type, sorted dict keys and children, all `tree_flatten`
+    puts in the treedef. None for anything else (another leaf or node type, dict keys
+    that do not sort), which the full key handles."""
+    leaves: list = []
+    structure = _structure(args, leaves)
+    if structure is None:
+        return None
+    return ("tree", structure, tuple([(a.shape, a.dtype, False) for a in leaves])), leaves
+
+
+def _structure(node: Any, leaves: list) -> Any:
+    """(type, dict keys, children's structures) of a container `node`, its array leaves
+    appended to `leaves` (an array child's structure: 0); None if unsupported."""
+    t = type(node)
+    if t is dict:
+        try:
+            keys = tuple(sorted(node))
+        except TypeError:
+            return None
+        children = [node[k] for k in keys]
+    elif t is tuple or t is list:
+        keys, children = None, node
+    else:
+        return None
+    parts = []
+    for child in children:
+        c = type(child)
+        if c is np.ndarray or c is EagerArray:  # (inline: most children are arrays)
+            leaves.append(child)
+            parts.append(0)
+            continue
+        part = _structure(child, leaves)
+        if part is None:
+            return None
+        parts.append(part)
+    return t, keys, tuple(parts)
+
+
 def array_signatures(args: tuple) -> tuple | None:
     """`cache.leaf_signature` of each argument in one pass when every one is an ndarray
     or EagerArray in native byte order (None otherwise): the full key's signatures,
