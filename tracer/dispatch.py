@@ -10,7 +10,10 @@ its cache (`Jitted._fast`: no pytree walk, no static values, no hashing of the
 treedef). An entry reaches that index only through a call that computed the full
 key with the same (shape, dtype) of native byte order, positional arguments and
 nothing static, so a hit there is a hit of the full key; a big-endian dtype, a
-Python scalar or a device array never matches one and takes the full path.
+Python scalar or a device array never matches one and takes the full path. Arrays in
+dicts, lists and tuples (a training step's parameters) are looked up there too, by
+`tree_key`: the containers' exact types, sorted dict keys and the leaves' signatures,
+everything `tree_flatten` puts in the treedef, without building one.
 Strides, alignment and write permission are not in either key: the executable's
 launcher checks them at every call (a non-contiguous argument is copied or read by
 the strided version, a read-only one is read as it is).
