@@ -221,3 +221,37 @@ def test_pytree_arguments_on_cached_cpu_calls():
     assert f.cache_info().traces == 1
     np.testing.assert_array_equal(f({"w": (w0, w1), "b": [b]}, x), want)
     assert f.cache_info().traces == 2
+
+
+# ------------------------------------------------------------------ Python scalars
+
+_SCALAR_VALUES = st.one_of(st.booleans(), st.integers(-2 ** 70, 2 ** 70),
+                           st.floats(-1e6, 1e6), st.complex_numbers(max_magnitude=1e3))
+
+
+@settings(max_examples=25)
+@given(st.lists(st.tuples(st.sampled_from(["float32", "float64", "complex64"]),
+                          _SCALAR_VALUES), min_size=2, max_size=8))
+def test_python_scalar_arguments_are_weak_on_cached_calls(calls):
+    """A Python scalar beside an array: NumPy 2's weak promotion and value on every call
+    (one trace per array dtype and scalar type); an int beyond int64 is an
+    OverflowError naming the argument, as on a first call."""
+    f = tr.jit(lambda a, s: a * s)
+    for dtype, s in calls:
+        x = np.arange(3).astype(dtype)
+        if type(s) is int and not -2 ** 63 <= s < 2 ** 63:
+            with pytest.raises(tr.TracerError, match="argument s") as info:
+                f(x, s)
+            assert isinstance(info.value, OverflowError)
+            continue
+        for _ in range(2):  # the second call is the fast index's
+            out = f(x, s)
+            want = x * s
+            assert out.dtype == want.dtype
+            np.testing.assert_allclose(out, want, rtol=1e-6)
+    assert f.cache_info().traces == len({(dtype, type(s)) for dtype, s in calls})
+    x = np.arange(3.0)
+    f(x, 1), f(x, 1)  # an int entry in the fast index: 2**63 must still not use it
+    with pytest.raises(tr.TracerError, match="argument s") as info:
+        f(x, 2 ** 63)
+    assert isinstance(info.value, OverflowError)

@@ -4,13 +4,15 @@
     entry.run(*arrays)                   # its result pytree, for ndarray arguments
     run_compiled(compiled, inputs, leaves)   # any call that went through the full key
 
-`Jitted.__call__` first looks a call whose arguments are all NumPy arrays up by
-`array_key(args)` alone, each argument's (shape, dtype, False), in a second index of
+`Jitted.__call__` first looks a call whose arguments are all NumPy arrays (or Python
+scalars) up by `array_key(args)` alone, each argument's (shape, dtype, False) (a
+scalar's weak signature), in a second index of
 its cache (`Jitted._fast`: no pytree walk, no static values, no hashing of the
 treedef). An entry reaches that index only through a call that computed the full
 key with the same (shape, dtype) of native byte order, positional arguments and
-nothing static, so a hit there is a hit of the full key; a big-endian dtype, a
-Python scalar or a device array never matches one and takes the full path. Arrays in
+nothing static, so a hit there is a hit of the full key; a big-endian dtype, a NumPy
+scalar, an int beyond int64 or a device array never matches one and takes the full
+path. Arrays in
 dicts, lists and tuples (a training step's parameters) are looked up there too, by
 `tree_key`: the containers' exact types, sorted dict keys and the leaves' signatures,
 everything `tree_flatten` puts in the treedef, without building one.
@@ -83,8 +85,15 @@ class Entry:
         if direct is not None:
             self.run = direct
             return direct(*args)
-        inputs = [a.view(np.ndarray) if type(a) is EagerArray else a for a in args]
-        return run_compiled(compiled, inputs, args)
+        return run_compiled(compiled, list(map(_as_input, args)), args)
+
+
+def _as_input(a: Any) -> np.ndarray:
+    """What an executable gets for a fast-index argument (`cache.as_input`'s result)."""
+    t = type(a)
+    if t is np.ndarray:
+        return a
+    return a.view(np.ndarray) if t is EagerArray else np.asarray(a, _SCALARS[t][1])
 
 
 def run_compiled(compiled: Compiled, inputs: list, leaves: Sequence[Any]) -> Any:
@@ -153,20 +162,32 @@ def _direct_runner(compiled: Compiled) -> Callable[..., Any] | None:
     return lambda *args: tree.unflatten((call(*args),))
 
 
+# A Python scalar's signature (`cache.leaf_signature`: weakly typed, 0-d); an int
+# outside int64 is left to the full path, which raises its OverflowError.
+_SCALARS = {t: cache.leaf_signature(t()) for t in (bool, int, float, complex)}
+_INT64 = np.iinfo(np.int64)
+
+
 def array_key(args: tuple) -> tuple | None:
-    """The fast index's key of `args`: (shape, dtype, False) of each, when every one
-    is an ndarray or EagerArray (None otherwise). Byte order is not checked: a
-    non-native dtype is a different dtype, which the index never holds."""
+    """The fast index's key of `args`: (shape, dtype, False) of each array (ndarray or
+    EagerArray), the weak signature of each Python scalar; None when an argument is
+    anything else. Byte order is not checked: a non-native dtype is a different dtype,
+    which the index never holds."""
     if len(args) == 1:  # (the most common arity: a third cheaper without the loop)
         a = args[0]
         t = type(a)
-        return ((a.shape, a.dtype, False),) if t is np.ndarray or t is EagerArray else None
+        if t is np.ndarray or t is EagerArray:
+            return ((a.shape, a.dtype, False),)
     key = []
     for a in args:
         t = type(a)
-        if t is not np.ndarray and t is not EagerArray:
+        if t is np.ndarray or t is EagerArray:
+            key.append((a.shape, a.dtype, False))
+            continue
+        sig = _SCALARS.get(t)
+        if sig is None or t is int and not _INT64.min <= a <= _INT64.max:
             return None
-        key.append((a.shape, a.dtype, False))
+        key.append(sig)
     return tuple(key)
 
 
@@ -213,9 +234,9 @@ def _structure(node: Any, leaves: list) -> Any:
 
 
 def array_signatures(args: tuple) -> tuple | None:
-    """`cache.leaf_signature` of each argument in one pass when every one is an ndarray
-    or EagerArray in native byte order (None otherwise): the full key's signatures,
-    equal to `array_key(args)` where that is not None."""
+    """`cache.leaf_signature` of each argument in one pass when every one is an array
+    in native byte order or a Python scalar (None otherwise): the full key's
+    signatures, equal to `array_key(args)` where that is not None."""
     key = array_key(args)
     if key is None or not all(d.isnative for _, d, _ in key):
         return None

@@ -141,6 +141,10 @@ def _launch_param(w: SourceWriter, env: dict[str, Any], p: Any, pooled: list[str
         env[p.name] = value.view(np.uint16) if f16 else value
         return p.name
     if p.kind == "input":
+        if p.value.ndim == 0:  # a Python scalar from jit's hot path (weakly typed)
+            env[f"dtype_a{p.index}"] = np.dtype(p.value.dtype)
+            with w.block(f"if type(a{p.index}) is not ndarray and type(a{p.index}) is not eager"):
+                w.line(f"a{p.index} = asarray(a{p.index}, dtype_a{p.index})")
         _launch_input(w, f"a{p.index}", p.name, bool(p.value.ndim) and p.index not in donors)
         return f"a{p.index}.view(uint16)" if f16 else f"a{p.index}"
     shape, dtype = tuple(p.value.shape), np.dtype(p.value.dtype)
