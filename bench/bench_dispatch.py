@@ -1,6 +1,10 @@
 """Dispatch overhead of a cached jitted call and trace time of a long function.
 
     python -m bench.bench_dispatch
+
+`one_element` is the cost of the call itself: `v + 1` on a float32[1] through
+`tr.jit`, a plain `numba.njit` function and `jax.jit`, timed in alternating rounds
+(paired: load on the shared machine hits every row alike), fastest round's median.
 """
 
 from __future__ import annotations
@@ -12,6 +16,8 @@ import numpy as np
 import tracer as tr
 import tracer.numpy as tnp
 from bench.common import report, timeit, try_import_jax
+
+ROUNDS = 5
 
 
 def overhead() -> None:
@@ -29,6 +35,33 @@ def overhead() -> None:
         jf = jax.jit(lambda a, b, c: a * b + c)
         rows.append(("jax a*b+c", timeit(lambda: jf(x, y, z).block_until_ready())))
     report("cached call, 3 tiny float32[4] arguments", rows, "numpy (x * y + z)")
+
+
+def one_element() -> None:
+    import numba
+
+    x = np.ones(1, np.float32)
+    f = tr.jit(lambda v: v + 1)
+    plain = numba.njit(lambda v: v + 1)
+    rows = [("numba njit v+1", lambda: plain(x)), ("tracer[cpu] v+1", lambda: f(x)),
+            ("numpy v+1", lambda: x + 1)]
+    jax = try_import_jax()
+    if jax is not None:
+        jf = jax.jit(lambda v: v + 1)
+        rows.append(("jax v+1", lambda: jf(x).block_until_ready()))
+    report("cached call of v + 1 on float32[1] (paired rounds)", _paired(rows),
+           "numba njit v+1")
+
+
+def _paired(rows: list) -> list[tuple[str, float]]:
+    """Each row's fastest median over `ROUNDS` rounds that time every row in turn."""
+    for _, fn in rows:
+        np.testing.assert_array_equal(np.asarray(fn()), np.asarray(rows[0][1]()))
+    best = {name: float("inf") for name, _ in rows}
+    for _ in range(ROUNDS):
+        for name, fn in rows:
+            best[name] = min(best[name], timeit(fn, repeat=5, min_time=0.02))
+    return list(best.items())
 
 
 def trace_time(n_ops: int = 1000) -> None:
@@ -58,5 +91,6 @@ def trace_time(n_ops: int = 1000) -> None:
 
 
 if __name__ == "__main__":
+    one_element()
     overhead()
     trace_time()

@@ -32,6 +32,7 @@ def _filtered(name: str) -> Callable[[ModuleType, list[str]], None]:
 
 
 def _dispatch(module: ModuleType, selected: list[str]) -> None:
+    module.one_element()
     module.overhead()
     module.trace_time()
 

@@ -54,8 +54,8 @@ def _layer_args(n=8):
 
 
 def _pending(jitted):
-    return [c.executable for c, _ in jitted._cache.values()
-            if isinstance(c.executable, tiers.TieredExecutable)]
+    return [e.compiled.executable for e in jitted._cache.values()
+            if isinstance(e.compiled.executable, tiers.TieredExecutable)]
 
 
 def test_first_calls_run_the_interpreter_then_compiled_code(async_mode):

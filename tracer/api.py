@@ -9,27 +9,21 @@ from __future__ import annotations
 import functools
 import inspect
 import time
-import weakref
-from collections import OrderedDict
 from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-from . import cache, profiler, progress, reprs, tiers
+from . import cache, dispatch, profiler, progress, reprs, tiers
 from .backend import backend_loaded, backend_names, get_backend
 from .config import config
 from .core import ShapedArray, typecheck
 from .errors import (TracerError, TracerTypeError, TracerValueError, add_user_line,
                      names_user_line)
 from .hlo import HloModule
-from .numpy._eager import EagerArray
-from .stages import Compiled, Lowered
+from .stages import Lowered
 from .tracing import GraphBuilder, current_builder, is_value
 from .tree_util import (keystr, tree_flatten, tree_flatten_with_path, tree_map,
                         tree_unflatten)
-
-_ALL_JITTED: "weakref.WeakSet[Jitted]" = weakref.WeakSet()
-
 
 class Jitted:
     """A function traced once per signature, cached, and run compiled."""
@@ -55,59 +49,67 @@ class Jitted:
             self.static_argnums, self.name)
         self.backend = backend
         self._statics = bool(self.static_argnums or self.static_argnames)
-        # least recently used first; at most config.jit_cache_size entries
-        self._cache: OrderedDict[tuple, tuple[Compiled, Any]] = OrderedDict()
+        # at most config.jit_cache_size entries; the least recently used goes first
+        self._cache: dict[tuple, dispatch.Entry] = {}
+        # the same entries by `dispatch.array_key` (see tracer.dispatch)
+        self._fast: dict[tuple, dispatch.Entry] = {}
         self._stats = cache.CacheStats()
-        _ALL_JITTED.add(self)
+        dispatch.ALL_JITTED.add(self)
 
     # -- the hot path ------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         try:  # (free when nothing raises: no extra call frame on the hot path)
             if current_builder() is not None:
                 return self._inline(args, kwargs)
-            sigs = None if kwargs or self._statics else _array_signatures(args)
-            if sigs is not None:  # the common case: arrays, positional, nothing static
-                dynamic, statics = (args, kwargs), ()
-                leaves, treedef = args, _flat_treedef(len(args))
-            else:
-                dynamic, statics = self._split(args, kwargs)
-                leaves, treedef = tree_flatten(dynamic)
-                sigs = tuple(map(cache.leaf_signature, leaves))
-            key = (treedef, sigs, statics, self.backend or config.default_backend,
-                   config.debug_print)
-            entry = self._cache.get(key)
-            if entry is None:
-                entry = self._miss(key, args, kwargs, dynamic)
-            else:
-                self._stats.hits += 1
-                try:
-                    self._cache.move_to_end(key)
-                except KeyError:  # another thread evicted it meanwhile: entry still runs
-                    pass
-            compiled = entry[0]
-            try:
-                inputs = list(map(cache.as_input, leaves, sigs))
-            except OverflowError:
-                raise cache.overflow_error(self.name, self._leaf_names(dynamic), leaves,
-                                           sigs) from None
-            if profiler._session is not None:
-                return self._run_recorded(compiled, inputs, leaves)
-            outs = compiled.run(inputs) if compiled.aliased else compiled.executable(*inputs)
-            outs = cache.donated_results(outs, inputs, leaves) if compiled.lowered.donated \
-                else list(map(cache.as_result, outs))
-            return compiled.lowered.out_tree.unflatten(outs)
+            if not kwargs:  # arrays only, positional: the fast index (tracer.dispatch)
+                entry = self._fast.get(dispatch.array_key(args))
+                if entry is not None and profiler._session is None:
+                    self._stats.hits = entry.used = self._stats.hits + 1
+                    return entry.run(*args)
+            return self._call_keyed(args, kwargs)
         except TracerError as e:
             self._stats.failed += 1
             add_user_line(e)
             raise
 
-    def _run_recorded(self, compiled: Compiled, inputs: list, leaves: Sequence[Any]) -> Any:
-        """One call as a timeline event (only while tr.profiler records)."""
-        lowered = compiled.lowered
-        with profiler.naming(lowered.name), profiler.span("run", "execute",
-                                                          backend=lowered.backend):
-            outs = compiled.run(inputs)
-        return lowered.out_tree.unflatten(cache.donated_results(outs, inputs, leaves))
+    def _call_keyed(self, args: tuple, kwargs: dict) -> Any:
+        """A call looked up by its full key (pytree, signatures, static values, config),
+        unless its arrays in dicts, lists and tuples are in the fast index."""
+        tree = None if kwargs or self._statics else dispatch.tree_key(args)
+        if tree is not None and profiler._session is None:
+            entry = self._fast.get(tree[0])
+            if entry is not None:
+                self._stats.hits = entry.used = self._stats.hits + 1
+                return entry.run(*tree[1])
+        changes = dispatch.setting_changes()
+        sigs = None if kwargs or self._statics else dispatch.array_signatures(args)
+        if sigs is not None:  # the common case: arrays, positional, nothing static
+            dynamic, statics = (args, kwargs), ()
+            leaves, treedef = args, dispatch.flat_treedef(len(args))
+        else:
+            dynamic, statics = self._split(args, kwargs)
+            leaves, treedef = tree_flatten(dynamic)
+            sigs = tuple(map(cache.leaf_signature, leaves))
+        key = (treedef, sigs, statics, self.backend or config.default_backend,
+               config.debug_print)
+        entry = self._cache.get(key)
+        if entry is None:
+            entry = self._miss(key, args, kwargs, dynamic)
+        else:
+            self._stats.hits = entry.used = self._stats.hits + 1
+        if leaves is args:
+            dispatch.remember_fast(self._fast, sigs, entry, changes)
+        elif tree is not None and all(d.isnative for _, d, _ in tree[0][2]):
+            dispatch.remember_fast(self._fast, tree[0], entry, changes)
+        compiled = entry.compiled
+        try:
+            inputs = list(map(cache.as_input, leaves, sigs))
+        except OverflowError:
+            raise cache.overflow_error(self.name, self._leaf_names(dynamic), leaves,
+                                       sigs) from None
+        if profiler._session is not None:
+            return dispatch.run_recorded(compiled, inputs, leaves)
+        return dispatch.run_compiled(compiled, inputs, leaves)
 
     def _split(self, args: tuple, kwargs: dict) -> tuple[tuple, tuple]:
         """(dynamic (args, kwargs) pytree, hashable static values)."""
@@ -150,8 +152,8 @@ class Jitted:
         # Shape-generic backends reuse machine code across sizes: count real compiles.
         self._stats.compiles += int(fresh)
         while len(self._cache) >= config.jit_cache_size:
-            self._cache.popitem(last=False)
-        self._cache[key] = entry = (compiled, None)
+            self._fast = dispatch.evict_least_recent(self._cache, self._fast)
+        self._cache[key] = entry = dispatch.Entry(compiled, self._stats.hits)
         return entry
 
     def _lower_key(self, key: tuple, args: tuple, kwargs: dict, dynamic: tuple) -> Lowered:
@@ -227,13 +229,14 @@ class Jitted:
 
     def clear_cache(self) -> None:
         self._cache.clear()
+        self._fast.clear()
 
     def wait_compiled(self) -> None:
         """Block until every signature called so far runs compiled code (with
         `config.compile_mode == "async"` the first calls run on the interpreter while
         numba compiles); raises the compile's error as a synchronous compile would."""
-        pending = [c.executable for c, _ in list(self._cache.values())
-                   if isinstance(c.executable, tiers.TieredExecutable)]
+        pending = [e.compiled.executable for e in list(self._cache.values())
+                   if isinstance(e.compiled.executable, tiers.TieredExecutable)]
         if pending:
             with progress.shown(f"compiling {self.name}"):
                 for executable in pending:
@@ -268,7 +271,7 @@ class Jitted:
             parts.append(reprs.table(("arguments", "static arguments", "backend"), rows))
         parts.append(info._repr_html_())
         if self._cache:
-            latest = list(self._cache.values())[-1][0]
+            latest = list(self._cache.values())[-1].compiled
             parts.append(reprs.folded("latest compile: graph and generated source",
                                       latest._repr_html_(), open_=True))
         return reprs.card(f"jit({self.name})", *parts)
@@ -334,7 +337,7 @@ def eval_shape(fun: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
 def clear_caches() -> None:
     """Empty the cache of every jitted function and the backends' in-memory caches
     (the persistent compile cache on disk stays)."""
-    for jitted in list(_ALL_JITTED):
+    for jitted in list(dispatch.ALL_JITTED):
         jitted.clear_cache()
     for name in backend_names():
         clear = getattr(get_backend(name), "clear_memory", None) if backend_loaded(name) else None
@@ -369,26 +372,6 @@ def device_put(x: Any, device: str | None = None) -> Any:
         from .backend.cuda.lib.arrays import device_put as put
         return tree_map(put, x)
     return tree_map(np.asarray, x)
-
-
-def _array_signatures(args: tuple) -> tuple | None:
-    """`cache.leaf_signature` of each argument in one pass when every one is an ndarray
-    or EagerArray in native byte order (None otherwise). One frame instead of one call
-    per leaf: after a kernel that streamed megabytes, each Python step of the hot path
-    misses the caches, so fewer steps is what makes a call cheap."""
-    sigs = []
-    for a in args:
-        t = type(a)
-        if t is not np.ndarray and t is not EagerArray or not a.dtype.isnative:
-            return None
-        sigs.append((a.shape, a.dtype, False))
-    return tuple(sigs)
-
-
-@functools.lru_cache(maxsize=64)
-def _flat_treedef(n: int) -> Any:
-    """The treedef of `((a_0, ..., a_{n-1}), {})` for n array leaves."""
-    return tree_flatten((tuple(range(n)), {}))[1]
 
 
 def _is_aval(x: Any) -> bool:

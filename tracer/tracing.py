@@ -25,8 +25,9 @@ from .errors import (ConcretizationError, EscapedTracerError, TracerError, Trace
 _current_builder: ContextVar["GraphBuilder | None"] = ContextVar("tracer_builder", default=None)
 
 
-def current_builder() -> "GraphBuilder | None":
-    return _current_builder.get()
+# The GraphBuilder now tracing, or None: the ContextVar's own `get` (no Python frame:
+# every jitted call asks it first).
+current_builder: Callable[[], "GraphBuilder | None"] = _current_builder.get
 
 
 class Tracer:

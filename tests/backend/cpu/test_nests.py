@@ -131,7 +131,8 @@ def test_nests_streaming_from_memory_prefetch_and_still_match_numpy(monkeypatch)
         monkeypatch.setattr(strided, "IN_PLACE_MIN_BYTES", 0)  # the 'A' version at once
         view = np.repeat(x, 2)[::2]
         np.testing.assert_allclose(fresh(view), want, rtol=2e-6, atol=1e-6)
-    (compiled, _), = fresh._cache.values()
+    entry, = fresh._cache.values()
+    compiled = entry.compiled
     assert compiled.executable.strided.in_place == 1  # the view was read in place
     lse = tr.jit(lambda r: tnp.log(tnp.sum(tnp.exp(r - r.max(1, keepdims=True)), 1))
                  + r.max(1))

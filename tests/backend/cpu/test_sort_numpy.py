@@ -1,7 +1,8 @@
 """The cpu backend's key sorts by NumPy's sort (`cpu/lib/sort_numpy.py`) against the
 total order bit for bit: NaNs of both signs and any payload, signed zeros, infinities
 and duplicates, in contiguous and strided rows from MIN_LENGTH on, and the parallel
-kernel's blocks of rows; `tracer.numpy.sort` against `np.sort`."""
+kernel's blocks of rows; `tracer.numpy.sort` against `np.sort` and the interpreter
+(its NaN keys folded into the sort: `numba.lower.fold_nan_keys_into_sorts`)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import tracer.numpy as tnp
 from tracer import ops
 from tracer.backend.cpu.generate import generate
 from tracer.backend.cpu.lib.sort_numpy import MIN_LENGTH, numpy_sort_rows_parallel
-from tracer.backend.numba.lower import lower
+from tracer.backend.numba.lower import fold_nan_keys_into_sorts, lower
 from tracer.ops.sort import total_order_key
 
 FLOATS = ["float32", "float64"]
@@ -82,6 +83,67 @@ def test_numpy_sort_matches_numpy(dtype, n, data):
     assert not np.signbit(got[np.isnan(got)]).any()
 
 
+_NAN = {d: np.array(np.nan, d).view(f"u{np.dtype(d).itemsize}") for d in FLOATS}
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.sampled_from(FLOATS), st.sampled_from([1, 5, 40, MIN_LENGTH - 1, MIN_LENGTH, 300]),
+       st.integers(1, 4), st.sampled_from([-1, 0, None]), st.booleans(), st.data())
+def test_numpy_sort_of_special_values_matches_numpy_on_every_kernel(dtype, n, rows, axis,
+                                                                    one_d, data):
+    """tracer.numpy.sort on the network, radix and NumPy kernels, 1-D and 2-D, along
+    rows, strided columns or flattened: NumPy's values with NaNs last (-0.0 equals 0.0,
+    as np.sort compares them), every NaN the default +NaN, and bit for bit the
+    interpreter's result (the reference: -0.0 before +0.0, the seeds' total order)."""
+    x = _sample(data, dtype, (n,) if one_d else (rows, n))
+    if one_d and axis == 0:
+        axis = -1
+    got = tr.jit(lambda v: tnp.sort(v, axis=axis))(x)
+    np.testing.assert_array_equal(got, np.sort(x, axis=axis))
+    nans = np.ascontiguousarray(got)[np.isnan(got)].view(_NAN[dtype].dtype)
+    assert (nans == _NAN[dtype]).all()
+    _same_bits(got, tr.jit(lambda v: tnp.sort(v, axis=axis), backend="interpreter")(x))
+
+
+@pytest.mark.parametrize("sort", ["tnp", "ops"])
+def test_sorts_of_many_rows_repair_the_rows_of_every_chunk(sort):
+    """Contiguous float rows go through NumPy's sort in L2-sized chunks, only the rows
+    with a zero or a NaN repaired: special values in the first, a middle and the last
+    row of a 5 MB array match the interpreter bit for bit."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((10_000, 130)).astype(np.float32)
+    special = _special_values("float32")
+    for row in (0, 4_321, 9_999):
+        x[row, rng.integers(0, 130, 12)] = rng.choice(special, 12)
+    fn = {"tnp": tnp.sort, "ops": lambda v: ops.sort(v, dimension=1)}[sort]
+    _same_bits(tr.jit(fn)(x), tr.jit(fn, backend="interpreter")(x))
+
+
+def test_only_a_nan_key_select_that_nothing_else_reads_folds_into_its_sort():
+    """tnp.sort's NaN-to-+NaN select joins the sort (no loop nest writes the keys, on
+    NumPy's kernel and on the radix one of C libraries); a select also returned, or
+    filling another NaN, stays and is sorted by the total order."""
+    x = np.zeros((4, 300), np.float32)
+    sort_source = tr.jit(tnp.sort).lower(x).compile().source
+    assert "numpy_sort_rows(operand3_1, sorted3_1, True)" in sort_source
+    assert "!=" not in sort_source
+    c_source = generate(lower(tr.jit(tnp.sort).lower(x).optimize()), parallel_ok=False,
+                        objmode_ok=False).source
+    assert "canonical_nans(" in c_source and "!=" not in c_source
+
+    def keys(v, fill=np.float32(np.nan)):
+        k = ops.select(ops.ne(v, v), ops.broadcast_in_dim(fill, v.shape, ()), v)
+        return ops.sort(k, dimension=1), k
+    negative_nan = np.array(0xFFC00000, np.uint32).view(np.float32)
+    for fn in (keys, lambda v: keys(v, negative_nan)[0]):
+        graph = tr.jit(fn).lower(x).optimize()
+        assert fold_nan_keys_into_sorts(graph) is graph
+    y = _special_values("float32")[np.arange(600) % 8].reshape(2, 300)
+    for fn in (keys, lambda v: keys(v, negative_nan)[0]):
+        for got, want in zip(tr.jit(fn)(y), tr.jit(fn, backend="interpreter")(y), strict=True):
+            _same_bits(got, want)
+
+
 @pytest.mark.parametrize("shape", [(6, 200, 1), (1, 200, 7), (3, 150, 4)])
 def test_parallel_kernel_sorts_every_block(shape):
     """numpy_sort_rows_parallel, called directly: blocks of outer positions (or of
@@ -91,7 +153,7 @@ def test_parallel_kernel_sorts_every_block(shape):
     x[..., ::3] = -0.0
     x[:, ::11] = _special_values("float32")[3]
     out = np.empty_like(x)
-    numpy_sort_rows_parallel(x, out)
+    numpy_sort_rows_parallel(x, out, False)
     _same_bits(out, _total_order_sorted(x, 1))
 
 

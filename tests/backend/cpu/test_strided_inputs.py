@@ -31,7 +31,8 @@ def in_place_at_once(monkeypatch):
 def _executable(jitted, *args):
     """The executable the jitted function runs for these arguments (its cache entry)."""
     jitted(*args)
-    (compiled, _), = jitted._cache.values()
+    entry, = jitted._cache.values()
+    compiled = entry.compiled
     return compiled.executable
 
 

@@ -75,22 +75,34 @@ class NumbaExecutable:
         self._host = host
         self._dims = np.array(module.dims, np.int64)
         self.strided = strided_host  # what happened to non-contiguous inputs (counters)
-        self._call = launcher(module, host, self._dims, n_inputs, strided_host)
+        self._call, self._direct = launcher(module, host, self._dims, n_inputs, strided_host)
         self._threaded = bool(_USES_THREADS.search(module.source))
         self._serial: Callable[[], NumbaExecutable] | NumbaExecutable = serial
+        # What jit's hot path calls (`tracer.dispatch`): ndarrays or EagerArrays in, the
+        # outputs as EagerArrays out (the array itself when there is one); the launcher
+        # itself when no thread guard can be needed.
+        self.direct_call = self._direct_guarded if self._threaded else self._direct
 
     def __call__(self, *args: np.ndarray) -> list[np.ndarray]:
         if self._threaded and not threads.SAFE:
-            return self._guarded(args)
+            if threads.forked_from_pool():
+                return self._serial_version()(*args)
+            with threads.LOCK:  # the workqueue layer: one parallel kernel at a time
+                return self._call(*args)
         return self._call(*args)
 
-    def _guarded(self, args: tuple) -> list[np.ndarray]:
+    def _direct_guarded(self, *args: np.ndarray) -> Any:
+        if threads.SAFE:
+            return self._direct(*args)
         if threads.forked_from_pool():
-            if not isinstance(self._serial, NumbaExecutable):
-                self._serial = self._serial()
-            return self._serial(*args)
-        with threads.LOCK:  # the workqueue layer: one parallel kernel at a time
-            return self._call(*args)
+            return self._serial_version().direct_call(*args)
+        with threads.LOCK:
+            return self._direct(*args)
+
+    def _serial_version(self) -> "NumbaExecutable":
+        if not isinstance(self._serial, NumbaExecutable):
+            self._serial = self._serial()
+        return self._serial
 
 
 @dataclass(frozen=True)

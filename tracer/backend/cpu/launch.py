@@ -26,6 +26,7 @@ from typing import Any, Callable
 import numba
 import numpy as np
 
+from ...numpy._eager import EagerArray
 from ..numba.scalar import HALVES
 from ..numba.source import SourceWriter
 from .generate import Module
@@ -79,31 +80,42 @@ class BufferPool:
                 pass
 
 
-def launcher(module: Module, host: Callable[..., Any], dims: np.ndarray,
-             n_inputs: int, strided: StridedHost) -> Callable[..., list[np.ndarray]]:
-    """A Python function specialized to this module's parameters, so a call does no
-    more than check input layouts, find the buffers and call the host function."""
+def launcher(module: Module, host: Callable[..., Any], dims: np.ndarray, n_inputs: int,
+             strided: StridedHost) -> tuple[Callable[..., list[np.ndarray]], Callable[..., Any]]:
+    """Python functions specialized to this module's parameters, so a call does no more
+    than check input layouts, find the buffers and call the host function: `launch`
+    returns the list of outputs; `launch_direct`, the same call for jit's hot path,
+    returns them as `EagerArray` views, the one view itself when there is one output
+    (no list and no frame in between: see `tracer.dispatch`)."""
     env: dict[str, Any] = {"host": host, "dims": dims, "ndarray": np.ndarray, "empty": np.empty,
-                           "uint16": np.uint16, "strided": strided, "asarray": np.asarray,
-                           "array": np.array, "np": np, "private": _private}
-    w = SourceWriter()
+                           "eager": EagerArray, "uint16": np.uint16, "strided": strided,
+                           "asarray": np.asarray, "array": np.array, "np": np,
+                           "private": _private}
+    body = SourceWriter()
     args = [f"a{k}" for k in range(n_inputs)]
     pooled: list[str] = []
-    with w.block(f"def launch({', '.join(args)})"):
-        w.line("in_place = False")
-        names = [_launch_param(w, env, p, pooled, module.donors) for p in module.params]
-        for k in sorted(module.donors):
-            others = ", ".join(a for a in args if a != f"a{k}")
-            w.line(f"a{k} = private(a{k}, ({others}{',' if others else ''}))")
-        if "parallel" in module.source:  # (numba's thread count is per calling thread)
-            env["set_threads"], env["threads"] = numba.set_num_threads, thread_count()
-            w.line("set_threads(threads)")
-        w.line(f"(strided.host() if in_place else host)({', '.join(names + ['dims'])})")
-        for name in pooled:
-            w.line(f"pool_{name}.give({name})")
-        w.line(f"return [{', '.join(_output_names(module, env))}]")
+    body.line("in_place = False")
+    names = [_launch_param(body, env, p, pooled, module.donors) for p in module.params]
+    for k in sorted(module.donors):
+        others = ", ".join(a for a in args if a != f"a{k}")
+        body.line(f"a{k} = private(a{k}, ({others}{',' if others else ''}))")
+    if "parallel" in module.source:  # (numba's thread count is per calling thread)
+        env["set_threads"], env["threads"] = numba.set_num_threads, thread_count()
+        body.line("set_threads(threads)")
+    body.line(f"(strided.host() if in_place else host)({', '.join(names + ['dims'])})")
+    for name in pooled:
+        body.line(f"pool_{name}.give({name})")
+    outs = _output_names(module, env)
+    views = [f"{out}.view(eager)" for out in outs]
+    w = SourceWriter()
+    for name, result in (("launch", f"[{', '.join(outs)}]"),
+                         ("launch_direct", views[0] if len(views) == 1
+                          else f"[{', '.join(views)}]")):
+        with w.block(f"def {name}({', '.join(args)})"):
+            w.embed(body)
+            w.line(f"return {result}")
     exec(compile(w.text(), "<tracer cpu launcher>", "exec"), env)
-    return env["launch"]
+    return env["launch"], env["launch_direct"]
 
 
 def _output_names(module: Module, env: dict[str, Any]) -> list[str]:
@@ -129,6 +141,10 @@ def _launch_param(w: SourceWriter, env: dict[str, Any], p: Any, pooled: list[str
         env[p.name] = value.view(np.uint16) if f16 else value
         return p.name
     if p.kind == "input":
+        if p.value.ndim == 0:  # a Python scalar from jit's hot path (weakly typed)
+            env[f"dtype_a{p.index}"] = np.dtype(p.value.dtype)
+            with w.block(f"if type(a{p.index}) is not ndarray and type(a{p.index}) is not eager"):
+                w.line(f"a{p.index} = asarray(a{p.index}, dtype_a{p.index})")
         _launch_input(w, f"a{p.index}", p.name, bool(p.value.ndim) and p.index not in donors)
         return f"a{p.index}.view(uint16)" if f16 else f"a{p.index}"
     shape, dtype = tuple(p.value.shape), np.dtype(p.value.dtype)
@@ -137,8 +153,9 @@ def _launch_param(w: SourceWriter, env: dict[str, Any], p: Any, pooled: list[str
         env[f"pool_{array}"] = BufferPool()
         pooled.append(array)
         w.line(f"{array} = pool_{array}.take({shape!r}, {dtype.name!r})")
-    else:
-        w.line(f"{array} = empty({shape!r}, {dtype.name!r})")
+    else:  # (a dtype object: NumPy parses a dtype name at every call)
+        env[f"dtype_{array}"] = dtype
+        w.line(f"{array} = empty({shape!r}, dtype_{array})")
     if f16:
         w.line(f"{p.name} = {array}.view(uint16)")
     return p.name
@@ -148,16 +165,20 @@ def _launch_input(w: SourceWriter, a: str, name: str, may_stride: bool) -> None:
     """Input `a` (host parameter `name`) made an aligned C-contiguous ndarray (a copy;
     read-only ones are fine: kernels only write the inputs `_private` vetted), unless
     `may_stride` and `strided` reads it in place. (Unaligned data is copied too: the
-    compiled code assumes aligned arrays.)"""
-    with w.block(f"if type({a}) is not ndarray or not ({a}.flags.c_contiguous and "
-                 f"{a}.flags.aligned)"):
-        if may_stride:
-            with w.block(f"if type({a}) is ndarray and strided.admit({a}, {name!r})"):
-                w.line("in_place = True")
-            with w.block("else"):
+    compiled code assumes aligned arrays.) An `EagerArray` (a jit result fed back) is
+    an ndarray to the machine code. The common case reads one flags object:
+    `carray` is C-contiguous, aligned and writeable; a read-only array is looked at
+    again, and is fine as it is."""
+    array = f"(type({a}) is ndarray or type({a}) is eager)"
+    with w.block(f"if not {array} or not {a}.flags.carray"):
+        with w.block(f"if not {array} or not ({a}.flags.c_contiguous and {a}.flags.aligned)"):
+            if may_stride:
+                with w.block(f"if {array} and strided.admit({a}, {name!r})"):
+                    w.line("in_place = True")
+                with w.block("else"):
+                    w.line(f"{a} = strided.copy({a})")
+            else:
                 w.line(f"{a} = strided.copy({a})")
-        else:
-            w.line(f"{a} = strided.copy({a})")
 
 
 def _private(x: np.ndarray, others: tuple) -> np.ndarray:

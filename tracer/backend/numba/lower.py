@@ -27,6 +27,10 @@
   products (what `vmap` makes of a vector dot). Through BLAS it would be one tiny
   `np.dot` call per batch element; as transpose + mul + add-reduce it is a single
   fused loop nest.
+- A key sort of NumPy-order float keys, `sort(select(x != x, nan, x))` (what
+  `tnp.sort` writes: every NaN becomes +NaN), sorts `x` itself with the sort param
+  `nan_keys=True`: the sort kernel gives NaNs that value (NumPy's SIMD sort already
+  puts them last), so no pass over the data writes the keys first.
 """
 
 from __future__ import annotations
@@ -37,8 +41,9 @@ from typing import Any, Sequence
 import numpy as np
 
 from ... import dtypes, ops
-from ...core import Eqn, Graph, Var
+from ...core import Eqn, Graph, Literal, Var
 from ...interpret import eval_graph
+from ...ops.sort import default_num_keys
 from ...passes.dce import dce
 from ...passes.rewrite import rewrite
 from ...tracing import trace_flat
@@ -48,6 +53,7 @@ from .scalar import HALVES
 _BLAS_DTYPES = frozenset(np.dtype(t) for t in (np.float32, np.float64, np.complex64,
                                                np.complex128))
 _F16, _F32 = np.dtype(np.float16), np.dtype(np.float32)
+_NAN_KEY_DTYPES = frozenset({_F32, np.dtype(np.float64)})
 
 
 def blas_dtype(operand: np.dtype, out: np.dtype) -> np.dtype | None:
@@ -82,7 +88,50 @@ def lower(graph: Graph) -> Graph:
     """Every cpu lowering, in order."""
     graph = operands_in_blas_order(fold_transposes_into_dots(graph))
     graph = lower_small_dots(fold_transposes_of_dots(graph))
-    return lower_batched_inner_products(graph)
+    return fold_nan_keys_into_sorts(lower_batched_inner_products(graph))
+
+
+def fold_nan_keys_into_sorts(graph: Graph) -> Graph:
+    """`graph` (sub-graphs too) with each one-operand key sort of a NaN-canonicalizing
+    select that nothing else reads sorting the select's source, `nan_keys=True`."""
+    graph = rewrite(graph, lambda eqn, defs: None, fold_nan_keys_into_sorts)  # sub-graphs
+    defs = {id(v): e for e in graph.eqns for v in e.outputs}
+    reads = _read_counts(graph)
+    eqns = tuple(_sort_of_nan_keys(e, defs, reads) for e in graph.eqns)
+    if all(a is b for a, b in zip(eqns, graph.eqns, strict=True)):
+        return graph
+    return dce(Graph(graph.inputs, eqns, graph.outputs, graph.name))
+
+
+def _sort_of_nan_keys(eqn: Eqn, defs: dict[int, Eqn], reads: dict[int, int]) -> Eqn:
+    if eqn.op.name != "sort" or len(eqn.inputs) != 1 or eqn.params.get("nan_keys") or \
+            reads.get(id(eqn.inputs[0])) != 1 or default_num_keys(eqn.params["to_apply"]) != 1:
+        return eqn
+    source = _nan_key_source(defs.get(id(eqn.inputs[0])), defs)
+    if source is None:
+        return eqn
+    return Eqn(eqn.op, (source,), {**eqn.params, "nan_keys": True}, eqn.outputs, eqn.source)
+
+
+def _nan_key_source(select: Eqn | None, defs: dict[int, Eqn]) -> Any:
+    """x when `select` is select(ne(x, x), +NaN, x) of a float32/64 x, the +NaN a
+    broadcast literal or a folded constant (the kernels' NaN is its value), else None."""
+    if select is None or select.op.name != "select" or \
+            not all(isinstance(a, Var) for a in (select.inputs[0], select.inputs[2])):
+        return None
+    pred, nans, x = defs.get(id(select.inputs[0])), select.inputs[1], select.inputs[2]
+    if pred is None or x.aval.dtype not in _NAN_KEY_DTYPES:
+        return None
+    compares_x = pred.op.name == "compare" and pred.params["direction"] == "NE" and \
+        not pred.params["total_order"] and all(a is x for a in pred.inputs)
+    fill = defs.get(id(nans)) if isinstance(nans, Var) else None
+    if fill is not None and fill.op.name == "broadcast_in_dim":
+        nans = fill.inputs[0]
+    canonical = isinstance(nans, Literal) and nans.aval.dtype == x.aval.dtype and \
+        np.array_equal(np.asarray(nans.value).view(f"u{x.aval.dtype.itemsize}"),
+                       np.full(nans.aval.shape, np.nan, x.aval.dtype).view(
+                           f"u{x.aval.dtype.itemsize}"))
+    return x if compares_x and canonical else None
 
 
 def _free_dims(rank: int, contracting: Sequence[int], batch: Sequence[int]) -> list[int]:

@@ -13,7 +13,10 @@ code path serves every rank and dimension. Two strategies:
   sorts its values directly (`sort_rows`, with the permutation when other operands
   ride along); several keys, and complex keys (real part, then imaginary part), are
   a least-significant-key-first lexsort of a permutation (`refine_rows`). The
-  riders are then moved by the permutation (`permute_rows`).
+  riders are then moved by the permutation (`permute_rows`). A sort with
+  `nan_keys` (the cpu lowering folded `tnp.sort`'s NaN-to-+NaN select into it)
+  tells NumPy's kernel to write +NaN over the NaN tail; the other kernels sort a
+  copy with its NaNs made +NaN (`canonical_nans`).
 - Any other comparator: a stable bottom-up merge sort of a permutation, inlined
   here with the comparator's graph emitted at its one comparison point: the right
   run's head is taken only when comparator(right, left) holds, exactly as the
@@ -91,9 +94,16 @@ def _by_numpy(ge: GraphEmitter, eqn: Eqn) -> bool:
 def _key_sort(ge: GraphEmitter, eqn: Eqn, keys: int) -> None:
     ins, outs, shape = _views(ge, eqn)
     first = eqn.inputs[0]
+    nan_keys = bool(eqn.params.get("nan_keys"))
     if _by_numpy(ge, eqn):
-        ge.w.line(f"{_kernel(ge, eqn, 'numpy_sort_rows', lib=_NUMPY_LIB)}({ins[0]}, {outs[0]})")
+        ge.w.line(f"{_kernel(ge, eqn, 'numpy_sort_rows', lib=_NUMPY_LIB)}({ins[0]}, {outs[0]}, "
+                  f"{nan_keys})")
         return
+    if nan_keys:
+        canonical = ge.fresh("nan_keys")
+        ge.w.line(f"{canonical} = np.empty({shape}, {ins[0]}.dtype)")
+        ge.w.line(f"{ge.mod.use('canonical_nans', _LIB)}({ins[0]}, {canonical})")
+        ins[0] = canonical
     # a rank-1 operand is one row: sort_vector, whatever its size (never in parallel)
     sort_rows = ge.mod.use("sort_vector", _LIB) if first.aval.ndim == 1 else \
         _kernel(ge, eqn, "sort_rows")

@@ -439,6 +439,18 @@ def _parts(x, with_idx):
 
 
 @njit(**_SERIAL)
+def canonical_nans(x, out):
+    """out = x with every NaN the default +NaN: the keys of a sort in NumPy's order
+    (`nan_keys`: NaNs last) for the kernels here, which order NaNs by their bits."""
+    outer, n, inner = x.shape
+    for o in range(outer):
+        for j in range(n):
+            for i in range(inner):
+                v = x[o, j, i]
+                out[o, j, i] = np.nan if v != v else v
+
+
+@njit(**_SERIAL)
 def sort_rows(x, out, perm, half, with_idx):
     """out = x sorted along axis 1 of its (outer, n, inner) view with the default
     comparator; with_idx: perm[o, j, i] = where out[o, j, i] came from. Many short

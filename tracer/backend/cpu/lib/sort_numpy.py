@@ -15,9 +15,12 @@ once), then restore what NumPy does not keep of the total order `ops.sort` asks 
   the total order puts -0.0 first. A row with zeros gets as many -0.0 as the operand
   row has, then +0.0 (`_signed_zeros`).
 
-Both repairs read the operand; integers need no repair. Arrays arrive as (outer, n,
-inner) views, rows along axis 1. Not for compiled C libraries (`tracer.aot`): those
-have no Python to call.
+Both repairs read the operand; integers need no repair. With `nan_keys` (a sort of
+NumPy-order keys, `numba.lower.fold_nan_keys_into_sorts`: every NaN counts as +NaN)
+the NaN tail is NumPy's order already and only gets the default +NaN written over it:
+`tnp.sort` then costs what `np.sort` does, a copy and NumPy's sort. Arrays arrive as
+(outer, n, inner) views, rows along axis 1. Not for compiled C libraries
+(`tracer.aot`): those have no Python to call.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ MIN_LENGTH = 128  # shorter rows: `cpu.lib.sort`'s sorting network is faster (th
 # blocks of rows the `_parallel` kernel hands its threads (numba.get_num_threads would
 # keep the kernel out of numba's disk cache: a ctypes pointer)
 BLOCKS = 32
+CHUNK_BYTES = 1 << 19  # rows copied and sorted at once: well inside a core's L2
 
 
 def _sort_in_numpy(x: np.ndarray, out: np.ndarray) -> None:
@@ -60,6 +64,12 @@ def _sort_in_numpy(x: np.ndarray, out: np.ndarray) -> None:
 def _numpy_sort(x, out):
     with numba.objmode():
         _sort_in_numpy(x, out)
+
+
+@njit(**_HOLDS_GIL)
+def _numpy_sort_in_place(out):
+    with numba.objmode():
+        out.sort(axis=1)
 
 
 def _floats(x):
@@ -146,7 +156,7 @@ def _place_nans(x, out, o, i, start):
 
 
 @njit(**_SERIAL)
-def _total_order_row(x, out, o, i):
+def _total_order_row(x, out, o, i, nan_keys):
     """Row (o, i) of out, sorted by NumPy, put in the total order (see the module)."""
     n = out.shape[1]
     last = out[o, n - 1, i]
@@ -155,46 +165,84 @@ def _total_order_row(x, out, o, i):
     hi = _first(out, o, i, end, True)
     if hi > lo:
         _signed_zeros(x, out, o, i, lo, hi)
-    if end < n:
+    if end < n and nan_keys:
+        for j in range(end, n):
+            out[o, j, i] = np.nan
+    elif end < n:
         _place_nans(x, out, o, i, end)
 
 
 # ---------------------------------------------------------------- kernels
 
 @njit(**_SERIAL)
-def _sort_block(x, out, o0, o1, i0, i1):
-    """Rows (o0 .. o1 - 1, i0 .. i1 - 1): NumPy's sort, then the repairs."""
-    _numpy_sort(x[o0:o1, :, i0:i1], out[o0:o1, :, i0:i1])
-    if _floats(x):
-        for o in range(o0, o1):
-            for i in range(i0, i1):
-                _total_order_row(x, out, o, i)
+def _copy_marking_repairs(x, out, o0, o1):
+    """out = x for contiguous rows o0 .. o1 - 1 (inner 1), and which of them hold a
+    zero or a NaN: only those can need a repair. (The copy streams memory; the test
+    rides along, where a search of every sorted row would miss the caches.)"""
+    marked = np.zeros((o1 - o0, 1), np.bool_)
+    for o in range(o0, o1):
+        special = False
+        for j in range(x.shape[1]):
+            v = x[o, j, 0]
+            out[o, j, 0] = v
+            special |= not abs(v) > 0
+        marked[o - o0, 0] = special
+    return marked
 
 
 @njit(**_SERIAL)
-def numpy_sort_rows(x, out):
+def _repair_rows(x, out, o0, o1, i0, i1, nan_keys, marked):
+    for o in range(o0, o1):
+        for i in range(i0, i1):
+            if marked[o - o0, i - i0]:
+                _total_order_row(x, out, o, i, nan_keys)
+
+
+@njit(**_SERIAL)
+def _sort_block(x, out, o0, o1, i0, i1, nan_keys):
+    """Rows (o0 .. o1 - 1, i0 .. i1 - 1): NumPy's sort, then the repairs of the rows
+    that may need one. Contiguous float rows go in chunks of about CHUNK_BYTES, each
+    copied, sorted and repaired while it is in the core's cache (np.sort copies the
+    whole array first, then reads it back from farther away to sort it)."""
+    if not _floats(x):
+        _numpy_sort(x[o0:o1, :, i0:i1], out[o0:o1, :, i0:i1])
+    elif x.shape[2] > 1:
+        _numpy_sort(x[o0:o1, :, i0:i1], out[o0:o1, :, i0:i1])
+        marked = np.ones((o1 - o0, i1 - i0), np.bool_)
+        _repair_rows(x, out, o0, o1, i0, i1, nan_keys, marked)
+    else:
+        step = max(1, CHUNK_BYTES // (x.shape[1] * x.itemsize))
+        for c0 in range(o0, o1, step):
+            c1 = min(c0 + step, o1)
+            marked = _copy_marking_repairs(x, out, c0, c1)
+            _numpy_sort_in_place(out[c0:c1])
+            _repair_rows(x, out, c0, c1, 0, 1, nan_keys, marked)
+
+
+@njit(**_SERIAL)
+def numpy_sort_rows(x, out, nan_keys):
     """out = x sorted along axis 1 of its (outer, n, inner) view in the total order,
-    by NumPy's sort."""
+    by NumPy's sort; `nan_keys`: every NaN of x counts (and is written) as +NaN."""
     if x.shape[1] > 0:
-        _sort_block(x, out, 0, x.shape[0], 0, x.shape[2])
+        _sort_block(x, out, 0, x.shape[0], 0, x.shape[2], nan_keys)
 
 
 @njit(**_SERIAL)
-def _sort_part(x, out, p, parts):
+def _sort_part(x, out, p, parts, nan_keys):
     """Block p of `parts`: a range of outer positions, or of inner ones when outer == 1."""
     outer, n, inner = x.shape
     if outer > 1:
-        _sort_block(x, out, p * outer // parts, (p + 1) * outer // parts, 0, inner)
+        _sort_block(x, out, p * outer // parts, (p + 1) * outer // parts, 0, inner, nan_keys)
     else:
-        _sort_block(x, out, 0, 1, p * inner // parts, (p + 1) * inner // parts)
+        _sort_block(x, out, 0, 1, p * inner // parts, (p + 1) * inner // parts, nan_keys)
 
 
 @njit(parallel=True, **_OPTIONS)
-def numpy_sort_rows_parallel(x, out):
+def numpy_sort_rows_parallel(x, out, nan_keys):
     """`numpy_sort_rows` with up to BLOCKS blocks of rows on numba's threads."""
     outer, n, inner = x.shape
     if n == 0:
         return
     parts = min(BLOCKS, outer if outer > 1 else inner)
     for p in prange(parts):
-        _sort_part(x, out, np.int64(p), parts)
+        _sort_part(x, out, np.int64(p), parts, nan_keys)

@@ -1,0 +1,243 @@
+"""The hot path of a cached jit call: the cache's entries and how they run a call.
+
+    entry = Entry(compiled, used)        # one cached signature of a jitted function
+    entry.run(*arrays)                   # its result pytree, for ndarray arguments
+    run_compiled(compiled, inputs, leaves)   # any call that went through the full key
+
+`Jitted.__call__` first looks a call whose arguments are all NumPy arrays (or Python
+scalars) up by `array_key(args)` alone, each argument's (shape, dtype, False) (a
+scalar's weak signature), in a second index of
+its cache (`Jitted._fast`: no pytree walk, no static values, no hashing of the
+treedef). An entry reaches that index only through a call that computed the full
+key with the same (shape, dtype) of native byte order, positional arguments and
+nothing static, so a hit there is a hit of the full key; a big-endian dtype, a NumPy
+scalar, an int beyond int64 or a device array never matches one and takes the full
+path. Arrays in
+dicts, lists and tuples (a training step's parameters) are looked up there too, by
+`tree_key`: the containers' exact types, sorted dict keys and the leaves' signatures,
+everything `tree_flatten` puts in the treedef, without building one.
+Strides, alignment and write permission are not in either key: the executable's
+launcher checks them at every call (a non-contiguous argument is copied or read by
+the strided version, a read-only one is read as it is).
+
+`Entry.run` starts as the path that works for every executable (the interpreter
+tier while numba compiles, the interpreter and cuda backends, donated or aliased
+outputs) and becomes, once the signature's executable is final, the cpu launcher's
+version that returns `EagerArray` views (for one output; a pytree of several takes
+one more frame): after a kernel that streamed megabytes every Python step of a call
+misses the caches, so fewer steps is what makes a call cheap. A call of `v + 1` is
+then three Python frames (`Jitted.__call__`, `array_key`, the launcher) around
+numba's entry point.
+"""
+
+from __future__ import annotations
+
+import functools
+import weakref
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from . import cache, profiler
+from .config import config
+from .numpy._eager import EagerArray
+from .stages import Compiled
+from .tree_util import tree_flatten
+
+# Every jitted function (`tr.clear_caches`, and the fast indexes a setting change empties)
+ALL_JITTED: weakref.WeakSet = weakref.WeakSet()
+# How often a setting in the full key (default_backend, debug_print) changed: the fast
+# indexes, keyed without them, are emptied at each change.
+_SETTING_CHANGES = [0]
+
+
+def _forget_fast_keys(_: Any) -> None:
+    _SETTING_CHANGES[0] += 1
+    for jitted in list(ALL_JITTED):
+        jitted._fast = {}
+
+
+config.watch("default_backend", _forget_fast_keys)
+config.watch("debug_print", _forget_fast_keys)
+
+
+def setting_changes() -> int:
+    return _SETTING_CHANGES[0]
+
+
+class Entry:
+    """One cached signature: its `Compiled`, when it last served, and its runner."""
+
+    __slots__ = ("compiled", "used", "run")
+
+    def __init__(self, compiled: Compiled, used: int):
+        self.compiled = compiled
+        # the function's hit count when it last served: least recently used = smallest
+        # (a miss takes the count as it is, and dict order breaks ties by age)
+        self.used = used
+        self.run: Callable[..., Any] = self._run_any
+
+    def _run_any(self, *args: np.ndarray) -> Any:
+        """A call through whatever executable the signature has now; once that is final
+        machine code (the compile swapped out the interpreter tier), the direct runner."""
+        compiled = self.compiled
+        direct = _direct_runner(compiled)
+        if direct is not None:
+            self.run = direct
+            return direct(*args)
+        return run_compiled(compiled, list(map(_as_input, args)), args)
+
+
+def _as_input(a: Any) -> np.ndarray:
+    """What an executable gets for a fast-index argument (`cache.as_input`'s result)."""
+    t = type(a)
+    if t is np.ndarray:
+        return a
+    return a.view(np.ndarray) if t is EagerArray else np.asarray(a, _SCALARS[t][1])
+
+
+def run_compiled(compiled: Compiled, inputs: list, leaves: Sequence[Any]) -> Any:
+    """Run `compiled` on the executable's `inputs` (from the call's `leaves`): the
+    result pytree, outputs as `EagerArray`s, a donated input returned as passed."""
+    outs = compiled.run(inputs) if compiled.aliased else compiled.executable(*inputs)
+    outs = cache.donated_results(outs, inputs, leaves) if compiled.lowered.donated \
+        else list(map(cache.as_result, outs))
+    return compiled.lowered.out_tree.unflatten(outs)
+
+
+def run_recorded(compiled: Compiled, inputs: list, leaves: Sequence[Any]) -> Any:
+    """`run_compiled` as a timeline event (only while tr.profiler records)."""
+    lowered = compiled.lowered
+    with profiler.naming(lowered.name), profiler.span("run", "execute",
+                                                      backend=lowered.backend):
+        outs = compiled.run(inputs)
+    return lowered.out_tree.unflatten(cache.donated_results(outs, inputs, leaves))
+
+
+def remember_fast(fast: dict, sigs: tuple, entry: Entry, changes: int) -> None:
+    """`entry` in the fast index under `sigs` (a call's `array_signatures`), unless the
+    settings in the full key changed since that call read them (`changes`, from
+    `setting_changes()`): then its key may be stale."""
+    fast[sigs] = entry
+    if _SETTING_CHANGES[0] != changes:
+        fast.pop(sigs, None)
+
+
+def evict_least_recent(entries: dict, fast: dict) -> dict:
+    """Drop the entry of `entries` that served longest ago (O(cache size), on misses
+    only: hits just stamp their entry); returns the fast index without it. (Copies of
+    the dicts: other threads may insert meanwhile.)"""
+    key, old = min(list(entries.items()), key=lambda item: item[1].used)
+    entries.pop(key, None)
+    return {k: e for k, e in list(fast.items()) if e is not old}
+
+
+@functools.lru_cache(maxsize=64)
+def flat_treedef(n: int) -> Any:
+    """The treedef of `((a_0, ..., a_{n-1}), {})` for n array leaves."""
+    return tree_flatten((tuple(range(n)), {}))[1]
+
+
+@functools.lru_cache(maxsize=64)
+def flat_tuple_treedef(n: int) -> Any:
+    """The treedef of `(a_0, ..., a_{n-1})`."""
+    return tree_flatten(tuple(range(n)))[1]
+
+
+def _direct_runner(compiled: Compiled) -> Callable[..., Any] | None:
+    """`run` for a signature whose executable calls machine code through a launcher
+    (`direct_call`, cpu: outputs as EagerArrays, the one array itself when there is
+    one) with fresh outputs only: None for the others, which keep the general path (an
+    aliased output is copied, a donated one is the argument)."""
+    call = getattr(compiled.executable, "direct_call", None)
+    if call is None or compiled.aliased or compiled.lowered.donated:
+        return None
+    tree = compiled.lowered.out_tree
+    if tree == flat_tuple_treedef(tree.num_leaves) and tree.num_leaves != 1:
+        return lambda *args: tuple(call(*args))  # (a tuple of arrays: no tree walk)
+    if tree.num_leaves != 1:
+        return lambda *args: tree.unflatten(call(*args))
+    if tree.num_nodes == 1:  # one array out, the common case: the launcher is the runner
+        return call
+    return lambda *args: tree.unflatten((call(*args),))
+
+
+# A Python scalar's signature (`cache.leaf_signature`: weakly typed, 0-d); an int
+# outside int64 is left to the full path, which raises its OverflowError.
+_SCALARS = {t: cache.leaf_signature(t()) for t in (bool, int, float, complex)}
+_INT64 = np.iinfo(np.int64)
+
+
+def array_key(args: tuple) -> tuple | None:
+    """The fast index's key of `args`: (shape, dtype, False) of each array (ndarray or
+    EagerArray), the weak signature of each Python scalar; None when an argument is
+    anything else. Byte order is not checked: a non-native dtype is a different dtype,
+    which the index never holds."""
+    if len(args) == 1:  # (the most common arity: a third cheaper without the loop)
+        a = args[0]
+        t = type(a)
+        if t is np.ndarray or t is EagerArray:
+            return ((a.shape, a.dtype, False),)
+    key = []
+    for a in args:
+        t = type(a)
+        if t is np.ndarray or t is EagerArray:
+            key.append((a.shape, a.dtype, False))
+            continue
+        sig = _SCALARS.get(t)
+        if sig is None or t is int and not _INT64.min <= a <= _INT64.max:
+            return None
+        key.append(sig)
+    return tuple(key)
+
+
+def tree_key(args: tuple) -> tuple[tuple, list] | None:
+    """(the fast index's key, the leaves in `tree_flatten`'s order) of positional
+    `args` made of arrays in dicts, lists and tuples (a training step's parameters):
+    the key is ("tree", structure, (shape, dtype, False) of each leaf), the structure
+    each container's exact type, sorted dict keys and children, all `tree_flatten`
+    puts in the treedef. None for anything else (another leaf or node type, dict keys
+    that do not sort), which the full key handles."""
+    leaves: list = []
+    structure = _structure(args, leaves)
+    if structure is None:
+        return None
+    return ("tree", structure, tuple([(a.shape, a.dtype, False) for a in leaves])), leaves
+
+
+def _structure(node: Any, leaves: list) -> Any:
+    """(type, dict keys, children's structures) of a container `node`, its array leaves
+    appended to `leaves` (an array child's structure: 0); None if unsupported."""
+    t = type(node)
+    if t is dict:
+        try:
+            keys = tuple(sorted(node))
+        except TypeError:
+            return None
+        children = [node[k] for k in keys]
+    elif t is tuple or t is list:
+        keys, children = None, node
+    else:
+        return None
+    parts = []
+    for child in children:
+        c = type(child)
+        if c is np.ndarray or c is EagerArray:  # (inline: most children are arrays)
+            leaves.append(child)
+            parts.append(0)
+            continue
+        part = _structure(child, leaves)
+        if part is None:
+            return None
+        parts.append(part)
+    return t, keys, tuple(parts)
+
+
+def array_signatures(args: tuple) -> tuple | None:
+    """`cache.leaf_signature` of each argument in one pass when every one is an array
+    in native byte order or a Python scalar (None otherwise): the full key's
+    signatures, equal to `array_key(args)` where that is not None."""
+    key = array_key(args)
+    if key is None or not all(d.isnative for _, d, _ in key):
+        return None
+    return key
