@@ -30,6 +30,7 @@ from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
+from ...numba.lib.symbols import published_array
 from . import mkl
 
 _jit = njit(cache=True, error_model="numpy", nogil=True)
@@ -143,16 +144,7 @@ def _compute_backward(typingctx, handle, source, target):
     return _long(_intp, _intp, _intp), _variadic(_BACKWARD, "ppp", 2)
 
 
-@intrinsic
-def _table_address(typingctx):
-    """The plan table's address (an external symbol, resolved at load)."""
-    def codegen(context, builder, signature, args):
-        table = builder.module.globals.get(TABLE_SYMBOL)
-        if table is None:
-            table = ir.GlobalVariable(builder.module, ir.IntType(64), TABLE_SYMBOL)
-            table.linkage = "external"
-        return table
-    return types.CPointer(types.int64)(), codegen
+_table_address = published_array(TABLE_SYMBOL)  # the plan table
 
 
 @_inline

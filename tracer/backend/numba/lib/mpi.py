@@ -25,6 +25,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from ..fallback import run as _run_runner
+from .symbols import published_array
 
 _jit = njit(cache=True, error_model="numpy")
 
@@ -68,16 +69,7 @@ _free = types.ExternalFunction("free", types.void(_intp))
 _memcpy = types.ExternalFunction("memcpy", _ptr(_ptr, _ptr, _intp))
 
 
-@intrinsic
-def _state_address(typingctx):  # numba intrinsic protocol
-    """The address of the job's state array (an external symbol, resolved at load)."""
-    def codegen(context, builder, signature, args):
-        state = builder.module.globals.get(STATE_SYMBOL)
-        if state is None:
-            state = ir.GlobalVariable(builder.module, ir.IntType(64), STATE_SYMBOL)
-            state.linkage = "external"
-        return state
-    return types.CPointer(types.int64)(), codegen
+_state_address = published_array(STATE_SYMBOL)  # the job's state array
 
 
 @intrinsic
