@@ -1,0 +1,261 @@
+"""cpu emitters for pooling: reduce_window and select_and_scatter unrolled over a small
+window (no padding, no base dilation, at most `UNROLL_TAPS` taps); every other geometry
+takes `window`'s general loop nests.
+
+The window's taps, strides and dilations are literals in the source (the code is
+specialised to the window geometry; sizes still come from `dims`), so a tap is an
+offset the compiler folds, and the innermost loop runs along the last dim from 0 with
+a literal stride and no bounds checks: LLVM vectorizes it.
+
+- reduce_window of an add, max or min: per row of outputs (every index but the last),
+  `col[i]` = the computation over the taps of the dims before the last at spot i of
+  that row (one pass over the operand rows the windows cover), then
+  `out[o] = f(init, f(col[o * stride], col[o * stride + dilation], ...))`. Without
+  taps before the last dim the row is read in place; without a window or stride
+  along the last dim `col` is the output row itself.
+- select_and_scatter: per row of windows, first the picks of the whole row, branch
+  free: the first tap, then each tap in row-major order replaces the pick unless
+  select(pick, tap) (XLA's rule, exactly as the general code applies it); then the
+  row's source values are scattered onto the picks in row-major order. The output is
+  filled with init_value per slab (the leading dims the windows do not span) right
+  before that slab's scatter, so the fill and the scattered updates meet in cache.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Any
+
+from ....core import Eqn
+from ...numba.codegen import GraphEmitter, Ref, load, store_value
+from ...numba.scalar import alias
+from ...numba.source import SourceWriter
+from . import window
+from .window import _emit, _inline, _named, _nested, _parallel, _run_kind, _scalar
+
+UNROLL_TAPS = 32  # larger windows keep the general loops (the unrolled body grows with taps)
+
+
+def unrollable(eqn: Eqn) -> bool:
+    """No padding, no base dilation, a non-scalar result and at most UNROLL_TAPS taps."""
+    p = eqn.params
+    return (eqn.outputs[0].aval.ndim > 0
+            and all(lo == 0 and hi == 0 for lo, hi in p["padding"])
+            and all(b == 1 for b in p["base_dilation"])
+            and math.prod(p["window_dimensions"]) <= UNROLL_TAPS)
+
+
+def _position(o: str, stride: int, offset: int) -> str:
+    """`o * stride + offset` as short source text."""
+    text = o if stride == 1 else f"{o} * {stride}"
+    return text if offset == 0 else f"{text} + {offset}"
+
+
+def _taps(eqn: Eqn, o: list[str], dims: range) -> list[tuple[list[str], list[int]]]:
+    """Per tap of the window over `dims` (row-major): the operand index of each of those
+    dims at window position `o`, and the tap's offsets (tap * window_dilation)."""
+    p = eqn.params
+    taps = []
+    for tap in itertools.product(*(range(p["window_dimensions"][d]) for d in dims)):
+        offsets = [k * p["window_dilation"][d] for k, d in zip(tap, dims, strict=True)]
+        taps.append(([_position(o[d], p["window_strides"][d], off)
+                      for d, off in zip(dims, offsets, strict=True)], offsets))
+    return taps
+
+
+def _chain(ge: GraphEmitter, w: SourceWriter, graph: Any, values: list[Ref]) -> Ref:
+    """graph(...graph(graph(v0, v1), v2)..., vn)."""
+    acc = values[0]
+    for value in values[1:]:
+        [acc] = _inline(ge, w, graph, [acc, value])
+    return acc
+
+
+# ------------------------------------------------------------------ reduce_window
+def _reduce_window(ge: GraphEmitter, eqn: Eqn) -> None:
+    if not (unrollable(eqn) and _run_kind(eqn)):
+        window.EMITTERS["reduce_window"](ge, eqn)
+        return
+    x, init = ge.ref(eqn.inputs[0]), ge.ref(eqn.inputs[1])
+    out = eqn.outputs[0]
+    target = Ref(ge.alloc(out), out.aval)
+    o = [ge.fresh(f"o{d}") for d in range(out.aval.ndim)]
+    parallel = len(o) > 1 and _parallel(
+        ge, out.aval.size * math.prod(eqn.params["window_dimensions"]))
+    _emit(ge, parallel, "reduce_window", [x.name, target.name],
+          lambda w: _ReduceRows(ge, eqn, x, init, target, o).write(w, parallel))
+    ge.bind(out, target)
+
+
+class _ReduceRows:
+    """The loops of one unrolled add, max or min reduce_window (see the module doc)."""
+
+    def __init__(self, ge: GraphEmitter, eqn: Eqn, x: Ref, init: Ref, target: Ref,
+                 o: list[str]):
+        self.ge, self.eqn, self.x, self.init, self.target, self.o = ge, eqn, x, init, target, o
+        last = len(o) - 1
+        p = eqn.params
+        self.window, self.stride, self.dilation = (
+            p["window_dimensions"][last], p["window_strides"][last], p["window_dilation"][last])
+        self.rows = _taps(eqn, o, range(last))  # the taps before the last dim
+        self.graph = p["to_apply"]
+
+    def write(self, w: SourceWriter, parallel: bool) -> None:
+        ge, o = self.ge, self.o
+        loops = [(i, ge.dim(self.eqn.outputs[0], d)) for d, i in enumerate(o)]
+        in_place = self.window == 1 and self.stride == 1  # col is the output row
+        col = None if in_place or len(self.rows) == 1 else ge.fresh("col")
+
+        def scratch() -> None:
+            if col is not None:
+                w.line(f"{col} = np.empty({self.spots()}, {alias(self.x.aval.dtype)})")
+
+        def per_row() -> None:
+            if in_place:
+                self.fold_rows(w, loops[-1], None)
+                return
+            if col is not None:
+                i = ge.fresh("i")
+                self.fold_rows(w, (i, self.spots()), col)
+            self.fold_row(w, loops[-1][1], col)
+        if len(loops) == 1:
+            scratch()
+            per_row()
+            return
+        _nested(w, loops[:1], lambda: (scratch(), _nested(w, loops[1:-1], per_row)),
+                parallel)
+
+    def spots(self) -> str:
+        """How many spots of the operand row a row of windows covers."""
+        n = self.ge.dim(self.eqn.outputs[0], len(self.o) - 1)
+        return f"max({n} - 1, 0) * {self.stride} + {(self.window - 1) * self.dilation + 1}"
+
+    def fold_rows(self, w: SourceWriter, loop: tuple[str, str], col: str | None) -> None:
+        """col[i] (or, col None, the output) = f over the taps before the last dim at i."""
+        i, bound = loop
+        with w.block(f"for {i} in range({bound})"):
+            values = [_named(self.ge, w, load(self.x, [*index, i], self.ge.mod), self.x.aval, "x")
+                      for index, _ in self.rows]
+            acc = _chain(self.ge, w, self.graph, values)
+            if col is not None:
+                w.line(f"{col}[{i}] = {acc.name}")
+            else:
+                self.store(w, _inline(self.ge, w, self.graph, [self.init, acc])[0])
+
+    def fold_row(self, w: SourceWriter, bound: str, col: str | None) -> None:
+        """out[o] = f(init, f over the last dim's taps of col (or the operand row))."""
+        ge, o = self.ge, self.o[-1]
+        spots = [_position(o, self.stride, k * self.dilation) for k in range(self.window)]
+        with w.block(f"for {o} in range({bound})"):
+            if col is None:  # (one tap before the last dim: its row, read in place)
+                row = Ref(self.x.name, self.x.aval, lead=tuple(self.rows[0][0]))
+                loads = [load(row, [spot], ge.mod) for spot in spots]
+            else:
+                loads = [f"{col}[{spot}]" for spot in spots]
+            values = [_named(ge, w, text, self.x.aval, "x") for text in loads]
+            acc = _chain(ge, w, self.graph, values)
+            self.store(w, _inline(ge, w, self.graph, [self.init, acc])[0])
+
+    def store(self, w: SourceWriter, value: Ref) -> None:
+        w.line(f"{self.target.name}[{', '.join(self.o)}] = "
+               f"{store_value(value.name, self.target.aval.dtype, self.ge.mod)}")
+
+
+# ------------------------------------------------------------------ select_and_scatter
+def _select_and_scatter(ge: GraphEmitter, eqn: Eqn) -> None:
+    if not unrollable(eqn):
+        window.EMITTERS["select_and_scatter"](ge, eqn)
+        return
+    operand, source, init = (ge.ref(a) for a in eqn.inputs)
+    out = eqn.outputs[0]
+    target = Ref(ge.alloc(out), out.aval)
+    p = eqn.params
+    slab = next((d for d, (k, s) in enumerate(zip(p["window_dimensions"], p["window_strides"],
+                                                  strict=True)) if k != 1 or s != 1),
+                out.aval.ndim)  # dims [0, slab): windows of different indices never meet
+    fill = f"{store_value(init.name, out.aval.dtype, ge.mod)}"
+    if not slab:
+        ge.w.line(f"{target.name}[...] = {fill}")
+    work = eqn.inputs[1].aval.size * math.prod(p["window_dimensions"])
+    parallel = p["window_dimensions"][0] == 1 and _parallel(ge, work)
+    scan = _ScatterRows(ge, eqn, operand, source, target)
+    _emit(ge, parallel, "select_and_scatter", [operand.name, source.name, target.name],
+          lambda w: scan.write(w, parallel, slab, fill))
+    ge.bind(out, target)
+
+
+class _ScatterRows:
+    """The loops of one unrolled select_and_scatter (see the module doc)."""
+
+    def __init__(self, ge: GraphEmitter, eqn: Eqn, operand: Ref, source: Ref, target: Ref):
+        self.ge, self.eqn, self.operand, self.source, self.target = (
+            ge, eqn, operand, source, target)
+        rank = operand.aval.ndim
+        self.o = [ge.fresh(f"o{d}") for d in range(rank)]
+        self.taps = _taps(eqn, self.o, range(rank))
+        # the dims a window spans: a pick of each is kept per window of the row
+        self.spanned = [d for d in range(rank) if eqn.params["window_dimensions"][d] > 1]
+        self.picks = {d: ge.fresh(f"pick{d}") for d in self.spanned}
+
+    def write(self, w: SourceWriter, parallel: bool, slab: int, fill: str) -> None:
+        ge, rank, target = self.ge, len(self.o), self.target.name
+        loops = [(i, ge.dim(self.eqn.inputs[1], d)) for d, i in enumerate(self.o)]
+        if slab == rank:  # every window is one element of its own
+            _nested(w, loops, lambda: (w.line(f"{target}[{', '.join(self.o)}] = {fill}"),
+                                       self.scatter_one(w)), parallel)
+            return
+
+        def body(depth: int) -> None:
+            if depth == min(1, rank - 1):  # (per thread: inside the parallel loop)
+                for name in self.picks.values():
+                    w.line(f"{name} = np.empty({loops[-1][1]}, np.int64)")
+            if slab and depth == slab:  # the slab's indices are all set
+                w.line(f"{target}[{', '.join(self.o[:slab])}][...] = {fill}")
+            if depth == rank - 1:
+                self.pick_row(w, loops[-1])
+                with w.block(f"for {loops[-1][0]} in range({loops[-1][1]})"):
+                    self.scatter_one(w)
+                return
+            _nested(w, loops[depth:depth + 1], lambda: body(depth + 1),
+                    parallel and not depth)
+        body(0)
+
+    def pick_row(self, w: SourceWriter, loop: tuple[str, str]) -> None:
+        """pick_d[o] for each window of the row: branch-free selects, no early exit."""
+        ge, aval = self.ge, self.operand.aval
+        o, bound = loop
+        select = self.eqn.params["select"]
+        best = ge.fresh("best")
+        local = {d: ge.fresh(f"k{d}") for d in self.spanned}
+        with w.block(f"for {o} in range({bound})"):
+            for t, (index, offsets) in enumerate(self.taps):
+                value = load(self.operand, index, ge.mod)
+                if not t:
+                    w.line(f"{best} = {value}")
+                    for d in self.spanned:
+                        w.line(f"{local[d]} = 0")
+                    continue
+                candidate = _named(ge, w, value, aval, "candidate")
+                [keep] = _inline(ge, w, select, [Ref(best, _scalar(aval)), candidate])
+                w.line(f"{best} = {best} if {keep.name} else {candidate.name}")
+                for d in self.spanned:
+                    w.line(f"{local[d]} = {local[d]} if {keep.name} else {offsets[d]}")
+            for d in self.spanned:
+                w.line(f"{self.picks[d]}[{o}] = {local[d]}")
+
+    def scatter_one(self, w: SourceWriter) -> None:
+        """out[pick] = scatter(out[pick], source[o]) for the window at `o`."""
+        ge, p, aval = self.ge, self.eqn.params, self.operand.aval
+        picked = [_position(o, p["window_strides"][d], 0) +
+                  (f" + {self.picks[d]}[{self.o[-1]}]" if d in self.picks else "")
+                  for d, o in enumerate(self.o)]
+        current = _named(ge, w, load(self.target, picked, ge.mod), aval, "current")
+        value = _named(ge, w, load(self.source, self.o, ge.mod), aval, "source")
+        [new] = _inline(ge, w, p["scatter"], [current, value])
+        w.line(f"{self.target.name}[{', '.join(picked)}] = "
+               f"{store_value(new.name, aval.dtype, ge.mod)}")
+
+
+EMITTERS: dict[str, Any] = {"reduce_window": _reduce_window,
+                            "select_and_scatter": _select_and_scatter}
