@@ -32,7 +32,7 @@ from ...numba.codegen import GraphEmitter, Ref, load, store_value
 from ...numba.scalar import alias
 from ...numba.source import SourceWriter
 from . import window
-from .window import _emit, _inline, _named, _nested, _parallel, _run_kind, _scalar
+from .window import _emit, _inline, _named, _nested, _parallel, _scalar, fold_kind
 
 UNROLL_TAPS = 32  # larger windows keep the general loops (the unrolled body grows with taps)
 
@@ -74,7 +74,7 @@ def _chain(ge: GraphEmitter, w: SourceWriter, graph: Any, values: list[Ref]) -> 
 
 # ------------------------------------------------------------------ reduce_window
 def _reduce_window(ge: GraphEmitter, eqn: Eqn) -> None:
-    if not (unrollable(eqn) and _run_kind(eqn)):
+    if not (unrollable(eqn) and fold_kind(eqn)):
         window.EMITTERS["reduce_window"](ge, eqn)
         return
     x, init = ge.ref(eqn.inputs[0]), ge.ref(eqn.inputs[1])
