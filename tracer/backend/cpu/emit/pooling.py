@@ -186,7 +186,9 @@ def _select_and_scatter(ge: GraphEmitter, eqn: Eqn) -> None:
 
 
 class _ScatterRows:
-    """The loops of one unrolled select_and_scatter (see the module doc)."""
+    """The loops of one unrolled select_and_scatter (see the module doc). A pick is the
+    picked tap's offset in the flattened operand (taps are distinct elements without
+    padding): one select per tap, and one flat index per scattered value."""
 
     def __init__(self, ge: GraphEmitter, eqn: Eqn, operand: Ref, source: Ref, target: Ref):
         self.ge, self.eqn, self.operand, self.source, self.target = (
@@ -194,67 +196,83 @@ class _ScatterRows:
         rank = operand.aval.ndim
         self.o = [ge.fresh(f"o{d}") for d in range(rank)]
         self.taps = _taps(eqn, self.o, range(rank))
-        # the dims a window spans: a pick of each is kept per window of the row
-        self.spanned = [d for d in range(rank) if eqn.params["window_dimensions"][d] > 1]
-        self.picks = {d: ge.fresh(f"pick{d}") for d in self.spanned}
+        self.strides = [ge.fresh(f"elements{d}") for d in range(rank)]  # per step along d
+        self.picks, self.flat = ge.fresh("pick"), ge.fresh("flat")
+        self.tap_offsets = [ge.fresh("tap") for _ in self.taps]
 
     def write(self, w: SourceWriter, parallel: bool, slab: int, fill: str) -> None:
         ge, rank, target = self.ge, len(self.o), self.target.name
         loops = [(i, ge.dim(self.eqn.inputs[1], d)) for d, i in enumerate(self.o)]
         if slab == rank:  # every window is one element of its own
             _nested(w, loops, lambda: (w.line(f"{target}[{', '.join(self.o)}] = {fill}"),
-                                       self.scatter_one(w)), parallel)
+                                       self.scatter_one(w, self.o)), parallel)
             return
+        w.line(f"{self.strides[-1]} = 1")
+        for d in reversed(range(rank - 1)):
+            w.line(f"{self.strides[d]} = {self.strides[d + 1]} * "
+                   f"{ge.dim(self.eqn.inputs[0], d + 1)}")
+        w.line(f"{self.flat} = {target}.reshape({target}.size)")
+        for name, (_, offsets) in zip(self.tap_offsets, self.taps, strict=True):
+            w.line(f"{name} = {self.offset(offsets)}")
 
         def body(depth: int) -> None:
             if depth == min(1, rank - 1):  # (per thread: inside the parallel loop)
-                for name in self.picks.values():
-                    w.line(f"{name} = np.empty({loops[-1][1]}, np.int64)")
+                w.line(f"{self.picks} = np.empty({loops[-1][1]}, np.int64)")
             if slab and depth == slab:  # the slab's indices are all set
                 w.line(f"{target}[{', '.join(self.o[:slab])}][...] = {fill}")
-            if depth == rank - 1:
-                self.pick_row(w, loops[-1])
-                with w.block(f"for {loops[-1][0]} in range({loops[-1][1]})"):
-                    self.scatter_one(w)
+            if depth < rank - 1:
+                _nested(w, loops[depth:depth + 1], lambda: body(depth + 1),
+                        parallel and not depth)
                 return
-            _nested(w, loops[depth:depth + 1], lambda: body(depth + 1),
-                    parallel and not depth)
+            self.pick_row(w, loops[-1])
+            self.scatter_row(w, loops[-1])
         body(0)
 
+    def offset(self, offsets: list[int]) -> str:
+        """The flat offset of a tap (its offsets along each dim)."""
+        return " + ".join(f"{k} * {e}" for k, e in zip(offsets, self.strides, strict=True)
+                          if k) or "0"
+
     def pick_row(self, w: SourceWriter, loop: tuple[str, str]) -> None:
-        """pick_d[o] for each window of the row: branch-free selects, no early exit."""
+        """pick[o] for each window of the row: branch-free selects, no early exit."""
         ge, aval = self.ge, self.operand.aval
         o, bound = loop
         select = self.eqn.params["select"]
-        best = ge.fresh("best")
-        local = {d: ge.fresh(f"k{d}") for d in self.spanned}
+        best, pick = ge.fresh("best"), ge.fresh("k")
+        tap_offsets = self.tap_offsets
         with w.block(f"for {o} in range({bound})"):
-            for t, (index, offsets) in enumerate(self.taps):
+            for t, (index, _) in enumerate(self.taps):
                 value = load(self.operand, index, ge.mod)
                 if not t:
                     w.line(f"{best} = {value}")
-                    for d in self.spanned:
-                        w.line(f"{local[d]} = 0")
+                    w.line(f"{pick} = {tap_offsets[0]}")
                     continue
                 candidate = _named(ge, w, value, aval, "candidate")
                 [keep] = _inline(ge, w, select, [Ref(best, _scalar(aval)), candidate])
                 w.line(f"{best} = {best} if {keep.name} else {candidate.name}")
-                for d in self.spanned:
-                    w.line(f"{local[d]} = {local[d]} if {keep.name} else {offsets[d]}")
-            for d in self.spanned:
-                w.line(f"{self.picks[d]}[{o}] = {local[d]}")
+                w.line(f"{pick} = {pick} if {keep.name} else {tap_offsets[t]}")
+            w.line(f"{self.picks}[{o}] = {pick}")
 
-    def scatter_one(self, w: SourceWriter) -> None:
-        """out[pick] = scatter(out[pick], source[o]) for the window at `o`."""
-        ge, p, aval = self.ge, self.eqn.params, self.operand.aval
-        picked = [_position(o, p["window_strides"][d], 0) +
-                  (f" + {self.picks[d]}[{self.o[-1]}]" if d in self.picks else "")
-                  for d, o in enumerate(self.o)]
-        current = _named(ge, w, load(self.target, picked, ge.mod), aval, "current")
+    def scatter_row(self, w: SourceWriter, loop: tuple[str, str]) -> None:
+        """The row's source values onto the picks, in order (unsigned flat indices: no
+        negative-index fix-up)."""
+        p, o = self.eqn.params["window_strides"], self.o
+        base = self.ge.fresh("base")
+        w.line(f"{base} = " + " + ".join(f"{_position(o[d], p[d], 0)} * {self.strides[d]}"
+                                         for d in range(len(o) - 1)) if len(o) > 1 else
+               f"{base} = 0")
+        with w.block(f"for {loop[0]} in range({loop[1]})"):
+            at = f"u64({base} + {_position(o[-1], p[-1], 0)} + {self.picks}[{o[-1]}])"
+            self.scatter_one(w, [at], self.flat)
+
+    def scatter_one(self, w: SourceWriter, picked: list[str], target: str = "") -> None:
+        """target[picked] = scatter(target[picked], source[o])."""
+        ge, aval = self.ge, self.operand.aval
+        out = Ref(target or self.target.name, self.target.aval)
+        current = _named(ge, w, load(out, picked, ge.mod), aval, "current")
         value = _named(ge, w, load(self.source, self.o, ge.mod), aval, "source")
-        [new] = _inline(ge, w, p["scatter"], [current, value])
-        w.line(f"{self.target.name}[{', '.join(picked)}] = "
-               f"{store_value(new.name, aval.dtype, ge.mod)}")
+        [new] = _inline(ge, w, self.eqn.params["scatter"], [current, value])
+        w.line(f"{out.at(picked)} = {store_value(new.name, aval.dtype, ge.mod)}")
 
 
 EMITTERS: dict[str, Any] = {"reduce_window": _reduce_window,
