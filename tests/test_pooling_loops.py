@@ -117,3 +117,17 @@ def test_pooling_layouts_take_the_unrolled_loops() -> None:
     assert code == _source(pools, _values(rng, (3, 6, 8, 11), np.float32))
     assert "have_" not in code and "run_" not in code and "q0_" not in code
     assert "for k" not in code  # taps are unrolled
+
+
+def test_large_unrolled_pools_run_in_parallel_kernels() -> None:
+    """Threads split the leading dim: the windows there have size 1, so the threads'
+    scatters and slab fills never meet."""
+    x = _values(np.random.default_rng(7), (6, 5, 40, 42), np.float32)
+
+    def pool_and_grad(x: Any) -> list[Any]:
+        pooled = ops.reduce_window(x, -np.inf, ops.max, (1, 1, 3, 3), (1, 1, 2, 2), "VALID")
+        return [pooled, ops.select_and_scatter(x, ops.ge, (1, 1, 3, 3), (1, 1, 2, 2), "VALID",
+                                               pooled, 0.0, ops.add)]
+    code = _source(pool_and_grad, x)
+    assert "def parallel_select_and_scatter" in code and "def parallel_reduce_window" in code
+    _compare(pool_and_grad, [x], CPU)
