@@ -31,16 +31,17 @@ SELECTS = {"ge": ops.ge, "gt": ops.gt, "le": ops.le, "nan_keeping_ge": _nan_keep
 
 
 @st.composite
-def unpadded(draw: Any) -> tuple[tuple[int, ...], dict[str, Any]]:
-    """A shape and a window geometry the unrolled loops take (no padding or base
-    dilation); every dim at least as long as the window's span (a non-empty output)."""
+def geometries(draw: Any, padded: bool) -> tuple[tuple[int, ...], dict[str, Any]]:
+    """A shape and a window geometry without base dilation (padding, negative too, only
+    if `padded`), every padded dim at least as long as the window's span."""
     rank = draw(st.integers(1, 4))
     ints = lambda lo, hi: tuple(draw(st.integers(lo, hi)) for _ in range(rank))  # noqa: E731
     window, dilation = ints(1, 3), ints(1, 2)
-    shape = tuple((k - 1) * d + 1 + draw(st.integers(0, 3))
-                  for k, d in zip(window, dilation, strict=True))
+    pads = tuple(zip(ints(-1, 2), ints(-1, 2), strict=True)) if padded else ((0, 0),) * rank
+    shape = tuple(max(1, (k - 1) * d + 1 - lo - hi) + draw(st.integers(0, 3))
+                  for k, d, (lo, hi) in zip(window, dilation, pads, strict=True))
     return shape, {"window_dimensions": window, "window_strides": ints(1, 3),
-                   "padding": ((0, 0),) * rank, "window_dilation": dilation}
+                   "padding": pads, "window_dilation": dilation}
 
 
 def _values(rng: np.random.Generator, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
@@ -57,11 +58,12 @@ def _source(fn: Any, *args: Any) -> str:
 
 
 @settings(max_examples=6, deadline=None)
-@given(st.lists(st.tuples(unpadded(), st.sampled_from(sorted(RUNS))), min_size=4,
+@given(st.lists(st.tuples(geometries(padded=True), st.sampled_from(sorted(RUNS))), min_size=4,
                 max_size=4),
        st.sampled_from([np.float32, np.float64, np.int32, np.float16]), st.integers(0, 2**32 - 1))
 def test_unrolled_add_max_min_match_the_interpreter(cases: Any, dtype: Any, seed: int) -> None:
-    """Four windows per compiled module; NaNs propagate through max and min as NumPy's."""
+    """Four windows per compiled module; NaNs propagate through max and min as NumPy's;
+    padding folds in the init value once per tap off the operand."""
     rng = np.random.default_rng(seed)
     xs = [_values(rng, shape, dtype) for (shape, _), _ in cases]
     inits = [np.asarray(max(RUNS[name][1], -100) if dtype == np.int32 else RUNS[name][1],
@@ -74,7 +76,7 @@ def test_unrolled_add_max_min_match_the_interpreter(cases: Any, dtype: Any, seed
 
 
 @settings(max_examples=6, deadline=None)
-@given(st.lists(st.tuples(unpadded(), st.sampled_from(sorted(SELECTS))), min_size=4,
+@given(st.lists(st.tuples(geometries(padded=False), st.sampled_from(sorted(SELECTS))), min_size=4,
                 max_size=4),
        st.sampled_from([np.float32, np.float64, np.int32, np.float16]), st.integers(0, 2**32 - 1))
 def test_unrolled_select_and_scatter_matches_the_interpreter(cases: Any, dtype: Any,

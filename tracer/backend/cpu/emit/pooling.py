@@ -37,11 +37,12 @@ from .window import _emit, _inline, _named, _nested, _parallel, _scalar, fold_ki
 UNROLL_TAPS = 32  # larger windows keep the general loops (the unrolled body grows with taps)
 
 
-def unrollable(eqn: Eqn) -> bool:
-    """No padding, no base dilation, a non-scalar result and at most UNROLL_TAPS taps."""
+def unrollable(eqn: Eqn, padded: bool = False) -> bool:
+    """No base dilation, a non-scalar result, at most UNROLL_TAPS taps, and (unless
+    `padded`) no padding."""
     p = eqn.params
     return (eqn.outputs[0].aval.ndim > 0
-            and all(lo == 0 and hi == 0 for lo, hi in p["padding"])
+            and (padded or all(lo == 0 and hi == 0 for lo, hi in p["padding"]))
             and all(b == 1 for b in p["base_dilation"])
             and math.prod(p["window_dimensions"]) <= UNROLL_TAPS)
 
@@ -74,7 +75,7 @@ def _chain(ge: GraphEmitter, w: SourceWriter, graph: Any, values: list[Ref]) -> 
 
 # ------------------------------------------------------------------ reduce_window
 def _reduce_window(ge: GraphEmitter, eqn: Eqn) -> None:
-    if not (unrollable(eqn) and fold_kind(eqn)):
+    if not (unrollable(eqn, padded=True) and fold_kind(eqn)):
         window.EMITTERS["reduce_window"](ge, eqn)
         return
     x, init = ge.ref(eqn.inputs[0]), ge.ref(eqn.inputs[1])
@@ -89,7 +90,11 @@ def _reduce_window(ge: GraphEmitter, eqn: Eqn) -> None:
 
 
 class _ReduceRows:
-    """The loops of one unrolled add, max or min reduce_window (see the module doc)."""
+    """The loops of one unrolled add, max or min reduce_window (see the module doc). Each
+    tap before the last dim reads a row of the operand (a view), or, where padding puts
+    the tap off the operand for this row of outputs, a row of init values: the loops
+    along the row never check bounds. Padding along the last dim: the spots of `col` off
+    the operand take the computation over the init values of all those taps."""
 
     def __init__(self, ge: GraphEmitter, eqn: Eqn, x: Ref, init: Ref, target: Ref,
                  o: list[str]):
@@ -98,61 +103,105 @@ class _ReduceRows:
         p = eqn.params
         self.window, self.stride, self.dilation = (
             p["window_dimensions"][last], p["window_strides"][last], p["window_dilation"][last])
-        self.rows = _taps(eqn, o, range(last))  # the taps before the last dim
+        self.low, self.high = p["padding"][last]
+        self.taps = _taps(eqn, o, range(last))  # the taps before the last dim
+        self.rows = [ge.fresh("row") for _ in self.taps]
+        self.row_aval = x.aval.update(shape=(x.aval.shape[-1],))
+        self.pad_row = ge.fresh("pad_row") if any(
+            lo > 0 or hi > 0 for lo, hi in p["padding"][:last]) else None
         self.graph = p["to_apply"]
+        self.n = {k: ge.fresh(k) for k in ("spots", "real", "past", "padded")}
 
     def write(self, w: SourceWriter, parallel: bool) -> None:
         ge, o = self.ge, self.o
         loops = [(i, ge.dim(self.eqn.outputs[0], d)) for d, i in enumerate(o)]
-        in_place = self.window == 1 and self.stride == 1  # col is the output row
-        col = None if in_place or len(self.rows) == 1 else ge.fresh("col")
-
-        def scratch() -> None:
-            if col is not None:
-                w.line(f"{col} = np.empty({self.spots()}, {alias(self.x.aval.dtype)})")
+        padded = self.low != 0 or self.high != 0
+        in_place = self.window == 1 and self.stride == 1 and not padded  # col: the output
+        col = None if in_place or (len(self.taps) == 1 and not padded) else ge.fresh("col")
 
         def per_row() -> None:
+            self.open_rows(w)
             if in_place:
                 self.fold_rows(w, loops[-1], None)
                 return
             if col is not None:
-                i = ge.fresh("i")
-                self.fold_rows(w, (i, self.spots()), col)
+                self.fill_col(w, col, padded)
             self.fold_row(w, loops[-1][1], col)
         if len(loops) == 1:
-            scratch()
+            self.scratch(w, col, padded)
             per_row()
             return
-        _nested(w, loops[:1], lambda: (scratch(), _nested(w, loops[1:-1], per_row)),
-                parallel)
+        _nested(w, loops[:1], lambda: (self.scratch(w, col, padded),
+                                       _nested(w, loops[1:-1], per_row)), parallel)
 
-    def spots(self) -> str:
-        """How many spots of the operand row a row of windows covers."""
-        n = self.ge.dim(self.eqn.outputs[0], len(self.o) - 1)
-        return f"max({n} - 1, 0) * {self.stride} + {(self.window - 1) * self.dilation + 1}"
+    def scratch(self, w: SourceWriter, col: str | None, padded: bool) -> None:
+        """Per thread: `col`, the row of init values, the spans along the last dim."""
+        n, size = self.n, self.ge.dim(self.eqn.inputs[0], len(self.o) - 1)
+        out = self.ge.dim(self.eqn.outputs[0], len(self.o) - 1)
+        w.line(f"{n['spots']} = max({out} - 1, 0) * {self.stride} + "
+               f"{(self.window - 1) * self.dilation + 1}")
+        if col is not None:
+            w.line(f"{col} = np.empty({n['spots']}, {alias(self.x.aval.dtype)})")
+        if self.pad_row is not None:
+            w.line(f"{self.pad_row} = np.empty({size}, {self.x.name}.dtype)")
+            w.line(f"{self.pad_row}[:] = "
+                   f"{store_value(self.init.name, self.x.aval.dtype, self.ge.mod)}")
+        if padded:  # the operand's spots of the padded row: [real, past)
+            w.line(f"{n['real']} = min(max({self.low}, 0), {n['spots']})")
+            w.line(f"{n['past']} = min(max({self.low} + {size}, {n['real']}), {n['spots']})")
+            inits = [self.init] * len(self.taps)
+            w.line(f"{n['padded']} = {_chain(self.ge, w, self.graph, inits).name}")
+
+    def open_rows(self, w: SourceWriter) -> None:
+        """row_t = the operand row tap t reads for this row of outputs (or init values)."""
+        p, last = self.eqn.params, len(self.o) - 1
+        for row, (index, _) in zip(self.rows, self.taps, strict=True):
+            checks, at = [], []
+            for d, position in enumerate(index):
+                lo, hi = p["padding"][d]
+                at.append(position if lo == 0 else f"{position} - {lo}")
+                if lo > 0 or hi > 0:
+                    size = self.ge.dim(self.eqn.inputs[0], d)
+                    checks.append(f"0 <= {at[-1]} < {size}" if lo > 0 and hi > 0 else
+                                  f"{at[-1]} >= 0" if lo > 0 else f"{at[-1]} < {size}")
+            view = f"{self.x.name}[{', '.join(at)}]" if last else self.x.name
+            w.line(f"{row} = {view} if {' and '.join(checks)} else {self.pad_row}"
+                   if checks else f"{row} = {view}")
+
+    def tap_values(self, w: SourceWriter, spot: str) -> Ref:
+        """f over the rows' elements at `spot`."""
+        values = [_named(self.ge, w, load(Ref(row, self.row_aval), [spot], self.ge.mod),
+                         self.x.aval, "x") for row in self.rows]
+        return _chain(self.ge, w, self.graph, values)
+
+    def fill_col(self, w: SourceWriter, col: str, padded: bool) -> None:
+        """col[i] = f over the taps before the last dim at spot i of the padded row."""
+        n, i = self.n, self.ge.fresh("i")
+        if not padded:
+            with w.block(f"for {i} in range({n['spots']})"):
+                w.line(f"{col}[{i}] = {self.tap_values(w, i).name}")
+            return
+        for span in (n["real"], f"{n['past']}, {n['spots']}"):
+            with w.block(f"for {i} in range({span})"):
+                w.line(f"{col}[{i}] = {n['padded']}")
+        # (unsigned: numba's fix-up of negative indices would keep this from vectorizing)
+        with w.block(f"for {i} in range({n['past']} - {n['real']})"):
+            value = self.tap_values(w, f"u64({n['real']} - {self.low} + {i})")
+            w.line(f"{col}[u64({n['real']} + {i})] = {value.name}")
 
     def fold_rows(self, w: SourceWriter, loop: tuple[str, str], col: str | None) -> None:
-        """col[i] (or, col None, the output) = f over the taps before the last dim at i."""
+        """The output row = f(init, f over the taps before the last dim)."""
         i, bound = loop
         with w.block(f"for {i} in range({bound})"):
-            values = [_named(self.ge, w, load(self.x, [*index, i], self.ge.mod), self.x.aval, "x")
-                      for index, _ in self.rows]
-            acc = _chain(self.ge, w, self.graph, values)
-            if col is not None:
-                w.line(f"{col}[{i}] = {acc.name}")
-            else:
-                self.store(w, _inline(self.ge, w, self.graph, [self.init, acc])[0])
+            self.store(w, _inline(self.ge, w, self.graph, [self.init, self.tap_values(w, i)])[0])
 
     def fold_row(self, w: SourceWriter, bound: str, col: str | None) -> None:
-        """out[o] = f(init, f over the last dim's taps of col (or the operand row))."""
+        """out[o] = f(init, f over the last dim's taps of col (or the one row))."""
         ge, o = self.ge, self.o[-1]
         spots = [_position(o, self.stride, k * self.dilation) for k in range(self.window)]
         with w.block(f"for {o} in range({bound})"):
-            if col is None:  # (one tap before the last dim: its row, read in place)
-                row = Ref(self.x.name, self.x.aval, lead=tuple(self.rows[0][0]))
-                loads = [load(row, [spot], ge.mod) for spot in spots]
-            else:
-                loads = [f"{col}[{spot}]" for spot in spots]
+            loads = ([load(Ref(self.rows[0], self.row_aval), [spot], ge.mod) for spot in spots]
+                     if col is None else [f"{col}[{spot}]" for spot in spots])
             values = [_named(ge, w, text, self.x.aval, "x") for text in loads]
             acc = _chain(ge, w, self.graph, values)
             self.store(w, _inline(ge, w, self.graph, [self.init, acc])[0])
