@@ -29,7 +29,7 @@ from typing import Any
 
 from ....core import Eqn
 from ...numba.codegen import GraphEmitter, Ref, load, store_value
-from ...numba.scalar import alias
+from ...numba.scalar import alias, literal
 from ...numba.source import SourceWriter
 from . import window
 from .window import _emit, _inline, _named, _nested, _parallel, _scalar, fold_kind
@@ -50,7 +50,7 @@ def unrollable(eqn: Eqn, padded: bool = False) -> bool:
 def _position(o: str, stride: int, offset: int) -> str:
     """`o * stride + offset` as short source text."""
     text = o if stride == 1 else f"{o} * {stride}"
-    return text if offset == 0 else f"{text} + {offset}"
+    return text if offset == 0 else f"{text} + {offset}" if offset > 0 else f"{text} - {-offset}"
 
 
 def _taps(eqn: Eqn, o: list[str], dims: range) -> list[tuple[list[str], list[int]]]:
@@ -213,16 +213,17 @@ class _ReduceRows:
 
 # ------------------------------------------------------------------ select_and_scatter
 def _select_and_scatter(ge: GraphEmitter, eqn: Eqn) -> None:
-    if not unrollable(eqn):
+    if not unrollable(eqn, padded=True):
         window.EMITTERS["select_and_scatter"](ge, eqn)
         return
     operand, source, init = (ge.ref(a) for a in eqn.inputs)
     out = eqn.outputs[0]
     target = Ref(ge.alloc(out), out.aval)
     p = eqn.params
-    slab = next((d for d, (k, s) in enumerate(zip(p["window_dimensions"], p["window_strides"],
-                                                  strict=True)) if k != 1 or s != 1),
-                out.aval.ndim)  # dims [0, slab): windows of different indices never meet
+    slab = next((d for d, (k, s, pad) in enumerate(zip(
+        p["window_dimensions"], p["window_strides"], p["padding"], strict=True))
+        if k != 1 or s != 1 or pad != (0, 0)),
+        out.aval.ndim)  # dims [0, slab): windows of different indices never meet
     fill = f"{store_value(init.name, out.aval.dtype, ge.mod)}"
     if not slab:
         ge.w.line(f"{target.name}[...] = {fill}")
@@ -236,15 +237,22 @@ def _select_and_scatter(ge: GraphEmitter, eqn: Eqn) -> None:
 
 class _ScatterRows:
     """The loops of one unrolled select_and_scatter (see the module doc). A pick is the
-    picked tap's offset in the flattened operand (taps are distinct elements without
-    padding): one select per tap, and one flat index per scattered value."""
+    picked element's index in the flattened operand: one select per tap, one flat index
+    per scattered value. With padding, the windows of a row that lie on the operand
+    take the branch-free picks, the others (at the borders, or the whole row where a
+    tap before the last dim is off the operand) check each tap and skip the padding,
+    and a window entirely on the padding picks nothing (-1)."""
 
     def __init__(self, ge: GraphEmitter, eqn: Eqn, operand: Ref, source: Ref, target: Ref):
         self.ge, self.eqn, self.operand, self.source, self.target = (
             ge, eqn, operand, source, target)
-        rank = operand.aval.ndim
+        rank, p = operand.aval.ndim, eqn.params
         self.o = [ge.fresh(f"o{d}") for d in range(rank)]
-        self.taps = _taps(eqn, self.o, range(rank))
+        self.lows = [lo for lo, _ in p["padding"]]
+        self.taps = [([_position(o, p["window_strides"][d], off - self.lows[d])
+                       for d, (o, off) in enumerate(zip(self.o, offsets, strict=True))],
+                      offsets) for _, offsets in _taps(eqn, self.o, range(rank))]
+        self.padded = any(lo != 0 or hi != 0 for lo, hi in p["padding"])
         self.strides = [ge.fresh(f"elements{d}") for d in range(rank)]  # per step along d
         self.picks, self.flat = ge.fresh("pick"), ge.fresh("flat")
         self.tap_offsets = [ge.fresh("tap") for _ in self.taps]
@@ -262,7 +270,7 @@ class _ScatterRows:
                    f"{ge.dim(self.eqn.inputs[0], d + 1)}")
         w.line(f"{self.flat} = {target}.reshape({target}.size)")
         for name, (_, offsets) in zip(self.tap_offsets, self.taps, strict=True):
-            w.line(f"{name} = {self.offset(offsets)}")
+            w.line(f"{name} = {self.offset([str(k) for k in offsets])}")
 
         def body(depth: int) -> None:
             if depth == min(1, rank - 1):  # (per thread: inside the parallel loop)
@@ -277,42 +285,101 @@ class _ScatterRows:
             self.scatter_row(w, loops[-1])
         body(0)
 
-    def offset(self, offsets: list[int]) -> str:
-        """The flat offset of a tap (its offsets along each dim)."""
-        return " + ".join(f"{k} * {e}" for k, e in zip(offsets, self.strides, strict=True)
-                          if k) or "0"
+    def offset(self, terms: list[str]) -> str:
+        """sum(terms[d] * elements_d): a flat index from one term per dim."""
+        return " + ".join(f"({t}) * {e}" for t, e in zip(terms, self.strides, strict=True)
+                          if t != "0") or "0"
 
     def pick_row(self, w: SourceWriter, loop: tuple[str, str]) -> None:
-        """pick[o] for each window of the row: branch-free selects, no early exit."""
-        ge, aval = self.ge, self.operand.aval
+        """pick[o] for each window of the row (see the class doc)."""
+        ge, p, last = self.ge, self.eqn.params, len(self.o) - 1
         o, bound = loop
-        select = self.eqn.params["select"]
+        base = ge.fresh("base")  # the flat index of tap 0 of window 0 of the row
+        w.line(f"{base} = " + self.offset(
+            [_position(self.o[d], p["window_strides"][d], -self.lows[d]) for d in range(last)]
+            + [str(-self.lows[last])]))
+        if not self.padded:
+            with w.block(f"for {o} in range({bound})"):
+                self.pick_on_operand(w, base)
+            return
+        first, stop, j = ge.fresh("first"), ge.fresh("stop"), ge.fresh("j")
+        lo, stride = self.lows[last], p["window_strides"][last]
+        span = (p["window_dimensions"][last] - 1) * p["window_dilation"][last] + 1
+        w.line(f"{first} = min({max(0, -(-lo // stride))}, {bound})")
+        w.line(f"{stop} = max({first}, min({bound}, ({ge.dim(self.eqn.inputs[0], last)} - "
+               f"{span} + {lo}) // {stride} + 1))")
+        inside = self.row_inside()
+        if inside:
+            w.line(f"{first}, {stop} = ({first}, {stop}) if {inside} else (0, 0)")
+        with w.block(f"for {o} in range({first})"):
+            self.pick_checked(w)
+        with w.block(f"for {j} in range({stop} - {first})"):
+            w.line(f"{o} = {first} + {j}")
+            self.pick_on_operand(w, base)
+        with w.block(f"for {o} in range({stop}, {bound})"):
+            self.pick_checked(w)
+
+    def row_inside(self) -> str:
+        """The condition that every tap before the last dim is on the operand."""
+        p, checks = self.eqn.params, []
+        for d in range(len(self.o) - 1):
+            lo, hi = p["padding"][d]
+            start = _position(self.o[d], p["window_strides"][d], -lo)
+            span = (p["window_dimensions"][d] - 1) * p["window_dilation"][d]
+            if lo > 0:
+                checks.append(f"{start} >= 0")
+            if hi > 0:
+                checks.append(f"{start} + {span} < {self.ge.dim(self.eqn.inputs[0], d)}")
+        return " and ".join(checks)
+
+    def pick_on_operand(self, w: SourceWriter, base: str) -> None:
+        """Every tap of window `o` is on the operand: branch-free selects, in row-major order."""
+        ge, aval, o = self.ge, self.operand.aval, self.o[-1]
         best, pick = ge.fresh("best"), ge.fresh("k")
-        tap_offsets = self.tap_offsets
-        with w.block(f"for {o} in range({bound})"):
-            for t, (index, _) in enumerate(self.taps):
-                value = load(self.operand, index, ge.mod)
-                if not t:
-                    w.line(f"{best} = {value}")
-                    w.line(f"{pick} = {tap_offsets[0]}")
-                    continue
-                candidate = _named(ge, w, value, aval, "candidate")
-                [keep] = _inline(ge, w, select, [Ref(best, _scalar(aval)), candidate])
-                w.line(f"{best} = {best} if {keep.name} else {candidate.name}")
-                w.line(f"{pick} = {pick} if {keep.name} else {tap_offsets[t]}")
-            w.line(f"{self.picks}[{o}] = {pick}")
+        for t, (index, _) in enumerate(self.taps):
+            at = [f"u64({i})" if lo else i for i, lo in zip(index, self.lows, strict=True)]
+            value = load(self.operand, at, ge.mod)
+            if not t:
+                w.line(f"{best} = {value}")
+                w.line(f"{pick} = {self.tap_offsets[0]}")
+                continue
+            candidate = _named(ge, w, value, aval, "candidate")
+            [keep] = _inline(ge, w, self.eqn.params["select"], [Ref(best, _scalar(aval)),
+                                                                candidate])
+            w.line(f"{best} = {best} if {keep.name} else {candidate.name}")
+            w.line(f"{pick} = {pick} if {keep.name} else {self.tap_offsets[t]}")
+        stride = self.eqn.params["window_strides"][-1]
+        w.line(f"{self.picks}[{o}] = {base} + {_position(o, stride, 0)} + {pick}")
+
+    def pick_checked(self, w: SourceWriter) -> None:
+        """Window `o` at a border: taps on the padding are skipped (the general rule)."""
+        ge, aval, p = self.ge, self.operand.aval, self.eqn.params
+        have, best, pick = ge.fresh("have"), ge.fresh("best"), ge.fresh("k")
+        w.line(f"{have}, {best}, {pick} = False, {literal(0, aval.dtype)}, -1")
+        for index, _ in self.taps:
+            checks = []
+            for d, q in enumerate(index):
+                lo, hi = p["padding"][d]
+                checks += [f"{q} >= 0"] * (lo > 0) + \
+                    [f"{q} < {ge.dim(self.eqn.inputs[0], d)}"] * (hi > 0)
+            with w.block(f"if {' and '.join(checks) or 'True'}"):
+                value = _named(ge, w, load(self.operand, index, ge.mod), aval, "candidate")
+                [keep] = _inline(ge, w, p["select"], [Ref(best, _scalar(aval)), value])
+                with w.block(f"if not {have} or not {keep.name}"):
+                    w.line(f"{have}, {best}, {pick} = True, {value.name}, "
+                           f"{self.offset(index)}")
+        w.line(f"{self.picks}[{self.o[-1]}] = {pick}")
 
     def scatter_row(self, w: SourceWriter, loop: tuple[str, str]) -> None:
         """The row's source values onto the picks, in order (unsigned flat indices: no
-        negative-index fix-up)."""
-        p, o = self.eqn.params["window_strides"], self.o
-        base = self.ge.fresh("base")
-        w.line(f"{base} = " + " + ".join(f"{_position(o[d], p[d], 0)} * {self.strides[d]}"
-                                         for d in range(len(o) - 1)) if len(o) > 1 else
-               f"{base} = 0")
-        with w.block(f"for {loop[0]} in range({loop[1]})"):
-            at = f"u64({base} + {_position(o[-1], p[-1], 0)} + {self.picks}[{o[-1]}])"
-            self.scatter_one(w, [at], self.flat)
+        negative-index fix-up); a window entirely on the padding picked nothing."""
+        o = loop[0]
+        with w.block(f"for {o} in range({loop[1]})"):
+            if not self.padded:
+                self.scatter_one(w, [f"u64({self.picks}[{o}])"], self.flat)
+                return
+            with w.block(f"if {self.picks}[{o}] >= 0"):
+                self.scatter_one(w, [f"u64({self.picks}[{o}])"], self.flat)
 
     def scatter_one(self, w: SourceWriter, picked: list[str], target: str = "") -> None:
         """target[picked] = scatter(target[picked], source[o])."""
