@@ -1,24 +1,26 @@
 """cpu emitters for pooling: reduce_window and select_and_scatter unrolled over a small
-window (no padding, no base dilation, at most `UNROLL_TAPS` taps); every other geometry
-takes `window`'s general loop nests.
+window (no base dilation, at most `UNROLL_TAPS` taps, any padding, strides and window
+dilation); every other geometry takes `window`'s general loop nests.
 
-The window's taps, strides and dilations are literals in the source (the code is
-specialised to the window geometry; sizes still come from `dims`), so a tap is an
+The window's taps, strides, dilations and padding are literals in the source (the code
+is specialised to the window geometry; sizes still come from `dims`), so a tap is an
 offset the compiler folds, and the innermost loop runs along the last dim from 0 with
 a literal stride and no bounds checks: LLVM vectorizes it.
 
 - reduce_window of an add, max or min: per row of outputs (every index but the last),
   `col[i]` = the computation over the taps of the dims before the last at spot i of
-  that row (one pass over the operand rows the windows cover), then
+  the (padded) row (one pass over the operand rows the windows cover; a tap on the
+  padding reads a row of init values), then
   `out[o] = f(init, f(col[o * stride], col[o * stride + dilation], ...))`. Without
-  taps before the last dim the row is read in place; without a window or stride
-  along the last dim `col` is the output row itself.
+  taps before the last dim or padding along it the row is read in place; without a
+  window, stride or padding along the last dim `col` is the output row itself.
 - select_and_scatter: per row of windows, first the picks of the whole row, branch
   free: the first tap, then each tap in row-major order replaces the pick unless
-  select(pick, tap) (XLA's rule, exactly as the general code applies it); then the
-  row's source values are scattered onto the picks in row-major order. The output is
-  filled with init_value per slab (the leading dims the windows do not span) right
-  before that slab's scatter, so the fill and the scattered updates meet in cache.
+  select(pick, tap) (XLA's rule, exactly as the general code applies it); windows that
+  reach into the padding check each tap instead. Then the row's source values are
+  scattered onto the picks in row-major order. The output is filled with init_value
+  per slab (the leading dims the windows do not span) right before that slab's
+  scatter, so the fill and the scattered updates meet in cache.
 """
 
 from __future__ import annotations
