@@ -313,12 +313,11 @@ class _ScatterRows:
         inside = self.row_inside()
         if inside:
             w.line(f"{first}, {stop} = ({first}, {stop}) if {inside} else (0, 0)")
-        with w.block(f"for {o} in range({first})"):
-            self.pick_checked(w)
         with w.block(f"for {j} in range({stop} - {first})"):
             w.line(f"{o} = {first} + {j}")
             self.pick_on_operand(w, base)
-        with w.block(f"for {o} in range({stop}, {bound})"):
+        with w.block(f"for {j} in range({bound} - ({stop} - {first}))"):  # the borders
+            w.line(f"{o} = {j} if {j} < {first} else {j} + {stop} - {first}")
             self.pick_checked(w)
 
     def row_inside(self) -> str:
