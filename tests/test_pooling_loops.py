@@ -136,3 +136,15 @@ def test_large_unrolled_pools_run_in_parallel_kernels() -> None:
     code = _source(pool_and_grad, x)
     assert "def parallel_select_and_scatter" in code and "def parallel_reduce_window" in code
     _compare(pool_and_grad, [x], CPU)
+
+
+def test_empty_windows_read_nothing() -> None:
+    """An operand shorter than the window: no outputs, and nothing of it is read."""
+    x = np.arange(6, dtype=np.float32).reshape(3, 2)
+
+    def pools(x: Any) -> list[Any]:
+        return [ops.reduce_window(x, -np.inf, ops.max, (2, 3), (1, 1), "VALID"),
+                ops.reduce_window(x, 0.0, ops.add, (1, 3), (1, 2), ((0, 0), (-1, 0))),
+                ops.select_and_scatter(x, ops.ge, (1, 3), (1, 1), "VALID",
+                                       np.zeros((3, 0), np.float32), 0.0, ops.add)]
+    _compare(pools, [x], CPU)

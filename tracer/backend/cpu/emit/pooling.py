@@ -140,8 +140,9 @@ class _ReduceRows:
         """Per thread: `col`, the row of init values, the spans along the last dim."""
         n, size = self.n, self.ge.dim(self.eqn.inputs[0], len(self.o) - 1)
         out = self.ge.dim(self.eqn.outputs[0], len(self.o) - 1)
-        w.line(f"{n['spots']} = max({out} - 1, 0) * {self.stride} + "
-               f"{(self.window - 1) * self.dilation + 1}")
+        # (no spots without outputs: the operand may be shorter than one window)
+        w.line(f"{n['spots']} = ({out} - 1) * {self.stride} + "
+               f"{(self.window - 1) * self.dilation + 1} if {out} else 0")
         if col is not None:
             w.line(f"{col} = np.empty({n['spots']}, {alias(self.x.aval.dtype)})")
         if self.pad_row is not None:
