@@ -124,7 +124,7 @@ class _ReduceRows:
         def per_row() -> None:
             self.open_rows(w)
             if in_place:
-                self.fold_rows(w, loops[-1], None)
+                self.fold_rows(w, loops[-1])
                 return
             if col is not None:
                 self.fill_col(w, col, padded)
@@ -162,7 +162,8 @@ class _ReduceRows:
             checks, at = [], []
             for d, position in enumerate(index):
                 lo, hi = p["padding"][d]
-                at.append(position if lo == 0 else f"{position} - {lo}")
+                at.append(position if lo == 0 else
+                          f"{position} - {lo}" if lo > 0 else f"{position} + {-lo}")
                 if lo > 0 or hi > 0:
                     size = self.ge.dim(self.eqn.inputs[0], d)
                     checks.append(f"0 <= {at[-1]} < {size}" if lo > 0 and hi > 0 else
@@ -192,7 +193,7 @@ class _ReduceRows:
             value = self.tap_values(w, f"u64({n['real']} - {self.low} + {i})")
             w.line(f"{col}[u64({n['real']} + {i})] = {value.name}")
 
-    def fold_rows(self, w: SourceWriter, loop: tuple[str, str], col: str | None) -> None:
+    def fold_rows(self, w: SourceWriter, loop: tuple[str, str]) -> None:
         """The output row = f(init, f over the taps before the last dim)."""
         i, bound = loop
         with w.block(f"for {i} in range({bound})"):
