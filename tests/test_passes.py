@@ -181,6 +181,22 @@ def test_float_identities_respect_signed_zero(fn, removed):
     assert _count(new) == (0 if removed else 1)
 
 
+def _spread(value):
+    return ops.broadcast_in_dim(value, (8,), ())
+
+
+@pytest.mark.parametrize("fn, op, removed", [
+    (lambda x: ops.mul(_spread(np.float32(1)), x), "mul", True),  # a gradient's seed
+    (lambda x: ops.mul(x, _spread(np.float32(2))), "mul", False),
+    (lambda x: ops.div(x, _spread(np.float32(1))), "div", True),
+    (lambda x: ops.add(_spread(np.float32(-0.0)), x), "add", True),
+    (lambda x: ops.add(x, _spread(np.float32(0.0))), "add", False),  # -0.0 + 0.0 is +0.0
+])
+def test_identities_see_through_a_broadcast_constant(fn, op, removed):
+    new = _check_pass(simplify, _trace(fn, _aval((8,), F32)), [SPECIAL_F32])
+    assert any(e.op.name == op for e in new.eqns) != removed
+
+
 @pytest.mark.parametrize("fn, removed", [
     (lambda x: ops.mul(x, np.complex64(1)), False),   # (inf+0j)*(1+0j) is not inf+0j
     (lambda x: ops.div(x, np.complex64(1)), False),

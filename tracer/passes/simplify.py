@@ -5,7 +5,8 @@ Each rule replaces an eqn by an atom it already has, bit for bit on every input
 
 - `x * 1`, `1 * x`, `x / 1` -> x (not complex: `(a+bi)(1+0i)` turns `inf` into NaN);
 - `x + 0`, `0 + x`, `x - 0` -> x for integers; for floats only `x + -0.0` and
-  `x - +0.0` (`-0.0 + +0.0` is `+0.0`, so `x + 0.0` is *not* x);
+  `x - +0.0` (`-0.0 + +0.0` is `+0.0`, so `x + 0.0` is *not* x); in these the
+  constant may be a literal or a broadcast_in_dim of one (a gradient's seed of ones);
 - `neg(neg(x))` -> x; `select(p, x, x)` -> x; `select` of a constant predicate ->
   that branch;
 - shape no-ops: convert_element_type to the same dtype, transpose by the identity,
@@ -60,12 +61,24 @@ def _is_zero(atom: Atom, negative: bool) -> bool:
     return all(bool(np.all((p == 0) & (np.signbit(p) == negative))) for p in parts)
 
 
-def _other_if(eqn: Eqn, test: Callable[[Atom], bool], commutes: bool) -> Atom | None:
-    """The operand beside a constant passing `test` (rhs only unless `commutes`)."""
+def _spread(atom: Atom, defs: Mapping[int, Eqn]) -> Atom:
+    """The constant a broadcast_in_dim spreads over `atom` (each of its elements is that
+    constant's), or `atom` itself."""
+    inner = defs.get(id(atom)) if isinstance(atom, Var) else None
+    if inner is not None and inner.op.name == "broadcast_in_dim" and \
+            isinstance(inner.inputs[0], Literal):
+        return inner.inputs[0]
+    return atom
+
+
+def _other_if(eqn: Eqn, defs: Mapping[int, Eqn], test: Callable[[Atom], bool],
+              commutes: bool) -> Atom | None:
+    """The operand beside a constant (or a broadcast constant) passing `test` (rhs only
+    unless `commutes`)."""
     lhs, rhs = eqn.inputs
-    if test(rhs):
+    if test(_spread(rhs, defs)):
         return lhs
-    return rhs if commutes and test(lhs) else None
+    return rhs if commutes and test(_spread(lhs, defs)) else None
 
 
 # -------------------------------------------------------------------- arithmetic
@@ -75,19 +88,19 @@ def _is_additive_zero(atom: Atom) -> bool:
 
 
 def _add(eqn: Eqn, defs: Mapping[int, Eqn]) -> Atom | None:
-    return _other_if(eqn, _is_additive_zero, commutes=True)
+    return _other_if(eqn, defs, _is_additive_zero, commutes=True)
 
 
 def _sub(eqn: Eqn, defs: Mapping[int, Eqn]) -> Atom | None:
-    return _other_if(eqn, lambda a: _is_zero(a, negative=False), commutes=False)
+    return _other_if(eqn, defs, lambda a: _is_zero(a, negative=False), commutes=False)
 
 
 def _mul(eqn: Eqn, defs: Mapping[int, Eqn]) -> Atom | None:
-    return _other_if(eqn, _is_one, commutes=True)
+    return _other_if(eqn, defs, _is_one, commutes=True)
 
 
 def _div(eqn: Eqn, defs: Mapping[int, Eqn]) -> Atom | None:
-    return _other_if(eqn, _is_one, commutes=False)
+    return _other_if(eqn, defs, _is_one, commutes=False)
 
 
 def _neg(eqn: Eqn, defs: Mapping[int, Eqn]) -> Atom | None:

@@ -16,6 +16,7 @@ from . import (
                index,
                misc,
                numerics,
+               pooling,
                rng,
                shape,
                sort,
@@ -25,6 +26,6 @@ from .common import OpEmitter
 
 OP_EMITTERS: dict[str, OpEmitter] = {
     **control.EMITTERS, **dot.EMITTERS, **shape.EMITTERS, **index.EMITTERS, **conv.EMITTERS,
-    **window.EMITTERS, **sort.EMITTERS, **rng.EMITTERS, **decomp.EMITTERS, **numerics.EMITTERS,
-    **misc.EMITTERS, **collectives.EMITTERS, **callbacks.EMITTERS,
+    **window.EMITTERS, **pooling.EMITTERS, **sort.EMITTERS, **rng.EMITTERS, **decomp.EMITTERS,
+    **numerics.EMITTERS, **misc.EMITTERS, **collectives.EMITTERS, **callbacks.EMITTERS,
 }

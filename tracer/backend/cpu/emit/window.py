@@ -175,11 +175,21 @@ def _reduce_window(ge: GraphEmitter, eqn: Eqn) -> None:
 
 
 def _run_kind(eqn: Eqn) -> str | None:
-    """"add", "max" or "min" when `_Fold.runs` can reduce this reduce_window: one operand
-    whose computation is that op of its two parameters (associative and commutative,
-    and evaluation order is the backend's to choose), numbers, and a last dim with a
-    window or a stride but no base dilation; None otherwise."""
-    graph, aval, p = eqn.params["to_apply"], eqn.outputs[0].aval, eqn.params
+    """`fold_kind`, when the last dim also has a window or a stride but no base dilation
+    (what `_Fold.runs` needs); None otherwise."""
+    kind, p = fold_kind(eqn), eqn.params
+    if kind is None:  # (rank 0 included: it has no last dim)
+        return None
+    last = len(p["window_dimensions"]) - 1
+    moves = p["window_dimensions"][last] > 1 or p["window_strides"][last] > 1
+    return kind if moves and p["base_dilation"][last] == 1 else None
+
+
+def fold_kind(eqn: Eqn) -> str | None:
+    """"add", "max" or "min" when the reduce_window has one operand, of numbers, and
+    its computation is that op of its two parameters (associative and commutative, and
+    the evaluation order is the backend's to choose); None otherwise."""
+    graph, aval = eqn.params["to_apply"], eqn.outputs[0].aval
     if len(eqn.outputs) != 1 or len(graph.eqns) != 1 or not aval.ndim:
         return None
     [op] = graph.eqns
@@ -187,9 +197,7 @@ def _run_kind(eqn: Eqn) -> str | None:
     if op.op.name not in ("add", "max", "min") or not same or graph.outputs[0] is not \
             op.outputs[0] or (aval.dtype.kind not in "iuf" and aval.dtype not in HALVES):
         return None
-    last = aval.ndim - 1
-    moves = p["window_dimensions"][last] > 1 or p["window_strides"][last] > 1
-    return op.op.name if moves and p["base_dilation"][last] == 1 else None
+    return op.op.name
 
 
 @dataclass
