@@ -12,8 +12,9 @@ import os
 import sys
 import time
 
-if os.environ.get("TRACER_CUDA_REAL") != "1":  # the cuda backend on numba's simulator,
-    os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")  # as tests/backend/ runs it
+from tests import cuda_simulator
+
+cuda_simulator.use()  # the cuda backend on numba's simulator, as tests/backend/ runs it
 
 import numpy as np  # noqa: E402
 

@@ -1,9 +1,8 @@
-"""Backend tests run the cuda backend on numba's CUDA simulator (CI has no GPU).
-
-`NUMBA_ENABLE_CUDASIM` is read when numba.cuda is imported, so it is set here,
-before any test module imports it; `TRACER_CUDA_REAL=1` keeps the real GPU
-(run the same tests on a machine with one). The PTX test's compile job starts
-in the background as soon as collection has selected that test.
+"""Backend tests run the cuda backend on numba's CUDA simulator (CI has no GPU):
+`tests.cuda_simulator.use()` switches it on here, before any test module imports
+numba.cuda; `TRACER_CUDA_REAL=1` keeps the real GPU (run the same tests on a machine
+with one). The PTX test's compile job starts in the background as soon as collection
+has selected that test.
 """
 
 import os
@@ -11,12 +10,9 @@ import sys
 
 import pytest
 
-if os.environ.get("TRACER_CUDA_REAL") != "1":
-    os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
-    if "numba" in sys.modules and "numba.cuda" not in sys.modules:
-        import numba  # already imported: make numba.cuda see the variable when it loads
+from tests import cuda_simulator
 
-        numba.core.config.reload_config()
+cuda_simulator.use()
 
 
 def pytest_collection_finish(session):
