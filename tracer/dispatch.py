@@ -39,6 +39,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import cache, profiler
+from .backend.numba.source import SourceWriter
 from .config import config
 from .numpy._eager import EagerArray
 from .stages import Compiled
@@ -55,6 +56,7 @@ def _forget_fast_keys(_: Any) -> None:
     _SETTING_CHANGES[0] += 1
     for jitted in list(ALL_JITTED):
         jitted._fast = {}
+        jitted._last = no_guard
 
 
 config.watch("default_backend", _forget_fast_keys)
@@ -68,7 +70,7 @@ def setting_changes() -> int:
 class Entry:
     """One cached signature: its `Compiled`, when it last served, and its runner."""
 
-    __slots__ = ("compiled", "used", "run")
+    __slots__ = ("compiled", "used", "run", "trusted", "guard")
 
     def __init__(self, compiled: Compiled, used: int):
         self.compiled = compiled
@@ -76,15 +78,20 @@ class Entry:
         # (a miss takes the count as it is, and dict order breaks ties by age)
         self.used = used
         self.run: Callable[..., Any] = self._run_any
+        # `run` for arrays known to be aligned C-contiguous ndarrays or EagerArrays
+        self.trusted: Callable[..., Any] = self._run_any
+        # `make_guard`'s function for the entry's positional signature, once a call
+        # with one put it in the fast index
+        self.guard: Callable[[tuple], Any] = no_guard
 
     def _run_any(self, *args: np.ndarray) -> Any:
         """A call through whatever executable the signature has now; once that is final
         machine code (the compile swapped out the interpreter tier), the direct runner."""
         compiled = self.compiled
-        direct = _direct_runner(compiled)
-        if direct is not None:
-            self.run = direct
-            return direct(*args)
+        runners = _direct_runners(compiled)
+        if runners is not None:
+            self.run, self.trusted = runners
+            return self.run(*args)
         return run_compiled(compiled, list(map(_as_input, args)), args)
 
 
@@ -144,14 +151,20 @@ def flat_tuple_treedef(n: int) -> Any:
     return tree_flatten(tuple(range(n)))[1]
 
 
-def _direct_runner(compiled: Compiled) -> Callable[..., Any] | None:
-    """`run` for a signature whose executable calls machine code through a launcher
-    (`direct_call`, cpu: outputs as EagerArrays, the one array itself when there is
-    one) with fresh outputs only: None for the others, which keep the general path (an
-    aliased output is copied, a donated one is the argument)."""
+def _direct_runners(compiled: Compiled) -> tuple[Callable[..., Any], Callable[..., Any]] | None:
+    """(`run`, `trusted`) for a signature whose executable calls machine code through a
+    launcher (`direct_call` and `trusted_call`, cpu: outputs as EagerArrays, the one
+    array itself when there is one) with fresh outputs only: None for the others, which
+    keep the general path (an aliased output is copied, a donated one is the argument)."""
     call = getattr(compiled.executable, "direct_call", None)
     if call is None or compiled.aliased or compiled.lowered.donated:
         return None
+    trusted = compiled.executable.trusted_call
+    return _returning_tree(call, compiled), _returning_tree(trusted, compiled)
+
+
+def _returning_tree(call: Callable[..., Any], compiled: Compiled) -> Callable[..., Any]:
+    """`call` (a launcher: one output, or a list) made to return the output pytree."""
     tree = compiled.lowered.out_tree
     if tree == flat_tuple_treedef(tree.num_leaves) and tree.num_leaves != 1:
         return lambda *args: tuple(call(*args))  # (a tuple of arrays: no tree walk)
@@ -241,3 +254,62 @@ def array_signatures(args: tuple) -> tuple | None:
     if key is None or not all(d.isnative for _, d, _ in key):
         return None
     return key
+
+
+# What a guard returns for a call it does not serve.
+MISSED = object()
+
+
+def no_guard(args: tuple) -> Any:
+    """The guard of a function with no signature to check: every call misses."""
+    return MISSED
+
+
+_SCALAR_TYPES = {sig: t for t, sig in _SCALARS.items()}
+
+
+def make_guard(key: tuple, entry: Entry, stats: cache.CacheStats) -> Callable[[tuple], Any]:
+    """A function of a call's positional arguments that, when they have exactly the
+    signature `key` (`array_key`'s: the same types, shapes, dtypes, scalar types and
+    int range), counts the hit and runs `entry`; `MISSED` for any other call.
+    `Jitted.__call__` tries the guard of the signature that served last before it
+    builds a key: comparing attributes to constants skips the key's tuples, their
+    hashes and a frame (generated, one comparison per argument)."""
+    env: dict[str, Any] = {"ndarray": np.ndarray, "eager": EagerArray, "entry": entry,
+                           "stats": stats, "MISSED": MISSED}
+    names = [f"a{k}" for k in range(len(key))]
+    checks = [_check(a, k, sig, env) for k, (a, sig) in enumerate(zip(names, key))]
+    layouts = [f"{a}.flags.carray" for a, sig in zip(names, key) if not sig[2]]
+    listed = ", ".join(names)
+    w = SourceWriter()
+    with w.block("def guard(args)"):
+        with w.block(f"if len(args) == {len(names)}"):
+            if names:
+                w.line(f"{listed}{',' if len(names) == 1 else ''} = args")
+            with w.block(f"if {' and '.join(checks) or 'True'}"):
+                w.line("stats.hits = entry.used = stats.hits + 1")
+                if layouts:  # (aligned, C-contiguous, writeable: what the code reads)
+                    with w.block(f"if {' and '.join(layouts)}"):
+                        w.line(f"return entry.trusted({listed})")
+                    w.line(f"return entry.run({listed})")
+                else:
+                    w.line(f"return entry.trusted({listed})")
+        w.line("return MISSED")
+    exec(compile(w.text(), "<tracer jit guard>", "exec"), env)
+    return env["guard"]
+
+
+def _check(a: str, k: int, sig: tuple, env: dict[str, Any]) -> str:
+    """The condition that argument `a` has signature `sig` (constants go in `env`)."""
+    shape, dtype, weak = sig
+    if weak:  # a Python scalar
+        t = _SCALAR_TYPES[sig]
+        env[f"type{k}"] = t
+        if t is int:
+            return f"type({a}) is type{k} and {_INT64.min} <= {a} <= {_INT64.max}"
+        return f"type({a}) is type{k}"
+    env[f"shape{k}"], env[f"dtype{k}"] = shape, dtype
+    # (a built-in dtype is one object: `is`; a parametrized one may be built per array)
+    same = "is" if dtype.isbuiltin else "=="
+    return (f"(type({a}) is ndarray or type({a}) is eager) and {a}.shape == shape{k} "
+            f"and {a}.dtype {same} dtype{k}")
