@@ -5,6 +5,8 @@ the settings and the profiler as the full key does."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -255,3 +257,103 @@ def test_python_scalar_arguments_are_weak_on_cached_calls(calls):
     with pytest.raises(tr.TracerError, match="argument s") as info:
         f(x, 2 ** 63)
     assert isinstance(info.value, OverflowError)
+
+
+# ------------------------------------------------------------------ the last signature's guard
+
+_ARGUMENTS = st.one_of(
+    st.tuples(st.just("array"), st.sampled_from(("float32", "float64", "int32", ">f8")),
+              st.sampled_from(((), (3,), (2, 3))), st.sampled_from(LAYOUTS)),
+    st.tuples(st.just("numpy scalar"), st.sampled_from(("float32", "int64"))),
+    st.tuples(st.just("python"), st.sampled_from((True, 3, 2 ** 63, -2 ** 63, 2.5, 1 + 2j))),
+    st.tuples(st.just("list"), st.sampled_from(((), (3,)))))
+
+
+def _drawn(spec: tuple):
+    kind = spec[0]
+    if kind == "array":
+        _, dtype, shape, layout = spec
+        if not shape and layout in ("reversed", "strided", "transposed"):
+            layout = "contiguous"  # (a 0-d array has no axis to stride)
+        return _argument(dtype, shape, layout) + 0 if not shape and layout == "eager" \
+            else _argument(dtype, shape, layout)
+    if kind == "numpy scalar":
+        return np.dtype(spec[1]).type(2)
+    if kind == "list":
+        return [np.arange(3.0).reshape(spec[1]) if spec[1] else np.float64(1.0)]
+    return spec[1]
+
+
+def _outcome(f, *args, **kwargs):
+    """(type, dtype, values) of a call's result, or (exception type, message)."""
+    try:
+        out = f(*args, **kwargs)
+    except Exception as e:  # the slow path's error is the oracle, whatever it is
+        # (a keyword argument is named in quotes: 'b')
+        return type(e), re.sub(r"'(\w)'", r"\1", str(e))
+    return type(out), out.dtype, np.asarray(out).tolist()
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.lists(st.tuples(_ARGUMENTS, _ARGUMENTS), min_size=2, max_size=6))
+def test_positional_calls_do_what_calls_by_keyword_do(calls):
+    """Positional calls (the guard of the last signature, then the fast index) against
+    the same calls by keyword (always the full key): the same results, dtypes, result
+    types and errors, and as many traces; arguments are never written. Arrays of
+    every layout, 0-d arrays, NumPy scalars, Python scalars (an int beyond int64) and
+    lists, in any order: none is taken for another's signature."""
+    def body(a, b):
+        return tr.numpy.multiply(tr.numpy.asarray(a), 2) - tr.numpy.asarray(b)
+    positional, by_keyword = tr.jit(body), tr.jit(body)
+    for spec_a, spec_b in calls:
+        a, b = _drawn(spec_a), _drawn(spec_b)
+        before = [np.array(a, copy=True), np.array(b, copy=True)]
+        for _ in range(2):  # the second call is served by the guard
+            assert _outcome(positional, a, b) == _outcome(by_keyword, a=a, b=b)
+        np.testing.assert_array_equal(np.asarray(a), before[0])
+        np.testing.assert_array_equal(np.asarray(b), before[1])
+    assert positional.cache_info().traces == by_keyword.cache_info().traces
+
+
+def test_the_guard_serves_only_its_arity_and_counts_its_hits():
+    f = tr.jit(lambda *vs: sum(vs[1:], vs[0] * 2) if vs else tr.numpy.zeros(2))
+    x = np.arange(3.0)
+    for args in ((x,), (x, x), (x,), (), (x, x, x), ()):
+        for _ in range(2):
+            np.testing.assert_array_equal(f(*args), sum(args[1:], args[0] * 2) if args
+                                          else np.zeros(2))
+    info = f.cache_info()
+    assert (info.traces, info.hits, info.misses) == (4, 8, 4)
+
+
+def test_donated_arguments_on_guarded_calls():
+    """A donated argument's entry runs the general path from the guard too: the result
+    is right on every call and no two live results share memory."""
+    f = tr.jit(lambda a, b: a * b + 1, donate_argnums=0)
+    b = np.arange(4.0)
+    results = []
+    for k in range(4):
+        a = np.full(4, float(k))
+        results.append((f(a, b), k * b + 1))
+    for out, want in results:
+        np.testing.assert_array_equal(out, want)
+    assert not any(np.shares_memory(p[0], q[0]) for i, p in enumerate(results)
+                   for q in results[i + 1:])
+    np.testing.assert_array_equal(b, np.arange(4.0))
+    assert f.cache_info().traces == 1
+
+
+def test_a_setting_change_or_eviction_forgets_the_last_signature():
+    f = tr.jit(lambda v: v + 1)
+    x = np.arange(2.0)
+    f(x), f(x), f(x)  # the guard serves the third call
+    with tr.config.override(default_backend="interpreter"):
+        f(x)
+    assert f.cache_info().traces == 2
+    with tr.config.override(jit_cache_size=1):
+        f(np.arange(3.0))  # evicts x's entry
+        f(x)
+    assert f.cache_info().traces == 4
+    f.clear_cache()
+    f(x)
+    assert f.cache_info().traces == 5
