@@ -98,11 +98,16 @@ def test_changing_the_default_backend_or_debug_print_reaches_cached_calls(capsys
 def test_outputs_that_are_arguments_or_repeat_are_copies_on_cached_calls():
     f = tr.jit(lambda v: (v, v * 2, v * 2))
     x = np.arange(3.0)
-    for _ in range(2):
+    for _ in range(3):  # full key, fast index, guard
         a, b, c = f(x)
         assert not np.shares_memory(a, x) and not np.shares_memory(b, c)
         a[0] = b[0] = 5.0
         assert x[0] == 0.0 and c[0] == 0.0
+    identity = tr.jit(lambda v, w: v)
+    for _ in range(3):
+        out = identity(x, 1.0)
+        assert type(out) is EagerArray and not np.shares_memory(out, x)
+        np.testing.assert_array_equal(out, np.arange(3.0))
 
 
 def test_results_fed_back_are_read_as_arrays():

@@ -154,13 +154,30 @@ def flat_tuple_treedef(n: int) -> Any:
 def _direct_runners(compiled: Compiled) -> tuple[Callable[..., Any], Callable[..., Any]] | None:
     """(`run`, `trusted`) for a signature whose executable calls machine code through a
     launcher (`direct_call` and `trusted_call`, cpu: outputs as EagerArrays, the one
-    array itself when there is one) with fresh outputs only: None for the others, which
-    keep the general path (an aliased output is copied, a donated one is the argument)."""
+    array itself when there is one) and donates nothing: None for the others, which
+    keep the general path (a donated output is the argument)."""
     call = getattr(compiled.executable, "direct_call", None)
-    if call is None or compiled.aliased or compiled.lowered.donated:
+    if call is None or compiled.lowered.donated:
         return None
     trusted = compiled.executable.trusted_call
+    if compiled.aliased:
+        call, trusted = _copying(call, compiled), _copying(trusted, compiled)
     return _returning_tree(call, compiled), _returning_tree(trusted, compiled)
+
+
+def _copying(call: Callable[..., Any], compiled: Compiled) -> Callable[..., Any]:
+    """`call` (a launcher) with the outputs that pass an input through or repeat an
+    earlier output copied, as `Compiled.run` copies them."""
+    if compiled.lowered.out_tree.num_leaves == 1:  # (the launcher returns the array)
+        return lambda *args: call(*args).copy()
+    aliased = compiled.aliased
+
+    def run(*args: Any) -> list:
+        outs = call(*args)
+        for i in aliased:
+            outs[i] = outs[i].copy()
+        return outs
+    return run
 
 
 def _returning_tree(call: Callable[..., Any], compiled: Compiled) -> Callable[..., Any]:
