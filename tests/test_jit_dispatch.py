@@ -362,3 +362,24 @@ def test_a_setting_change_or_eviction_forgets_the_last_signature():
     f.clear_cache()
     f(x)
     assert f.cache_info().traces == 5
+
+
+def test_guarded_calls_keep_pooled_results_apart_and_convert_scalars_and_halves():
+    """The guard runs the launcher's body itself: large results (from the launcher's
+    buffer pool) kept alive never share memory, a Python scalar is converted, and
+    float16 is read as its bits."""
+    big = tr.jit(lambda v, s: v * s)
+    x = np.arange(1 << 18, dtype=np.float32)  # a 1 MiB result: pooled
+    kept = [big(x, float(k)) for k in range(4)]
+    for k, out in enumerate(kept):
+        np.testing.assert_array_equal(out, x * k)
+    assert not any(np.shares_memory(a, b) for i, a in enumerate(kept) for b in kept[i + 1:])
+    for k in range(3):  # results dropped at once: the pool hands buffers back
+        np.testing.assert_array_equal(big(x, 0.5), x * 0.5)
+    half = tr.jit(lambda v: v * 2)
+    h = np.arange(5, dtype=np.float16)
+    for _ in range(3):
+        out = half(h)
+        assert out.dtype == np.float16
+        np.testing.assert_array_equal(out, h * 2)
+    assert big.cache_info().traces == half.cache_info().traces == 1

@@ -17,6 +17,7 @@ from . import cache, dispatch, profiler, progress, reprs, tiers
 from .backend import backend_loaded, backend_names, get_backend
 from .config import config
 from .core import ShapedArray, typecheck
+from .dispatch import MISSED
 from .errors import (TracerError, TracerTypeError, TracerValueError, add_user_line,
                      names_user_line)
 from .hlo import HloModule
@@ -53,8 +54,8 @@ class Jitted:
         self._cache: dict[tuple, dispatch.Entry] = {}
         # the same entries by `dispatch.array_key` (see tracer.dispatch)
         self._fast: dict[tuple, dispatch.Entry] = {}
-        # the guard (`dispatch.make_guard`) of the signature the fast index served last
-        self._last: Callable[[tuple], Any] = dispatch.no_guard
+        # the entry that served the last positional call (its `guard`: tracer.dispatch)
+        self._last: Any = dispatch.NOTHING_SERVED
         self._stats = cache.CacheStats()
         dispatch.ALL_JITTED.add(self)
 
@@ -64,16 +65,16 @@ class Jitted:
             if current_builder() is not None:
                 return self._inline(args, kwargs)
             if not kwargs and profiler._session is None:  # positional: tracer.dispatch
-                out = self._last(args)  # the guard of the signature that served last
-                if out is not dispatch.MISSED:
+                out = self._last.guard(args)  # of the entry that served last
+                if out is not MISSED:
                     return out
                 changes = dispatch.setting_changes()
                 entry = self._fast.get(dispatch.array_key(args))
                 if entry is not None:
                     self._stats.hits = entry.used = self._stats.hits + 1
-                    self._last = entry.guard
+                    self._last = entry
                     if dispatch.setting_changes() != changes:  # (forgotten meanwhile)
-                        self._last = dispatch.no_guard
+                        self._last = dispatch.NOTHING_SERVED
                     return entry.run(*args)
             return self._call_keyed(args, kwargs)
         except TracerError as e:
@@ -107,8 +108,8 @@ class Jitted:
         else:
             self._stats.hits = entry.used = self._stats.hits + 1
         if leaves is args:
-            if entry.guard is dispatch.no_guard:
-                entry.guard = dispatch.make_guard(sigs, entry, self._stats)
+            if entry.signature is None:
+                entry.guard_calls(sigs, self._stats)
             dispatch.remember_fast(self._fast, sigs, entry, changes)
         elif tree is not None and all(d.isnative for _, d, _ in tree[0][2]):
             dispatch.remember_fast(self._fast, tree[0], entry, changes)
@@ -164,7 +165,7 @@ class Jitted:
         self._stats.compiles += int(fresh)
         while len(self._cache) >= config.jit_cache_size:
             self._fast = dispatch.evict_least_recent(self._cache, self._fast)
-            self._last = dispatch.no_guard
+            self._last = dispatch.NOTHING_SERVED
         self._cache[key] = entry = dispatch.Entry(compiled, self._stats.hits)
         return entry
 
@@ -242,7 +243,7 @@ class Jitted:
     def clear_cache(self) -> None:
         self._cache.clear()
         self._fast.clear()
-        self._last = dispatch.no_guard
+        self._last = dispatch.NOTHING_SERVED
 
     def wait_compiled(self) -> None:
         """Block until every signature called so far runs compiled code (with

@@ -56,7 +56,7 @@ def _forget_fast_keys(_: Any) -> None:
     _SETTING_CHANGES[0] += 1
     for jitted in list(ALL_JITTED):
         jitted._fast = {}
-        jitted._last = no_guard
+        jitted._last = NOTHING_SERVED
 
 
 config.watch("default_backend", _forget_fast_keys)
@@ -67,10 +67,19 @@ def setting_changes() -> int:
     return _SETTING_CHANGES[0]
 
 
+# What a guard returns for a call it does not serve.
+MISSED = object()
+
+
+def no_guard(args: tuple) -> Any:
+    """The guard of an entry with no positional signature: every call misses."""
+    return MISSED
+
+
 class Entry:
     """One cached signature: its `Compiled`, when it last served, and its runner."""
 
-    __slots__ = ("compiled", "used", "run", "trusted", "guard")
+    __slots__ = ("compiled", "used", "run", "trusted", "guard", "signature", "stats")
 
     def __init__(self, compiled: Compiled, used: int):
         self.compiled = compiled
@@ -80,19 +89,40 @@ class Entry:
         self.run: Callable[..., Any] = self._run_any
         # `run` for arrays known to be aligned C-contiguous ndarrays or EagerArrays
         self.trusted: Callable[..., Any] = self._run_any
-        # `make_guard`'s function for the entry's positional signature, once a call
-        # with one put it in the fast index
+        # `make_guard`'s function for the entry's positional signature (`array_key`'s),
+        # once a call with one put it in the fast index (`guard_calls`)
         self.guard: Callable[[tuple], Any] = no_guard
+        self.signature: tuple | None = None
+        self.stats: cache.CacheStats | None = None
+
+    def guard_calls(self, signature: tuple, stats: cache.CacheStats) -> None:
+        """Give the entry the guard of positional calls of `signature` (hits counted in
+        `stats`)."""
+        self.signature, self.stats = signature, stats
+        self.guard = make_guard(signature, self, stats)
 
     def _run_any(self, *args: np.ndarray) -> Any:
         """A call through whatever executable the signature has now; once that is final
-        machine code (the compile swapped out the interpreter tier), the direct runner."""
+        machine code (the compile swapped out the interpreter tier), the direct runner
+        (and a guard that runs the launcher in its own frame)."""
         compiled = self.compiled
         runners = _direct_runners(compiled)
         if runners is not None:
             self.run, self.trusted = runners
+            if self.signature is not None:
+                self.guard = make_guard(self.signature, self, self.stats)
             return self.run(*args)
         return run_compiled(compiled, list(map(_as_input, args)), args)
+
+
+class _NothingServed:
+    """What `Jitted._last` holds before an entry served a positional call."""
+
+    __slots__ = ()
+    guard = staticmethod(no_guard)
+
+
+NOTHING_SERVED = _NothingServed()
 
 
 def _as_input(a: Any) -> np.ndarray:
@@ -273,15 +303,6 @@ def array_signatures(args: tuple) -> tuple | None:
     return key
 
 
-# What a guard returns for a call it does not serve.
-MISSED = object()
-
-
-def no_guard(args: tuple) -> Any:
-    """The guard of a function with no signature to check: every call misses."""
-    return MISSED
-
-
 _SCALAR_TYPES = {sig: t for t, sig in _SCALARS.items()}
 
 
@@ -289,15 +310,18 @@ def make_guard(key: tuple, entry: Entry, stats: cache.CacheStats) -> Callable[[t
     """A function of a call's positional arguments that, when they have exactly the
     signature `key` (`array_key`'s: the same types, shapes, dtypes, scalar types and
     int range), counts the hit and runs `entry`; `MISSED` for any other call.
-    `Jitted.__call__` tries the guard of the signature that served last before it
-    builds a key: comparing attributes to constants skips the key's tuples, their
-    hashes and a frame (generated, one comparison per argument)."""
+    `Jitted.__call__` tries the guard of the entry that served last before it builds a
+    key: comparing attributes to constants skips the key's tuples, their hashes and a
+    frame (generated, one comparison per argument). Arrays that are aligned and
+    C-contiguous go to the launcher's `TrustedLaunch`, written into the guard itself
+    where the entry's code is final and returns one array."""
     env: dict[str, Any] = {"ndarray": np.ndarray, "eager": EagerArray, "entry": entry,
                            "stats": stats, "MISSED": MISSED}
     names = [f"a{k}" for k in range(len(key))]
     checks = [_check(a, k, sig, env) for k, (a, sig) in enumerate(zip(names, key))]
     layouts = [f"{a}.flags.carray" for a, sig in zip(names, key) if not sig[2]]
     listed = ", ".join(names)
+    launch = _embeddable_launch(entry.compiled, env)
     w = SourceWriter()
     with w.block("def guard(args)"):
         with w.block(f"if len(args) == {len(names)}"):
@@ -305,15 +329,33 @@ def make_guard(key: tuple, entry: Entry, stats: cache.CacheStats) -> Callable[[t
                 w.line(f"{listed}{',' if len(names) == 1 else ''} = args")
             with w.block(f"if {' and '.join(checks) or 'True'}"):
                 w.line("stats.hits = entry.used = stats.hits + 1")
-                if layouts:  # (aligned, C-contiguous, writeable: what the code reads)
-                    with w.block(f"if {' and '.join(layouts)}"):
+                # (aligned, C-contiguous, writeable: what the code reads)
+                with w.block(f"if {' and '.join(layouts) or 'True'}"):
+                    if launch is None:
                         w.line(f"return entry.trusted({listed})")
-                    w.line(f"return entry.run({listed})")
-                else:
-                    w.line(f"return entry.trusted({listed})")
+                    else:
+                        w.embed(launch.body)
+                w.line(f"return entry.run({listed})")
         w.line("return MISSED")
+    if launch is not None:
+        env = {**launch.env, **env}
     exec(compile(w.text(), "<tracer jit guard>", "exec"), env)
     return env["guard"]
+
+
+def _embeddable_launch(compiled: Compiled, env: dict[str, Any]) -> Any:
+    """The executable's `TrustedLaunch` when a guard can run it in its own frame: final
+    code, one array out, nothing donated or passed through, and no name of the
+    guard's `env` that means something else to the launcher; else None."""
+    launch = getattr(compiled.executable, "trusted_launch", None)
+    tree = compiled.lowered.out_tree
+    if launch is None or compiled.aliased or compiled.lowered.donated \
+            or tree.num_nodes != 1 or tree.num_leaves != 1:
+        return None
+    if any(name in launch.env and launch.env[name] is not value
+           for name, value in env.items()):
+        return None
+    return launch
 
 
 def _check(a: str, k: int, sig: tuple, env: dict[str, Any]) -> str:

@@ -83,8 +83,10 @@ class NumbaExecutable:
         # outputs as EagerArrays out (the array itself when there is one); the launcher
         # itself when no thread guard can be needed.
         self.direct_call = self._direct_guarded if self._threaded else self._direct
-        # `direct_call` for inputs whose layout the caller checked (`launch_trusted`)
-        self.trusted_call = self._direct_guarded if self._threaded else trusted
+        # `direct_call` for inputs whose layout the caller checked (`launch.TrustedLaunch`;
+        # its source too where no thread guard is needed)
+        self.trusted_call = self._direct_guarded if self._threaded else trusted.call
+        self.trusted_launch = None if self._threaded else trusted
 
     def __call__(self, *args: np.ndarray) -> list[np.ndarray]:
         if self._threaded and not threads.SAFE:

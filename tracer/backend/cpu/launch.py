@@ -21,6 +21,7 @@ another input is copied first, so the result is right whatever the caller passed
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import numba
@@ -80,15 +81,28 @@ class BufferPool:
                 pass
 
 
+@dataclass(frozen=True)
+class TrustedLaunch:
+    """`launch_trusted`: the launcher without the layout checks, for a caller that made
+    them (every array input an ndarray or EagerArray with `flags.carray`), as a
+    function (`call`) and as the lines of its body (`body`, ending in its `return`;
+    inputs named a0, a1, ...) with the globals they read (`env`), which
+    `dispatch.make_guard` writes into its guard to spare a frame."""
+
+    call: Callable[..., Any]
+    body: SourceWriter
+    env: dict[str, Any]
+
+
 def launcher(module: Module, host: Callable[..., Any], dims: np.ndarray, n_inputs: int,
-             strided: StridedHost) -> tuple[Callable[..., Any], ...]:
+             strided: StridedHost) -> tuple[Callable[..., Any], Callable[..., Any],
+                                            TrustedLaunch]:
     """Python functions specialized to this module's parameters, so a call does no more
     than check input layouts, find the buffers and call the host function: `launch`
     returns the list of outputs; `launch_direct`, the same call for jit's hot path,
     returns them as `EagerArray` views, the one view itself when there is one output
-    (no list and no frame in between: see `tracer.dispatch`); `launch_trusted` is
-    `launch_direct` without the layout checks, for a caller that made them (every
-    array input an ndarray or EagerArray with `flags.carray`: `dispatch.make_guard`)."""
+    (no list and no frame in between: see `tracer.dispatch`); `TrustedLaunch`, the
+    same without the layout checks."""
     env: dict[str, Any] = {"host": host, "dims": dims, "ndarray": np.ndarray, "empty": np.empty,
                            "eager": EagerArray, "uint16": np.uint16, "strided": strided,
                            "asarray": np.asarray, "array": np.array, "np": np,
@@ -96,23 +110,23 @@ def launcher(module: Module, host: Callable[..., Any], dims: np.ndarray, n_input
     args = [f"a{k}" for k in range(n_inputs)]
     outs = _output_names(module, env)
     views = [f"{out}.view(eager)" for out in outs]
+    direct = views[0] if len(views) == 1 else f"[{', '.join(views)}]"
+    bodies = {name: _launch_body(module, env, args, checked, result) for name, result, checked
+              in (("launch", f"[{', '.join(outs)}]", True), ("launch_direct", direct, True),
+                  ("launch_trusted", direct, False))}
     w = SourceWriter()
-    for name, result, checked in (
-            ("launch", f"[{', '.join(outs)}]", True),
-            ("launch_direct", views[0] if len(views) == 1 else f"[{', '.join(views)}]", True),
-            ("launch_trusted", views[0] if len(views) == 1 else f"[{', '.join(views)}]",
-             False)):
+    for name, body in bodies.items():
         with w.block(f"def {name}({', '.join(args)})"):
-            w.embed(_launch_body(module, env, args, checked))
-            w.line(f"return {result}")
+            w.embed(body)
     exec(compile(w.text(), "<tracer cpu launcher>", "exec"), env)
-    return env["launch"], env["launch_direct"], env["launch_trusted"]
+    trusted = TrustedLaunch(env["launch_trusted"], bodies["launch_trusted"], env)
+    return env["launch"], env["launch_direct"], trusted
 
 
-def _launch_body(module: Module, env: dict[str, Any], args: list[str],
-                 checked: bool) -> SourceWriter:
-    """The lines of a launcher up to its return: inputs made what the host reads (the
-    layout checks only when `checked`), buffers, donors, the host call."""
+def _launch_body(module: Module, env: dict[str, Any], args: list[str], checked: bool,
+                 result: str) -> SourceWriter:
+    """The lines of a launcher: inputs made what the host reads (the layout checks only
+    when `checked`), buffers, donors, the host call, `return result`."""
     body = SourceWriter()
     pooled: list[str] = []
     if checked:
@@ -128,6 +142,7 @@ def _launch_body(module: Module, env: dict[str, Any], args: list[str],
     body.line(f"{call}({', '.join(names + ['dims'])})")
     for name in pooled:
         body.line(f"pool_{name}.give({name})")
+    body.line(f"return {result}")
     return body
 
 
