@@ -62,6 +62,34 @@ def one_element() -> None:
            "numba njit v+1")
 
 
+def call_parts() -> None:
+    """What a cached `a * b + c` call on three float32[4] spends where (paired rounds):
+    numba's compiled entry point with the output passed in (unboxing 5 arguments), the
+    output's allocation and `EagerArray` view, the guard (its checks, the hit count and
+    the launcher's body: `tracer.dispatch.make_guard`) and the whole call (the guard
+    plus `Jitted.__call__`); beside NumPy and `numba.njit` (its dispatcher types the
+    arguments, allocates the output with NRT and boxes it)."""
+    import numba
+
+    from tracer.numpy._eager import EagerArray
+
+    x, y, z = (np.ones(4, np.float32) for _ in range(3))
+    args = (x, y, z)
+    f = tr.jit(lambda a, b, c: a * b + c, backend="cpu")
+    f(*args), f.wait_compiled(), f(*args), f(*args)
+    executable = f._last.compiled.executable
+    host, dims, out = executable._host, executable._dims, np.empty(4, np.float32)
+    plain = numba.njit(lambda a, b, c: a * b + c)
+    rows = [("numpy (x * y + z)", lambda: x * y + z),
+            ("numba njit a*b+c", lambda: plain(*args)),
+            ("numba entry point, out passed", lambda: host(x, y, z, out, dims)),
+            ("np.empty + EagerArray view", lambda: np.empty((4,), np.float32).view(EagerArray)),
+            ("tracer guard (checks+launch)", lambda: f._last.guard(args)),
+            ("tracer[cpu] a*b+c (whole call)", lambda: f(*args))]
+    report("where a cached call of a*b+c on 3 float32[4] goes (paired rounds)",
+           _paired(rows, check=False), "numpy (x * y + z)")
+
+
 def _paired(rows: list, check: bool = True) -> list[tuple[str, float]]:
     """Each row's fastest median over `ROUNDS` rounds that time every row in turn
     (`check`: every row computes the first row's result)."""
@@ -103,4 +131,5 @@ def trace_time(n_ops: int = 1000) -> None:
 if __name__ == "__main__":
     one_element()
     overhead()
+    call_parts()
     trace_time()
