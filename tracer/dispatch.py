@@ -197,7 +197,7 @@ def _direct_runners(compiled: Compiled) -> tuple[Callable[..., Any], Callable[..
     call = getattr(compiled.executable, "direct_call", None)
     if call is None or compiled.lowered.donated:
         return None
-    trusted = compiled.executable.trusted_call
+    trusted = getattr(compiled.executable, "trusted_call", call)
     if compiled.aliased:
         call, trusted = _copying(call, compiled), _copying(trusted, compiled)
     return _returning_tree(call, compiled), _returning_tree(trusted, compiled)
