@@ -383,3 +383,22 @@ def test_guarded_calls_keep_pooled_results_apart_and_convert_scalars_and_halves(
         assert out.dtype == np.float16
         np.testing.assert_array_equal(out, h * 2)
     assert big.cache_info().traces == half.cache_info().traces == 1
+
+
+def test_the_guard_follows_the_interpreter_tier_to_compiled_code():
+    """Under `compile_mode="async"` the guard of a signature is made while the
+    interpreter tier serves it and made again around the launcher once numba's code
+    is in: every call right, and the calls after the swap counted as compiled."""
+    with tr.config.override(compile_mode="async"):
+        f = tr.jit(lambda a, b: a * b - 3.5)
+        x, y = np.arange(5.0), np.arange(5.0) + 2
+        for _ in range(3):
+            np.testing.assert_array_equal(f(x, y), x * y - 3.5)
+        f.wait_compiled()
+        compiled = f.cache_info().tiers["compiled"]
+        for _ in range(3):
+            out = f(x, y)
+            assert type(out) is EagerArray
+            np.testing.assert_array_equal(out, x * y - 3.5)
+        info = f.cache_info()
+        assert info.tiers["compiled"] == compiled + 3 and info.traces == 1
