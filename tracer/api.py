@@ -17,7 +17,6 @@ from . import cache, dispatch, profiler, progress, reprs, tiers
 from .backend import backend_loaded, backend_names, get_backend
 from .config import config
 from .core import ShapedArray, typecheck
-from .dispatch import MISSED
 from .errors import (TracerError, TracerTypeError, TracerValueError, add_user_line,
                      names_user_line)
 from .hlo import HloModule
@@ -54,8 +53,7 @@ class Jitted:
         self._cache: dict[tuple, dispatch.Entry] = {}
         # the same entries by `dispatch.array_key` (see tracer.dispatch)
         self._fast: dict[tuple, dispatch.Entry] = {}
-        # the entry that served the last positional call (its `guard`: tracer.dispatch)
-        self._last: Any = dispatch.NOTHING_SERVED
+        self._last: Any = dispatch.NOTHING_SERVED  # served the last positional call
         self._stats = cache.CacheStats()
         dispatch.ALL_JITTED.add(self)
 
@@ -65,17 +63,11 @@ class Jitted:
             if current_builder() is not None:
                 return self._inline(args, kwargs)
             if not kwargs and profiler._session is None:  # positional: tracer.dispatch
-                out = self._last.guard(args)  # of the entry that served last
-                if out is not MISSED:
+                out = self._last.guard(args)  # the entry that served last, if it fits
+                if out is dispatch.MISSED:
+                    out = dispatch.serve_fast(self, args)
+                if out is not dispatch.MISSED:
                     return out
-                changes = dispatch.setting_changes()
-                entry = self._fast.get(dispatch.array_key(args))
-                if entry is not None:
-                    self._stats.hits = entry.used = self._stats.hits + 1
-                    self._last = entry
-                    if dispatch.setting_changes() != changes:  # (forgotten meanwhile)
-                        self._last = dispatch.NOTHING_SERVED
-                    return entry.run(*args)
             return self._call_keyed(args, kwargs)
         except TracerError as e:
             self._stats.failed += 1
@@ -108,9 +100,7 @@ class Jitted:
         else:
             self._stats.hits = entry.used = self._stats.hits + 1
         if leaves is args:
-            if entry.signature is None:
-                entry.guard_calls(sigs, self._stats)
-            dispatch.remember_fast(self._fast, sigs, entry, changes)
+            dispatch.remember_positional(self, sigs, entry, changes)
         elif tree is not None and all(d.isnative for _, d, _ in tree[0][2]):
             dispatch.remember_fast(self._fast, tree[0], entry, changes)
         compiled = entry.compiled
@@ -164,8 +154,7 @@ class Jitted:
         # Shape-generic backends reuse machine code across sizes: count real compiles.
         self._stats.compiles += int(fresh)
         while len(self._cache) >= config.jit_cache_size:
-            self._fast = dispatch.evict_least_recent(self._cache, self._fast)
-            self._last = dispatch.NOTHING_SERVED
+            dispatch.evict_least_recent(self)
         self._cache[key] = entry = dispatch.Entry(compiled, self._stats.hits)
         return entry
 
@@ -242,7 +231,7 @@ class Jitted:
 
     def clear_cache(self) -> None:
         self._cache.clear()
-        self._fast.clear()
+        self._fast = {}  # (a new index: a call that read the old one forgets its entry)
         self._last = dispatch.NOTHING_SERVED
 
     def wait_compiled(self) -> None:

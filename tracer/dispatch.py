@@ -123,6 +123,23 @@ class Entry:
         return run_compiled(compiled, list(map(_as_input, args)), args)
 
 
+def serve_fast(jitted: Any, args: tuple) -> Any:
+    """A positional call of `jitted` run by the entry its fast index holds for
+    `array_key(args)`, which becomes its last entry (`Jitted._last`); `MISSED` if none.
+    (A setting change, an eviction or `clear_cache` replaces the index: an entry read
+    from the old one is not kept as the last.)"""
+    fast = jitted._fast
+    entry = fast.get(array_key(args))
+    if entry is None:
+        return MISSED
+    stats = jitted._stats
+    stats.hits = entry.used = stats.hits + 1
+    jitted._last = entry
+    if jitted._fast is not fast:
+        jitted._last = NOTHING_SERVED
+    return entry.run(*args)
+
+
 class _NothingServed:
     """What `Jitted._last` holds before an entry served a positional call."""
 
@@ -168,13 +185,23 @@ def remember_fast(fast: dict, sigs: tuple, entry: Entry, changes: int) -> None:
         fast.pop(sigs, None)
 
 
-def evict_least_recent(entries: dict, fast: dict) -> dict:
-    """Drop the entry of `entries` that served longest ago (O(cache size), on misses
-    only: hits just stamp their entry); returns the fast index without it. (Copies of
-    the dicts: other threads may insert meanwhile.)"""
+def remember_positional(jitted: Any, sigs: tuple, entry: Entry, changes: int) -> None:
+    """`remember_fast` for a positional call of `jitted` with signatures `sigs`, and the
+    entry's guard of them."""
+    if entry.signature is None:
+        entry.guard_calls(sigs, jitted._stats)
+    remember_fast(jitted._fast, sigs, entry, changes)
+
+
+def evict_least_recent(jitted: Any) -> None:
+    """Drop the entry of `jitted`'s cache that served longest ago (O(cache size), on
+    misses only: hits just stamp their entry), from its fast index too, and forget its
+    last entry. (Copies of the dicts: other threads may insert meanwhile.)"""
+    entries = jitted._cache
     key, old = min(list(entries.items()), key=lambda item: item[1].used)
     entries.pop(key, None)
-    return {k: e for k, e in list(fast.items()) if e is not old}
+    jitted._fast = {k: e for k, e in list(jitted._fast.items()) if e is not old}
+    jitted._last = NOTHING_SERVED
 
 
 @functools.lru_cache(maxsize=64)
