@@ -63,11 +63,15 @@ class Jitted:
             if current_builder() is not None:
                 return self._inline(args, kwargs)
             if not kwargs and profiler._session is None:  # positional: tracer.dispatch
-                out = self._last.guard(args)  # the entry that served last, if it fits
-                if out is dispatch.MISSED:
-                    out = dispatch.serve_fast(self, args)
-                if out is not dispatch.MISSED:
+                if (out := self._last.guard(args)) is not dispatch.MISSED:  # the last entry's
                     return out
+                fast = self._fast
+                if (entry := fast.get(dispatch.array_key(args))) is not None:  # the new last
+                    self._stats.hits = entry.used = self._stats.hits + 1
+                    self._last = entry
+                    if self._fast is not fast:  # (replaced meanwhile: tracer.dispatch)
+                        self._last = dispatch.NOTHING_SERVED
+                    return entry.run(*args)
             return self._call_keyed(args, kwargs)
         except TracerError as e:
             self._stats.failed += 1
@@ -75,14 +79,11 @@ class Jitted:
             raise
 
     def _call_keyed(self, args: tuple, kwargs: dict) -> Any:
-        """A call looked up by its full key (pytree, signatures, static values, config),
-        unless its arrays in dicts, lists and tuples are in the fast index."""
+        """A call looked up by its full key (pytree, signatures, statics, config), unless
+        its arrays in dicts, lists and tuples are in the fast index (`serve_tree`)."""
         tree = None if kwargs or self._statics else dispatch.tree_key(args)
-        if tree is not None and profiler._session is None:
-            entry = self._fast.get(tree[0])
-            if entry is not None:
-                self._stats.hits = entry.used = self._stats.hits + 1
-                return entry.run(*tree[1])
+        if tree is not None and (out := dispatch.serve_tree(self, tree)) is not dispatch.MISSED:
+            return out
         changes = dispatch.setting_changes()
         sigs = None if kwargs or self._statics else dispatch.array_signatures(args)
         if sigs is not None:  # the common case: arrays, positional, nothing static
@@ -231,8 +232,7 @@ class Jitted:
 
     def clear_cache(self) -> None:
         self._cache.clear()
-        self._fast = {}  # (a new index: a call that read the old one forgets its entry)
-        self._last = dispatch.NOTHING_SERVED
+        dispatch.forget_fast(self)
 
     def wait_compiled(self) -> None:
         """Block until every signature called so far runs compiled code (with

@@ -25,7 +25,8 @@ treedef, without building one. Strides, alignment and write permission are in
 neither key: the guard sends other layouts to `Entry.run`, whose launcher checks them
 (a non-contiguous argument is copied or read by the strided version, a read-only one
 is read as it is). A change of `default_backend` or `debug_print` empties the fast
-index and forgets the last entry; so do eviction and `clear_cache`.
+index and forgets the last entry; so do eviction and `clear_cache`, which replace the
+index, so that a call which read the old one does not keep its entry as the last.
 
 `Entry.run` starts as the path that works for every executable (the interpreter
 tier while numba compiles, the interpreter and cuda backends, donated outputs) and
@@ -60,11 +61,17 @@ ALL_JITTED: weakref.WeakSet = weakref.WeakSet()
 _SETTING_CHANGES = [0]
 
 
+def forget_fast(jitted: Any) -> None:
+    """Empty `jitted`'s fast index and forget its last entry. (A new index: a call that
+    read the old one sees the change and does not keep its entry as the last.)"""
+    jitted._fast = {}
+    jitted._last = NOTHING_SERVED
+
+
 def _forget_fast_keys(_: Any) -> None:
     _SETTING_CHANGES[0] += 1
     for jitted in list(ALL_JITTED):
-        jitted._fast = {}
-        jitted._last = NOTHING_SERVED
+        forget_fast(jitted)
 
 
 config.watch("default_backend", _forget_fast_keys)
@@ -123,21 +130,16 @@ class Entry:
         return run_compiled(compiled, list(map(_as_input, args)), args)
 
 
-def serve_fast(jitted: Any, args: tuple) -> Any:
-    """A positional call of `jitted` run by the entry its fast index holds for
-    `array_key(args)`, which becomes its last entry (`Jitted._last`); `MISSED` if none.
-    (A setting change, an eviction or `clear_cache` replaces the index: an entry read
-    from the old one is not kept as the last.)"""
-    fast = jitted._fast
-    entry = fast.get(array_key(args))
-    if entry is None:
+def serve_tree(jitted: Any, tree: tuple[tuple, list]) -> Any:
+    """A call of `jitted` with arrays in dicts, lists and tuples (`tree_key`'s (key,
+    leaves)) run by the entry its fast index holds for the key; `MISSED` if none (or
+    while the profiler records: the full path records the run)."""
+    entry = jitted._fast.get(tree[0])
+    if entry is None or profiler._session is not None:
         return MISSED
     stats = jitted._stats
     stats.hits = entry.used = stats.hits + 1
-    jitted._last = entry
-    if jitted._fast is not fast:
-        jitted._last = NOTHING_SERVED
-    return entry.run(*args)
+    return entry.run(*tree[1])
 
 
 class _NothingServed:
