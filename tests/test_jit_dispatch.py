@@ -402,3 +402,22 @@ def test_the_guard_follows_the_interpreter_tier_to_compiled_code():
             np.testing.assert_array_equal(out, x * y - 3.5)
         info = f.cache_info()
         assert info.tiers["compiled"] == compiled + 3 and info.traces == 1
+
+
+def test_signatures_called_in_turn_and_evicted_ones():
+    """Two signatures called in turn are both served by guards (the last entry's asks
+    the one before it); every call gets its own signature's code and counts as a hit;
+    an evicted entry serves no call, even as the one before the last."""
+    f = tr.jit(lambda v: v * 2 + v.shape[0])  # (the shape is baked into each trace)
+    a, b, c = np.arange(2.0), np.arange(3.0), np.arange(4.0)
+    for v in (a, b, a, b, a, b):
+        np.testing.assert_array_equal(f(v), v * 2 + len(v))
+    assert (f.cache_info().traces, f.cache_info().hits) == (2, 4)
+    with tr.config.override(jit_cache_size=2):
+        for v in (c, b, c, b, c):  # c evicts a (the least recently used)
+            np.testing.assert_array_equal(f(v), v * 2 + len(v))
+        assert f.cache_info().traces == 3
+        np.testing.assert_array_equal(f(a), a * 2 + 2)  # evicts b, the one before c
+        for v in (c, a, c, b):
+            np.testing.assert_array_equal(f(v), v * 2 + len(v))
+        assert f.cache_info().traces == 5  # a and b traced again

@@ -68,7 +68,7 @@ class Jitted:
                 fast = self._fast
                 if (entry := fast.get(dispatch.array_key(args))) is not None:  # the new last
                     self._stats.hits = entry.used = self._stats.hits + 1
-                    self._last = entry
+                    entry.prev, self._last = self._last, entry
                     if self._fast is not fast:  # (replaced meanwhile: tracer.dispatch)
                         self._last = dispatch.NOTHING_SERVED
                     return entry.run(*args)

@@ -6,7 +6,8 @@
     run_compiled(compiled, inputs, leaves)   # any call that went through the full key
 
 `Jitted.__call__` first hands a positional call to the guard of the entry that served
-the last one (`Jitted._last.guard`, `make_guard`): generated code that compares each
+the last one (`Jitted._last.guard`, `make_guard`; it asks the entry before that one
+when the call is not its own): generated code that compares each
 argument with the entry's signature (type, shape, dtype; a scalar's Python type and,
 for an int, the int64 range) and, when every array is aligned and C-contiguous
 (`flags.carray`), runs the launcher's body (`TrustedLaunch`, cpu) in its own frame: a
@@ -94,7 +95,8 @@ def no_guard(args: tuple) -> Any:
 class Entry:
     """One cached signature: its `Compiled`, when it last served, and its runner."""
 
-    __slots__ = ("compiled", "used", "run", "trusted", "guard", "signature", "stats")
+    __slots__ = ("compiled", "used", "run", "trusted", "guard", "plain", "prev",
+                 "signature", "stats")
 
     def __init__(self, compiled: Compiled, used: int):
         self.compiled = compiled
@@ -104,9 +106,12 @@ class Entry:
         self.run: Callable[..., Any] = self._run_any
         # `run` for arrays known to be aligned C-contiguous ndarrays or EagerArrays
         self.trusted: Callable[..., Any] = self._run_any
-        # `make_guard`'s function for the entry's positional signature (`array_key`'s),
-        # once a call with one put it in the fast index (`guard_calls`)
+        # `make_guard`'s functions for the entry's positional signature (`array_key`'s),
+        # once a call with one put it in the fast index (`guard_calls`), and the entry
+        # that was `Jitted._last` before this one (set when this one becomes the last)
         self.guard: Callable[[tuple], Any] = no_guard
+        self.plain: Callable[[tuple], Any] = no_guard
+        self.prev: Any = NOTHING_SERVED
         self.signature: tuple | None = None
         self.stats: cache.CacheStats | None = None
 
@@ -114,7 +119,7 @@ class Entry:
         """Give the entry the guard of positional calls of `signature` (hits counted in
         `stats`)."""
         self.signature, self.stats = signature, stats
-        self.guard = make_guard(signature, self, stats)
+        self.guard, self.plain = make_guard(signature, self, stats)
 
     def _run_any(self, *args: np.ndarray) -> Any:
         """A call through whatever executable the signature has now; once that is final
@@ -125,7 +130,7 @@ class Entry:
         if runners is not None:
             self.run, self.trusted = runners
             if self.signature is not None:
-                self.guard = make_guard(self.signature, self, self.stats)
+                self.guard, self.plain = make_guard(self.signature, self, self.stats)
             return self.run(*args)
         return run_compiled(compiled, list(map(_as_input, args)), args)
 
@@ -146,7 +151,7 @@ class _NothingServed:
     """What `Jitted._last` holds before an entry served a positional call."""
 
     __slots__ = ()
-    guard = staticmethod(no_guard)
+    guard = plain = staticmethod(no_guard)
 
 
 NOTHING_SERVED = _NothingServed()
@@ -204,6 +209,9 @@ def evict_least_recent(jitted: Any) -> None:
     entries.pop(key, None)
     jitted._fast = {k: e for k, e in list(jitted._fast.items()) if e is not old}
     jitted._last = NOTHING_SERVED
+    for entry in list(entries.values()):  # (so that nothing keeps the evicted entry alive)
+        if entry.prev is old:
+            entry.prev = NOTHING_SERVED
 
 
 @functools.lru_cache(maxsize=64)
@@ -343,15 +351,18 @@ def array_signatures(args: tuple) -> tuple | None:
 _SCALAR_TYPES = {sig: t for t, sig in _SCALARS.items()}
 
 
-def make_guard(key: tuple, entry: Entry, stats: cache.CacheStats) -> Callable[[tuple], Any]:
-    """A function of a call's positional arguments that, when they have exactly the
-    signature `key` (`array_key`'s: the same types, shapes, dtypes, scalar types and
-    int range), counts the hit and runs `entry`; `MISSED` for any other call.
-    `Jitted.__call__` tries the guard of the entry that served last before it builds a
-    key: comparing attributes to constants skips the key's tuples, their hashes and a
-    frame (generated, one comparison per argument). Arrays that are aligned and
-    C-contiguous go to the launcher's `TrustedLaunch`, written into the guard itself
-    where the entry's code is final and returns one array."""
+def make_guard(key: tuple, entry: Entry,
+               stats: cache.CacheStats) -> tuple[Callable[[tuple], Any], Callable[[tuple], Any]]:
+    """(`guard`, `plain`): functions of a call's positional arguments that, when they
+    have exactly the signature `key` (`array_key`'s: the same types, shapes, dtypes,
+    scalar types and int range), count the hit and run `entry`. For any other call
+    `plain` returns `MISSED` and `guard` asks the `plain` of the entry that was the
+    last before this one (`entry.prev`: two signatures called in turn both skip the
+    key). `Jitted.__call__` tries the guard of the entry that served last before it
+    builds a key: comparing attributes to constants skips the key's tuples, their
+    hashes and a frame (generated, one comparison per argument). Arrays that are
+    aligned and C-contiguous go to the launcher's `TrustedLaunch`, written into the
+    guard itself where the entry's code is final and returns one array."""
     env: dict[str, Any] = {"ndarray": np.ndarray, "eager": EagerArray, "entry": entry,
                            "stats": stats, "MISSED": MISSED}
     names = [f"a{k}" for k in range(len(key))]
@@ -359,25 +370,28 @@ def make_guard(key: tuple, entry: Entry, stats: cache.CacheStats) -> Callable[[t
     layouts = [f"{a}.flags.carray" for a, sig in zip(names, key) if not sig[2]]
     listed = ", ".join(names)
     launch = _embeddable_launch(entry.compiled, env)
+    body = SourceWriter()
+    with body.block(f"if len(args) == {len(names)}"):
+        if names:
+            body.line(f"{listed}{',' if len(names) == 1 else ''} = args")
+        with body.block(f"if {' and '.join(checks) or 'True'}"):
+            body.line("stats.hits = entry.used = stats.hits + 1")
+            # (aligned, C-contiguous, writeable: what the code reads)
+            with body.block(f"if {' and '.join(layouts) or 'True'}"):
+                if launch is None:
+                    body.line(f"return entry.trusted({listed})")
+                else:
+                    body.embed(launch.body)
+            body.line(f"return entry.run({listed})")
     w = SourceWriter()
-    with w.block("def guard(args)"):
-        with w.block(f"if len(args) == {len(names)}"):
-            if names:
-                w.line(f"{listed}{',' if len(names) == 1 else ''} = args")
-            with w.block(f"if {' and '.join(checks) or 'True'}"):
-                w.line("stats.hits = entry.used = stats.hits + 1")
-                # (aligned, C-contiguous, writeable: what the code reads)
-                with w.block(f"if {' and '.join(layouts) or 'True'}"):
-                    if launch is None:
-                        w.line(f"return entry.trusted({listed})")
-                    else:
-                        w.embed(launch.body)
-                w.line(f"return entry.run({listed})")
-        w.line("return MISSED")
+    for name, missed in (("guard", "entry.prev.plain(args)"), ("plain", "MISSED")):
+        with w.block(f"def {name}(args)"):
+            w.embed(body)
+            w.line(f"return {missed}")
     if launch is not None:
         env = {**launch.env, **env}
     exec(compile(w.text(), "<tracer jit guard>", "exec"), env)
-    return env["guard"]
+    return env["guard"], env["plain"]
 
 
 def _embeddable_launch(compiled: Compiled, env: dict[str, Any]) -> Any:
