@@ -421,3 +421,25 @@ def test_signatures_called_in_turn_and_evicted_ones():
         for v in (c, a, c, b):
             np.testing.assert_array_equal(f(v), v * 2 + len(v))
         assert f.cache_info().traces == 5  # a and b traced again
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.lists(st.tuples(_trees(_LEAVES), st.booleans()), min_size=2, max_size=6))
+def test_pytree_calls_do_what_calls_by_keyword_do(calls):
+    """Arrays in dicts, lists and tuples called positionally three times (the full key,
+    the fast index, the tree's guard) against the same calls by keyword: the same
+    results, types and traces, whatever the dict order, list or tuple, and a strided
+    leaf (read by `Entry.run`, not the guard's launcher)."""
+    def weighted(tree, x):
+        leaves = tr.tree_util.tree_leaves(tree)
+        return sum(((k + 1) * tr.numpy.sum(leaf.astype("float64")) for k, leaf in
+                    enumerate(leaves)), x)
+    positional, by_keyword = tr.jit(weighted), tr.jit(weighted)
+    for spec, strided in calls:
+        tree = _build(spec)
+        if strided:
+            tree = tr.tree_util.tree_map(lambda a: np.repeat(a, 2, axis=-1)[..., ::2], tree)
+        x = np.zeros(2)
+        for _ in range(3):
+            assert _outcome(positional, tree, x) == _outcome(by_keyword, tree=tree, x=x)
+    assert positional.cache_info().traces == by_keyword.cache_info().traces

@@ -101,9 +101,9 @@ class Jitted:
         else:
             self._stats.hits = entry.used = self._stats.hits + 1
         if leaves is args:
-            dispatch.remember_positional(self, sigs, entry, changes)
+            dispatch.remember_guarded(self, sigs, entry, changes)
         elif tree is not None and all(d.isnative for _, d, _ in tree[0][2]):
-            dispatch.remember_fast(self._fast, tree[0], entry, changes)
+            dispatch.remember_guarded(self, tree[0], entry, changes)
         compiled = entry.compiled
         try:
             inputs = list(map(cache.as_input, leaves, sigs))

@@ -49,8 +49,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import cache, profiler
-from .backend.numba.source import SourceWriter
 from .config import config
+from .guards import INT64, MISSED, SCALARS, make_guard, no_guard
 from .numpy._eager import EagerArray
 from .stages import Compiled
 from .tree_util import tree_flatten
@@ -81,15 +81,6 @@ config.watch("debug_print", _forget_fast_keys)
 
 def setting_changes() -> int:
     return _SETTING_CHANGES[0]
-
-
-# What a guard returns for a call it does not serve.
-MISSED = object()
-
-
-def no_guard(args: tuple) -> Any:
-    """The guard of an entry with no positional signature: every call misses."""
-    return MISSED
 
 
 class Entry:
@@ -139,11 +130,15 @@ def serve_tree(jitted: Any, tree: tuple[tuple, list]) -> Any:
     """A call of `jitted` with arrays in dicts, lists and tuples (`tree_key`'s (key,
     leaves)) run by the entry its fast index holds for the key; `MISSED` if none (or
     while the profiler records: the full path records the run)."""
-    entry = jitted._fast.get(tree[0])
+    fast = jitted._fast
+    entry = fast.get(tree[0])
     if entry is None or profiler._session is not None:
         return MISSED
     stats = jitted._stats
     stats.hits = entry.used = stats.hits + 1
+    entry.prev, jitted._last = jitted._last, entry  # (its guard serves the next call)
+    if jitted._fast is not fast:  # (replaced meanwhile: see `forget_fast`)
+        jitted._last = NOTHING_SERVED
     return entry.run(*tree[1])
 
 
@@ -162,7 +157,7 @@ def _as_input(a: Any) -> np.ndarray:
     t = type(a)
     if t is np.ndarray:
         return a
-    return a.view(np.ndarray) if t is EagerArray else np.asarray(a, _SCALARS[t][1])
+    return a.view(np.ndarray) if t is EagerArray else np.asarray(a, SCALARS[t][1])
 
 
 def run_compiled(compiled: Compiled, inputs: list, leaves: Sequence[Any]) -> Any:
@@ -192,12 +187,12 @@ def remember_fast(fast: dict, sigs: tuple, entry: Entry, changes: int) -> None:
         fast.pop(sigs, None)
 
 
-def remember_positional(jitted: Any, sigs: tuple, entry: Entry, changes: int) -> None:
-    """`remember_fast` for a positional call of `jitted` with signatures `sigs`, and the
-    entry's guard of them."""
+def remember_guarded(jitted: Any, key: tuple, entry: Entry, changes: int) -> None:
+    """`remember_fast` of `jitted`'s `entry` under `key` (`array_key`'s or
+    `tree_key`'s), and the entry's guard of calls with that key."""
     if entry.signature is None:
-        entry.guard_calls(sigs, jitted._stats)
-    remember_fast(jitted._fast, sigs, entry, changes)
+        entry.guard_calls(key, jitted._stats)
+    remember_fast(jitted._fast, key, entry, changes)
 
 
 def evict_least_recent(jitted: Any) -> None:
@@ -267,10 +262,6 @@ def _returning_tree(call: Callable[..., Any], compiled: Compiled) -> Callable[..
     return lambda *args: tree.unflatten((call(*args),))
 
 
-# A Python scalar's signature (`cache.leaf_signature`: weakly typed, 0-d); an int
-# outside int64 is left to the full path, which raises its OverflowError.
-_SCALARS = {t: cache.leaf_signature(t()) for t in (bool, int, float, complex)}
-_INT64 = np.iinfo(np.int64)
 
 
 def array_key(args: tuple) -> tuple | None:
@@ -289,8 +280,8 @@ def array_key(args: tuple) -> tuple | None:
         if t is np.ndarray or t is EagerArray:
             key.append((a.shape, a.dtype, False))
             continue
-        sig = _SCALARS.get(t)
-        if sig is None or t is int and not _INT64.min <= a <= _INT64.max:
+        sig = SCALARS.get(t)
+        if sig is None or t is int and not INT64.min <= a <= INT64.max:
             return None
         key.append(sig)
     return tuple(key)
@@ -346,80 +337,3 @@ def array_signatures(args: tuple) -> tuple | None:
     if key is None or not all(d.isnative for _, d, _ in key):
         return None
     return key
-
-
-_SCALAR_TYPES = {sig: t for t, sig in _SCALARS.items()}
-
-
-def make_guard(key: tuple, entry: Entry,
-               stats: cache.CacheStats) -> tuple[Callable[[tuple], Any], Callable[[tuple], Any]]:
-    """(`guard`, `plain`): functions of a call's positional arguments that, when they
-    have exactly the signature `key` (`array_key`'s: the same types, shapes, dtypes,
-    scalar types and int range), count the hit and run `entry`. For any other call
-    `plain` returns `MISSED` and `guard` asks the `plain` of the entry that was the
-    last before this one (`entry.prev`: two signatures called in turn both skip the
-    key). `Jitted.__call__` tries the guard of the entry that served last before it
-    builds a key: comparing attributes to constants skips the key's tuples, their
-    hashes and a frame (generated, one comparison per argument). Arrays that are
-    aligned and C-contiguous go to the launcher's `TrustedLaunch`, written into the
-    guard itself where the entry's code is final and returns one array."""
-    env: dict[str, Any] = {"ndarray": np.ndarray, "eager": EagerArray, "entry": entry,
-                           "stats": stats, "MISSED": MISSED}
-    names = [f"a{k}" for k in range(len(key))]
-    checks = [_check(a, k, sig, env) for k, (a, sig) in enumerate(zip(names, key))]
-    layouts = [f"{a}.flags.carray" for a, sig in zip(names, key) if not sig[2]]
-    listed = ", ".join(names)
-    launch = _embeddable_launch(entry.compiled, env)
-    body = SourceWriter()
-    with body.block(f"if len(args) == {len(names)}"):
-        if names:
-            body.line(f"{listed}{',' if len(names) == 1 else ''} = args")
-        with body.block(f"if {' and '.join(checks) or 'True'}"):
-            body.line("stats.hits = entry.used = stats.hits + 1")
-            # (aligned, C-contiguous, writeable: what the code reads)
-            with body.block(f"if {' and '.join(layouts) or 'True'}"):
-                if launch is None:
-                    body.line(f"return entry.trusted({listed})")
-                else:
-                    body.embed(launch.body)
-            body.line(f"return entry.run({listed})")
-    w = SourceWriter()
-    for name, missed in (("guard", "entry.prev.plain(args)"), ("plain", "MISSED")):
-        with w.block(f"def {name}(args)"):
-            w.embed(body)
-            w.line(f"return {missed}")
-    if launch is not None:
-        env = {**launch.env, **env}
-    exec(compile(w.text(), "<tracer jit guard>", "exec"), env)
-    return env["guard"], env["plain"]
-
-
-def _embeddable_launch(compiled: Compiled, env: dict[str, Any]) -> Any:
-    """The executable's `TrustedLaunch` when a guard can run it in its own frame: final
-    code, one array out, nothing donated or passed through, and no name of the
-    guard's `env` that means something else to the launcher; else None."""
-    launch = getattr(compiled.executable, "trusted_launch", None)
-    tree = compiled.lowered.out_tree
-    if launch is None or compiled.aliased or compiled.lowered.donated \
-            or tree.num_nodes != 1 or tree.num_leaves != 1:
-        return None
-    if any(name in launch.env and launch.env[name] is not value
-           for name, value in env.items()):
-        return None
-    return launch
-
-
-def _check(a: str, k: int, sig: tuple, env: dict[str, Any]) -> str:
-    """The condition that argument `a` has signature `sig` (constants go in `env`)."""
-    shape, dtype, weak = sig
-    if weak:  # a Python scalar
-        t = _SCALAR_TYPES[sig]
-        env[f"type{k}"] = t
-        if t is int:
-            return f"type({a}) is type{k} and {_INT64.min} <= {a} <= {_INT64.max}"
-        return f"type({a}) is type{k}"
-    env[f"shape{k}"], env[f"dtype{k}"] = shape, dtype
-    # (a built-in dtype is one object: `is`; a parametrized one may be built per array)
-    same = "is" if dtype.isbuiltin else "=="
-    return (f"(type({a}) is ndarray or type({a}) is eager) and {a}.shape == shape{k} "
-            f"and {a}.dtype {same} dtype{k}")
