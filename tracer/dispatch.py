@@ -1,43 +1,41 @@
 """The hot path of a cached jit call: the cache's entries and how they run a call.
 
     entry = Entry(compiled, used)        # one cached signature of a jitted function
-    entry.run(*arrays)                   # its result pytree, for ndarray arguments
-    entry.guard(args)                    # the same for a call of its signature, else MISSED
+    entry.run(*leaves)                   # its result pytree, for ndarray arguments
+    entry.guard(args)                    # the same for a call of its key, else MISSED
     run_compiled(compiled, inputs, leaves)   # any call that went through the full key
 
 `Jitted.__call__` first hands a positional call to the guard of the entry that served
-the last one (`Jitted._last.guard`, `make_guard`; it asks the entry before that one
-when the call is not its own): generated code that compares each
-argument with the entry's signature (type, shape, dtype; a scalar's Python type and,
-for an int, the int64 range) and, when every array is aligned and C-contiguous
-(`flags.carray`), runs the launcher's body (`TrustedLaunch`, cpu) in its own frame: a
-loop that calls one function with one signature builds no key at all. A call the guard
-does not serve is looked up by `array_key(args)` alone, each argument's (shape, dtype,
-False) (a scalar's weak signature), in a second index of its cache (`Jitted._fast`: no
-pytree walk, no static values, no hashing of the treedef), and its entry becomes the
-last one. An entry reaches that index, and gets a guard, only through a call that
-computed the full key with the same (shape, dtype) of native byte order, positional
-arguments and nothing static, so a hit there is a hit of the full key; a big-endian
-dtype, a NumPy scalar, an int beyond int64 or a device array never matches one and
-takes the full path. Arrays in dicts, lists and tuples (a training step's
-parameters) are looked up there too, by `tree_key`: the containers' exact types,
-sorted dict keys and the leaves' signatures, everything `tree_flatten` puts in the
-treedef, without building one. Strides, alignment and write permission are in
-neither key: the guard sends other layouts to `Entry.run`, whose launcher checks them
-(a non-contiguous argument is copied or read by the strided version, a read-only one
-is read as it is). A change of `default_backend` or `debug_print` empties the fast
-index and forgets the last entry; so do eviction and `clear_cache`, which replace the
-index, so that a call which read the old one does not keep its entry as the last.
+the last one (`Jitted._last.guard`, `tracer.guards`: generated comparisons of the
+arguments with the entry's key, which ask the entry before that one when the call is
+not its own): a loop that calls one function with one signature, or two in turn,
+builds no key at all. A call no guard serves is looked up by `array_key(args)` alone,
+each argument's (shape, dtype, False) (a scalar's weak signature), in a second index
+of its cache (`Jitted._fast`: no pytree walk, no static values, no hashing of the
+treedef), and its entry becomes the last one. Arrays in dicts, lists and tuples (a
+training step's parameters) are looked up there too, by `tree_key`: the containers'
+exact types, sorted dict keys and the leaves' signatures, everything `tree_flatten`
+puts in the treedef, without building one (`serve_tree`). An entry reaches that
+index, and gets its guard, only through a call that computed the full key with the
+same (shape, dtype) of native byte order, positional arguments and nothing static,
+so a hit there is a hit of the full key; a big-endian dtype, a NumPy scalar, an int
+beyond int64 or a device array never matches one and takes the full path. Strides,
+alignment and write permission are in no key: the guards send other layouts than
+aligned C-contiguous to `Entry.run`, whose launcher checks them (a non-contiguous
+argument is copied or read by the strided version, a read-only one is read as it
+is). A change of `default_backend` or `debug_print` empties the fast index and
+forgets the last entry; so do eviction and `clear_cache`, which replace the index,
+so that a call which read the old one does not keep its entry as the last.
 
 `Entry.run` starts as the path that works for every executable (the interpreter
 tier while numba compiles, the interpreter and cuda backends, donated outputs) and
 becomes, once the signature's executable is final, the cpu launcher's version that
 returns `EagerArray` views (for one output; a pytree of several takes one more frame;
 an output that passes an input through or repeats one is copied); the guard is then
-rebuilt around the final launcher. After a kernel that streamed megabytes every Python
-step of a call misses the caches, so fewer steps is what makes a call cheap: a guarded
-call of `a * b + c` is two Python frames (`Jitted.__call__`, the guard) around numba's
-entry point; what each part costs is in `docs/performance.md`.
+made again around the final launcher. After a kernel that streamed megabytes every
+Python step of a call misses the caches, so fewer steps is what makes a call cheap: a
+guarded call of `a * b + c` is two Python frames (`Jitted.__call__`, the guard) around
+numba's entry point; what each part costs is in `docs/performance.md`.
 """
 
 from __future__ import annotations
