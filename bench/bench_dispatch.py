@@ -3,8 +3,10 @@
     python -m bench.bench_dispatch
 
 `one_element` is the cost of the call itself: `v + 1` on a float32[1] through
-`tr.jit`, a plain `numba.njit` function and `jax.jit`, timed in alternating rounds
-(paired: load on the shared machine hits every row alike), fastest round's median.
+`tr.jit`, a plain `numba.njit` function and `jax.jit`; `overhead`, `a * b + c` on three
+float32[4] beside NumPy's own expression and `numba.njit` (the floor of a call that
+goes through numba's dispatcher). Rows are timed in alternating rounds (paired: load
+on the shared machine hits every row alike), fastest round's median.
 """
 
 from __future__ import annotations
@@ -21,20 +23,27 @@ ROUNDS = 5
 
 
 def overhead() -> None:
+    import numba
+
     x, y, z = (np.ones(4, np.float32) for _ in range(3))
-    rows = [("numpy (x * y + z)", timeit(lambda: x * y + z))]
+    plain = numba.njit(lambda a, b, c: a * b + c)
+    rows = [("numpy (x * y + z)", lambda: x * y + z),
+            ("numba njit a*b+c", lambda: plain(x, y, z))]
     for backend in tr.devices():
         if backend == "cuda":
             continue
         f = tr.jit(lambda a, b, c: a * b + c, backend=backend)
         ident = tr.jit(lambda a, b, c: a, backend=backend)
-        rows.append((f"tracer[{backend}] a*b+c", timeit(lambda: f(x, y, z))))
-        rows.append((f"tracer[{backend}] identity", timeit(lambda: ident(x, y, z))))
+        f(x, y, z), ident(x, y, z)
+        f.wait_compiled()
+        rows.append((f"tracer[{backend}] a*b+c", lambda f=f: f(x, y, z)))
+        rows.append((f"tracer[{backend}] identity", lambda ident=ident: ident(x, y, z)))
     jax = try_import_jax()
     if jax is not None:
         jf = jax.jit(lambda a, b, c: a * b + c)
-        rows.append(("jax a*b+c", timeit(lambda: jf(x, y, z).block_until_ready())))
-    report("cached call, 3 tiny float32[4] arguments", rows, "numpy (x * y + z)")
+        rows.append(("jax a*b+c", lambda: jf(x, y, z).block_until_ready()))
+    report("cached call, 3 tiny float32[4] arguments (paired rounds)",
+           _paired(rows, check=False), "numpy (x * y + z)")
 
 
 def one_element() -> None:
@@ -53,9 +62,38 @@ def one_element() -> None:
            "numba njit v+1")
 
 
-def _paired(rows: list) -> list[tuple[str, float]]:
-    """Each row's fastest median over `ROUNDS` rounds that time every row in turn."""
-    for _, fn in rows:
+def call_parts() -> None:
+    """What a cached `a * b + c` call on three float32[4] spends where (paired rounds):
+    numba's compiled entry point with the output passed in (unboxing 5 arguments), the
+    output's allocation and `EagerArray` view, the guard (its checks, the hit count and
+    the launcher's body: `tracer.dispatch.make_guard`) and the whole call (the guard
+    plus `Jitted.__call__`); beside NumPy and `numba.njit` (its dispatcher types the
+    arguments, allocates the output with NRT and boxes it)."""
+    import numba
+
+    from tracer.numpy._eager import EagerArray
+
+    x, y, z = (np.ones(4, np.float32) for _ in range(3))
+    args = (x, y, z)
+    f = tr.jit(lambda a, b, c: a * b + c, backend="cpu")
+    f(*args), f.wait_compiled(), f(*args), f(*args)
+    executable = f._last.compiled.executable
+    host, dims, out = executable._host, executable._dims, np.empty(4, np.float32)
+    plain = numba.njit(lambda a, b, c: a * b + c)
+    rows = [("numpy (x * y + z)", lambda: x * y + z),
+            ("numba njit a*b+c", lambda: plain(*args)),
+            ("numba entry point, out passed", lambda: host(x, y, z, out, dims)),
+            ("np.empty + EagerArray view", lambda: np.empty((4,), np.float32).view(EagerArray)),
+            ("tracer guard (checks+launch)", lambda: f._last.guard(args)),
+            ("tracer[cpu] a*b+c (whole call)", lambda: f(*args))]
+    report("where a cached call of a*b+c on 3 float32[4] goes (paired rounds)",
+           _paired(rows, check=False), "numpy (x * y + z)")
+
+
+def _paired(rows: list, check: bool = True) -> list[tuple[str, float]]:
+    """Each row's fastest median over `ROUNDS` rounds that time every row in turn
+    (`check`: every row computes the first row's result)."""
+    for _, fn in rows if check else ():
         np.testing.assert_array_equal(np.asarray(fn()), np.asarray(rows[0][1]()))
     best = {name: float("inf") for name, _ in rows}
     for _ in range(ROUNDS):
@@ -93,4 +131,5 @@ def trace_time(n_ops: int = 1000) -> None:
 if __name__ == "__main__":
     one_element()
     overhead()
+    call_parts()
     trace_time()

@@ -34,6 +34,7 @@ def _filtered(name: str) -> Callable[[ModuleType, list[str]], None]:
 def _dispatch(module: ModuleType, selected: list[str]) -> None:
     module.one_element()
     module.overhead()
+    module.call_parts()
     module.trace_time()
 
 

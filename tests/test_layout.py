@@ -16,7 +16,7 @@ LEVEL = {
     "interpret": 3, "ops": 4, "numpy": 5, "passes": 5, "callbacks": 5, "debug": 5,
     "transforms": 5, "random": 6, "backend": 6, "ad_checkpoint": 6,
     "cache": 7, "stages": 7, "scipy": 7, "nn": 7, "test_util": 7, "progress": 7,
-    "compile_worker": 7, "tiers": 7, "dispatch": 7,
+    "compile_worker": 7, "tiers": 7, "dispatch": 7, "guards": 7,
     "api": 8, "example_libraries": 8, "distributed": 8, "export": 8, "aot": 8,
     "__init__": 9, "__main__": 9,
 }

@@ -53,6 +53,7 @@ class Jitted:
         self._cache: dict[tuple, dispatch.Entry] = {}
         # the same entries by `dispatch.array_key` (see tracer.dispatch)
         self._fast: dict[tuple, dispatch.Entry] = {}
+        self._last: Any = dispatch.NOTHING_SERVED  # served the last positional call
         self._stats = cache.CacheStats()
         dispatch.ALL_JITTED.add(self)
 
@@ -61,10 +62,15 @@ class Jitted:
         try:  # (free when nothing raises: no extra call frame on the hot path)
             if current_builder() is not None:
                 return self._inline(args, kwargs)
-            if not kwargs:  # arrays only, positional: the fast index (tracer.dispatch)
-                entry = self._fast.get(dispatch.array_key(args))
-                if entry is not None and profiler._session is None:
+            if not kwargs and profiler._session is None:  # positional: tracer.dispatch
+                if (out := self._last.guard(args)) is not dispatch.MISSED:  # the last entry's
+                    return out
+                fast = self._fast
+                if (entry := fast.get(dispatch.array_key(args))) is not None:  # the new last
                     self._stats.hits = entry.used = self._stats.hits + 1
+                    entry.prev, self._last = self._last, entry
+                    if self._fast is not fast:  # (replaced meanwhile: tracer.dispatch)
+                        self._last = dispatch.NOTHING_SERVED
                     return entry.run(*args)
             return self._call_keyed(args, kwargs)
         except TracerError as e:
@@ -73,14 +79,11 @@ class Jitted:
             raise
 
     def _call_keyed(self, args: tuple, kwargs: dict) -> Any:
-        """A call looked up by its full key (pytree, signatures, static values, config),
-        unless its arrays in dicts, lists and tuples are in the fast index."""
+        """A call looked up by its full key (pytree, signatures, statics, config), unless
+        its arrays in dicts, lists and tuples are in the fast index (`serve_tree`)."""
         tree = None if kwargs or self._statics else dispatch.tree_key(args)
-        if tree is not None and profiler._session is None:
-            entry = self._fast.get(tree[0])
-            if entry is not None:
-                self._stats.hits = entry.used = self._stats.hits + 1
-                return entry.run(*tree[1])
+        if tree is not None and (out := dispatch.serve_tree(self, tree)) is not dispatch.MISSED:
+            return out
         changes = dispatch.setting_changes()
         sigs = None if kwargs or self._statics else dispatch.array_signatures(args)
         if sigs is not None:  # the common case: arrays, positional, nothing static
@@ -98,9 +101,9 @@ class Jitted:
         else:
             self._stats.hits = entry.used = self._stats.hits + 1
         if leaves is args:
-            dispatch.remember_fast(self._fast, sigs, entry, changes)
+            dispatch.remember_guarded(self, sigs, entry, changes)
         elif tree is not None and all(d.isnative for _, d, _ in tree[0][2]):
-            dispatch.remember_fast(self._fast, tree[0], entry, changes)
+            dispatch.remember_guarded(self, tree[0], entry, changes)
         compiled = entry.compiled
         try:
             inputs = list(map(cache.as_input, leaves, sigs))
@@ -152,7 +155,7 @@ class Jitted:
         # Shape-generic backends reuse machine code across sizes: count real compiles.
         self._stats.compiles += int(fresh)
         while len(self._cache) >= config.jit_cache_size:
-            self._fast = dispatch.evict_least_recent(self._cache, self._fast)
+            dispatch.evict_least_recent(self)
         self._cache[key] = entry = dispatch.Entry(compiled, self._stats.hits)
         return entry
 
@@ -229,7 +232,7 @@ class Jitted:
 
     def clear_cache(self) -> None:
         self._cache.clear()
-        self._fast.clear()
+        dispatch.forget_fast(self)
 
     def wait_compiled(self) -> None:
         """Block until every signature called so far runs compiled code (with

@@ -1,33 +1,41 @@
 """The hot path of a cached jit call: the cache's entries and how they run a call.
 
     entry = Entry(compiled, used)        # one cached signature of a jitted function
-    entry.run(*arrays)                   # its result pytree, for ndarray arguments
+    entry.run(*leaves)                   # its result pytree, for ndarray arguments
+    entry.guard(args)                    # the same for a call of its key, else MISSED
     run_compiled(compiled, inputs, leaves)   # any call that went through the full key
 
-`Jitted.__call__` first looks a call whose arguments are all NumPy arrays (or Python
-scalars) up by `array_key(args)` alone, each argument's (shape, dtype, False) (a
-scalar's weak signature), in a second index of
-its cache (`Jitted._fast`: no pytree walk, no static values, no hashing of the
-treedef). An entry reaches that index only through a call that computed the full
-key with the same (shape, dtype) of native byte order, positional arguments and
-nothing static, so a hit there is a hit of the full key; a big-endian dtype, a NumPy
-scalar, an int beyond int64 or a device array never matches one and takes the full
-path. Arrays in
-dicts, lists and tuples (a training step's parameters) are looked up there too, by
-`tree_key`: the containers' exact types, sorted dict keys and the leaves' signatures,
-everything `tree_flatten` puts in the treedef, without building one.
-Strides, alignment and write permission are not in either key: the executable's
-launcher checks them at every call (a non-contiguous argument is copied or read by
-the strided version, a read-only one is read as it is).
+`Jitted.__call__` first hands a positional call to the guard of the entry that served
+the last one (`Jitted._last.guard`, `tracer.guards`: generated comparisons of the
+arguments with the entry's key, which ask the entry before that one when the call is
+not its own): a loop that calls one function with one signature, or two in turn,
+builds no key at all. A call no guard serves is looked up by `array_key(args)` alone,
+each argument's (shape, dtype, False) (a scalar's weak signature), in a second index
+of its cache (`Jitted._fast`: no pytree walk, no static values, no hashing of the
+treedef), and its entry becomes the last one. Arrays in dicts, lists and tuples (a
+training step's parameters) are looked up there too, by `tree_key`: the containers'
+exact types, sorted dict keys and the leaves' signatures, everything `tree_flatten`
+puts in the treedef, without building one (`serve_tree`). An entry reaches that
+index, and gets its guard, only through a call that computed the full key with the
+same (shape, dtype) of native byte order, positional arguments and nothing static,
+so a hit there is a hit of the full key; a big-endian dtype, a NumPy scalar, an int
+beyond int64 or a device array never matches one and takes the full path. Strides,
+alignment and write permission are in no key: the guards send other layouts than
+aligned C-contiguous to `Entry.run`, whose launcher checks them (a non-contiguous
+argument is copied or read by the strided version, a read-only one is read as it
+is). A change of `default_backend` or `debug_print` empties the fast index and
+forgets the last entry; so do eviction and `clear_cache`, which replace the index,
+so that a call which read the old one does not keep its entry as the last.
 
 `Entry.run` starts as the path that works for every executable (the interpreter
-tier while numba compiles, the interpreter and cuda backends, donated or aliased
-outputs) and becomes, once the signature's executable is final, the cpu launcher's
-version that returns `EagerArray` views (for one output; a pytree of several takes
-one more frame): after a kernel that streamed megabytes every Python step of a call
-misses the caches, so fewer steps is what makes a call cheap. A call of `v + 1` is
-then three Python frames (`Jitted.__call__`, `array_key`, the launcher) around
-numba's entry point.
+tier while numba compiles, the interpreter and cuda backends, donated outputs) and
+becomes, once the signature's executable is final, the cpu launcher's version that
+returns `EagerArray` views (for one output; a pytree of several takes one more frame;
+an output that passes an input through or repeats one is copied); the guard is then
+made again around the final launcher. After a kernel that streamed megabytes every
+Python step of a call misses the caches, so fewer steps is what makes a call cheap: a
+guarded call of `a * b + c` is two Python frames (`Jitted.__call__`, the guard) around
+numba's entry point; what each part costs is in `docs/performance.md`.
 """
 
 from __future__ import annotations
@@ -40,6 +48,7 @@ import numpy as np
 
 from . import cache, profiler
 from .config import config
+from .guards import INT64, MISSED, SCALARS, make_guard, no_guard
 from .numpy._eager import EagerArray
 from .stages import Compiled
 from .tree_util import tree_flatten
@@ -51,10 +60,17 @@ ALL_JITTED: weakref.WeakSet = weakref.WeakSet()
 _SETTING_CHANGES = [0]
 
 
+def forget_fast(jitted: Any) -> None:
+    """Empty `jitted`'s fast index and forget its last entry. (A new index: a call that
+    read the old one sees the change and does not keep its entry as the last.)"""
+    jitted._fast = {}
+    jitted._last = NOTHING_SERVED
+
+
 def _forget_fast_keys(_: Any) -> None:
     _SETTING_CHANGES[0] += 1
     for jitted in list(ALL_JITTED):
-        jitted._fast = {}
+        forget_fast(jitted)
 
 
 config.watch("default_backend", _forget_fast_keys)
@@ -68,7 +84,8 @@ def setting_changes() -> int:
 class Entry:
     """One cached signature: its `Compiled`, when it last served, and its runner."""
 
-    __slots__ = ("compiled", "used", "run")
+    __slots__ = ("compiled", "used", "run", "trusted", "guard", "plain", "prev",
+                 "signature", "stats")
 
     def __init__(self, compiled: Compiled, used: int):
         self.compiled = compiled
@@ -76,16 +93,61 @@ class Entry:
         # (a miss takes the count as it is, and dict order breaks ties by age)
         self.used = used
         self.run: Callable[..., Any] = self._run_any
+        # `run` for arrays known to be aligned C-contiguous ndarrays or EagerArrays
+        self.trusted: Callable[..., Any] = self._run_any
+        # `make_guard`'s functions for the entry's positional signature (`array_key`'s),
+        # once a call with one put it in the fast index (`guard_calls`), and the entry
+        # that was `Jitted._last` before this one (set when this one becomes the last)
+        self.guard: Callable[[tuple], Any] = no_guard
+        self.plain: Callable[[tuple], Any] = no_guard
+        self.prev: Any = NOTHING_SERVED
+        self.signature: tuple | None = None
+        self.stats: cache.CacheStats | None = None
+
+    def guard_calls(self, signature: tuple, stats: cache.CacheStats) -> None:
+        """Give the entry the guard of positional calls of `signature` (hits counted in
+        `stats`)."""
+        self.signature, self.stats = signature, stats
+        self.guard, self.plain = make_guard(signature, self, stats)
 
     def _run_any(self, *args: np.ndarray) -> Any:
         """A call through whatever executable the signature has now; once that is final
-        machine code (the compile swapped out the interpreter tier), the direct runner."""
+        machine code (the compile swapped out the interpreter tier), the direct runner
+        (and a guard that runs the launcher in its own frame)."""
         compiled = self.compiled
-        direct = _direct_runner(compiled)
-        if direct is not None:
-            self.run = direct
-            return direct(*args)
+        runners = _direct_runners(compiled)
+        if runners is not None:
+            self.run, self.trusted = runners
+            if self.signature is not None:
+                self.guard, self.plain = make_guard(self.signature, self, self.stats)
+            return self.run(*args)
         return run_compiled(compiled, list(map(_as_input, args)), args)
+
+
+def serve_tree(jitted: Any, tree: tuple[tuple, list]) -> Any:
+    """A call of `jitted` with arrays in dicts, lists and tuples (`tree_key`'s (key,
+    leaves)) run by the entry its fast index holds for the key; `MISSED` if none (or
+    while the profiler records: the full path records the run)."""
+    fast = jitted._fast
+    entry = fast.get(tree[0])
+    if entry is None or profiler._session is not None:
+        return MISSED
+    stats = jitted._stats
+    stats.hits = entry.used = stats.hits + 1
+    entry.prev, jitted._last = jitted._last, entry  # (its guard serves the next call)
+    if jitted._fast is not fast:  # (replaced meanwhile: see `forget_fast`)
+        jitted._last = NOTHING_SERVED
+    return entry.run(*tree[1])
+
+
+class _NothingServed:
+    """What `Jitted._last` holds before an entry served a positional call."""
+
+    __slots__ = ()
+    guard = plain = staticmethod(no_guard)
+
+
+NOTHING_SERVED = _NothingServed()
 
 
 def _as_input(a: Any) -> np.ndarray:
@@ -93,7 +155,7 @@ def _as_input(a: Any) -> np.ndarray:
     t = type(a)
     if t is np.ndarray:
         return a
-    return a.view(np.ndarray) if t is EagerArray else np.asarray(a, _SCALARS[t][1])
+    return a.view(np.ndarray) if t is EagerArray else np.asarray(a, SCALARS[t][1])
 
 
 def run_compiled(compiled: Compiled, inputs: list, leaves: Sequence[Any]) -> Any:
@@ -123,13 +185,26 @@ def remember_fast(fast: dict, sigs: tuple, entry: Entry, changes: int) -> None:
         fast.pop(sigs, None)
 
 
-def evict_least_recent(entries: dict, fast: dict) -> dict:
-    """Drop the entry of `entries` that served longest ago (O(cache size), on misses
-    only: hits just stamp their entry); returns the fast index without it. (Copies of
-    the dicts: other threads may insert meanwhile.)"""
+def remember_guarded(jitted: Any, key: tuple, entry: Entry, changes: int) -> None:
+    """`remember_fast` of `jitted`'s `entry` under `key` (`array_key`'s or
+    `tree_key`'s), and the entry's guard of calls with that key."""
+    if entry.signature is None:
+        entry.guard_calls(key, jitted._stats)
+    remember_fast(jitted._fast, key, entry, changes)
+
+
+def evict_least_recent(jitted: Any) -> None:
+    """Drop the entry of `jitted`'s cache that served longest ago (O(cache size), on
+    misses only: hits just stamp their entry), from its fast index too, and forget its
+    last entry. (Copies of the dicts: other threads may insert meanwhile.)"""
+    entries = jitted._cache
     key, old = min(list(entries.items()), key=lambda item: item[1].used)
     entries.pop(key, None)
-    return {k: e for k, e in list(fast.items()) if e is not old}
+    jitted._fast = {k: e for k, e in list(jitted._fast.items()) if e is not old}
+    jitted._last = NOTHING_SERVED
+    for entry in list(entries.values()):  # (so that nothing keeps the evicted entry alive)
+        if entry.prev is old:
+            entry.prev = NOTHING_SERVED
 
 
 @functools.lru_cache(maxsize=64)
@@ -144,14 +219,37 @@ def flat_tuple_treedef(n: int) -> Any:
     return tree_flatten(tuple(range(n)))[1]
 
 
-def _direct_runner(compiled: Compiled) -> Callable[..., Any] | None:
-    """`run` for a signature whose executable calls machine code through a launcher
-    (`direct_call`, cpu: outputs as EagerArrays, the one array itself when there is
-    one) with fresh outputs only: None for the others, which keep the general path (an
-    aliased output is copied, a donated one is the argument)."""
+def _direct_runners(compiled: Compiled) -> tuple[Callable[..., Any], Callable[..., Any]] | None:
+    """(`run`, `trusted`) for a signature whose executable calls machine code through a
+    launcher (`direct_call` and `trusted_call`, cpu: outputs as EagerArrays, the one
+    array itself when there is one) and donates nothing: None for the others, which
+    keep the general path (a donated output is the argument)."""
     call = getattr(compiled.executable, "direct_call", None)
-    if call is None or compiled.aliased or compiled.lowered.donated:
+    if call is None or compiled.lowered.donated:
         return None
+    trusted = getattr(compiled.executable, "trusted_call", call)
+    if compiled.aliased:
+        call, trusted = _copying(call, compiled), _copying(trusted, compiled)
+    return _returning_tree(call, compiled), _returning_tree(trusted, compiled)
+
+
+def _copying(call: Callable[..., Any], compiled: Compiled) -> Callable[..., Any]:
+    """`call` (a launcher) with the outputs that pass an input through or repeat an
+    earlier output copied, as `Compiled.run` copies them."""
+    if compiled.lowered.out_tree.num_leaves == 1:  # (the launcher returns the array)
+        return lambda *args: call(*args).copy()
+    aliased = compiled.aliased
+
+    def run(*args: Any) -> list:
+        outs = call(*args)
+        for i in aliased:
+            outs[i] = outs[i].copy()
+        return outs
+    return run
+
+
+def _returning_tree(call: Callable[..., Any], compiled: Compiled) -> Callable[..., Any]:
+    """`call` (a launcher: one output, or a list) made to return the output pytree."""
     tree = compiled.lowered.out_tree
     if tree == flat_tuple_treedef(tree.num_leaves) and tree.num_leaves != 1:
         return lambda *args: tuple(call(*args))  # (a tuple of arrays: no tree walk)
@@ -162,10 +260,6 @@ def _direct_runner(compiled: Compiled) -> Callable[..., Any] | None:
     return lambda *args: tree.unflatten((call(*args),))
 
 
-# A Python scalar's signature (`cache.leaf_signature`: weakly typed, 0-d); an int
-# outside int64 is left to the full path, which raises its OverflowError.
-_SCALARS = {t: cache.leaf_signature(t()) for t in (bool, int, float, complex)}
-_INT64 = np.iinfo(np.int64)
 
 
 def array_key(args: tuple) -> tuple | None:
@@ -184,8 +278,8 @@ def array_key(args: tuple) -> tuple | None:
         if t is np.ndarray or t is EagerArray:
             key.append((a.shape, a.dtype, False))
             continue
-        sig = _SCALARS.get(t)
-        if sig is None or t is int and not _INT64.min <= a <= _INT64.max:
+        sig = SCALARS.get(t)
+        if sig is None or t is int and not INT64.min <= a <= INT64.max:
             return None
         key.append(sig)
     return tuple(key)

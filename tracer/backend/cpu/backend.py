@@ -75,13 +75,18 @@ class NumbaExecutable:
         self._host = host
         self._dims = np.array(module.dims, np.int64)
         self.strided = strided_host  # what happened to non-contiguous inputs (counters)
-        self._call, self._direct = launcher(module, host, self._dims, n_inputs, strided_host)
+        self._call, self._direct, trusted = launcher(module, host, self._dims, n_inputs,
+                                                     strided_host)
         self._threaded = bool(_USES_THREADS.search(module.source))
         self._serial: Callable[[], NumbaExecutable] | NumbaExecutable = serial
         # What jit's hot path calls (`tracer.dispatch`): ndarrays or EagerArrays in, the
         # outputs as EagerArrays out (the array itself when there is one); the launcher
         # itself when no thread guard can be needed.
         self.direct_call = self._direct_guarded if self._threaded else self._direct
+        # `direct_call` for inputs whose layout the caller checked (`launch.TrustedLaunch`;
+        # its source too where no thread guard is needed)
+        self.trusted_call = self._direct_guarded if self._threaded else trusted.call
+        self.trusted_launch = None if self._threaded else trusted
 
     def __call__(self, *args: np.ndarray) -> list[np.ndarray]:
         if self._threaded and not threads.SAFE:

@@ -21,6 +21,7 @@ another input is copied first, so the result is right whatever the caller passed
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import numba
@@ -80,42 +81,69 @@ class BufferPool:
                 pass
 
 
+@dataclass(frozen=True)
+class TrustedLaunch:
+    """`launch_trusted`: the launcher without the layout checks, for a caller that made
+    them (every array input an ndarray or EagerArray with `flags.carray`), as a
+    function (`call`) and as the lines of its body (`body`, ending in its `return`;
+    inputs named a0, a1, ...) with the globals they read (`env`), which
+    `dispatch.make_guard` writes into its guard to spare a frame."""
+
+    call: Callable[..., Any]
+    body: SourceWriter
+    env: dict[str, Any]
+
+
 def launcher(module: Module, host: Callable[..., Any], dims: np.ndarray, n_inputs: int,
-             strided: StridedHost) -> tuple[Callable[..., list[np.ndarray]], Callable[..., Any]]:
+             strided: StridedHost) -> tuple[Callable[..., Any], Callable[..., Any],
+                                            TrustedLaunch]:
     """Python functions specialized to this module's parameters, so a call does no more
     than check input layouts, find the buffers and call the host function: `launch`
     returns the list of outputs; `launch_direct`, the same call for jit's hot path,
     returns them as `EagerArray` views, the one view itself when there is one output
-    (no list and no frame in between: see `tracer.dispatch`)."""
+    (no list and no frame in between: see `tracer.dispatch`); `TrustedLaunch`, the
+    same without the layout checks."""
     env: dict[str, Any] = {"host": host, "dims": dims, "ndarray": np.ndarray, "empty": np.empty,
                            "eager": EagerArray, "uint16": np.uint16, "strided": strided,
                            "asarray": np.asarray, "array": np.array, "np": np,
                            "private": _private}
-    body = SourceWriter()
     args = [f"a{k}" for k in range(n_inputs)]
+    outs = _output_names(module, env)
+    views = [f"{out}.view(eager)" for out in outs]
+    direct = views[0] if len(views) == 1 else f"[{', '.join(views)}]"
+    bodies = {name: _launch_body(module, env, args, checked, result) for name, result, checked
+              in (("launch", f"[{', '.join(outs)}]", True), ("launch_direct", direct, True),
+                  ("launch_trusted", direct, False))}
+    w = SourceWriter()
+    for name, body in bodies.items():
+        with w.block(f"def {name}({', '.join(args)})"):
+            w.embed(body)
+    exec(compile(w.text(), "<tracer cpu launcher>", "exec"), env)
+    trusted = TrustedLaunch(env["launch_trusted"], bodies["launch_trusted"], env)
+    return env["launch"], env["launch_direct"], trusted
+
+
+def _launch_body(module: Module, env: dict[str, Any], args: list[str], checked: bool,
+                 result: str) -> SourceWriter:
+    """The lines of a launcher: inputs made what the host reads (the layout checks only
+    when `checked`), buffers, donors, the host call, `return result`."""
+    body = SourceWriter()
     pooled: list[str] = []
-    body.line("in_place = False")
-    names = [_launch_param(body, env, p, pooled, module.donors) for p in module.params]
+    if checked:
+        body.line("in_place = False")
+    names = [_launch_param(body, env, p, pooled, module.donors, checked) for p in module.params]
     for k in sorted(module.donors):
         others = ", ".join(a for a in args if a != f"a{k}")
         body.line(f"a{k} = private(a{k}, ({others}{',' if others else ''}))")
     if "parallel" in module.source:  # (numba's thread count is per calling thread)
         env["set_threads"], env["threads"] = numba.set_num_threads, thread_count()
         body.line("set_threads(threads)")
-    body.line(f"(strided.host() if in_place else host)({', '.join(names + ['dims'])})")
+    call = "(strided.host() if in_place else host)" if checked else "host"
+    body.line(f"{call}({', '.join(names + ['dims'])})")
     for name in pooled:
         body.line(f"pool_{name}.give({name})")
-    outs = _output_names(module, env)
-    views = [f"{out}.view(eager)" for out in outs]
-    w = SourceWriter()
-    for name, result in (("launch", f"[{', '.join(outs)}]"),
-                         ("launch_direct", views[0] if len(views) == 1
-                          else f"[{', '.join(views)}]")):
-        with w.block(f"def {name}({', '.join(args)})"):
-            w.embed(body)
-            w.line(f"return {result}")
-    exec(compile(w.text(), "<tracer cpu launcher>", "exec"), env)
-    return env["launch"], env["launch_direct"]
+    body.line(f"return {result}")
+    return body
 
 
 def _output_names(module: Module, env: dict[str, Any]) -> list[str]:
@@ -133,24 +161,27 @@ def _output_names(module: Module, env: dict[str, Any]) -> list[str]:
 
 
 def _launch_param(w: SourceWriter, env: dict[str, Any], p: Any, pooled: list[str],
-                  donors: Any) -> str:
-    """Lines that produce host parameter `p`; returns the name to pass."""
+                  donors: Any, checked: bool) -> str:
+    """Lines that produce host parameter `p` (an input's layout checked when
+    `checked`); returns the name to pass."""
     f16 = p.value.dtype in HALVES  # float16 / bfloat16: the kernel sees uint16 bits
     if p.kind == "const":  # (the host's C-layout code reads it: contiguous, once)
-        value = np.ascontiguousarray(p.value)
-        env[p.name] = value.view(np.uint16) if f16 else value
+        if p.name not in env:  # (the launcher's versions share one copy)
+            value = np.ascontiguousarray(p.value)
+            env[p.name] = value.view(np.uint16) if f16 else value
         return p.name
     if p.kind == "input":
         if p.value.ndim == 0:  # a Python scalar from jit's hot path (weakly typed)
             env[f"dtype_a{p.index}"] = np.dtype(p.value.dtype)
             with w.block(f"if type(a{p.index}) is not ndarray and type(a{p.index}) is not eager"):
                 w.line(f"a{p.index} = asarray(a{p.index}, dtype_a{p.index})")
-        _launch_input(w, f"a{p.index}", p.name, bool(p.value.ndim) and p.index not in donors)
+        if checked:
+            _launch_input(w, f"a{p.index}", p.name, bool(p.value.ndim) and p.index not in donors)
         return f"a{p.index}.view(uint16)" if f16 else f"a{p.index}"
     shape, dtype = tuple(p.value.shape), np.dtype(p.value.dtype)
     array = f"{p.name}_f16" if f16 else p.name
     if shape and int(np.prod(shape)) * dtype.itemsize >= POOL_MIN_BYTES:
-        env[f"pool_{array}"] = BufferPool()
+        env.setdefault(f"pool_{array}", BufferPool())  # (one pool for every version)
         pooled.append(array)
         w.line(f"{array} = pool_{array}.take({shape!r}, {dtype.name!r})")
     else:  # (a dtype object: NumPy parses a dtype name at every call)
