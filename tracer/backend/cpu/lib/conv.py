@@ -16,7 +16,8 @@ compile time, and numba's cache crashes reloading parallel functions compiled fo
 several signatures, numba #8578.)
 
 * winograd (3x3 windows, 2 spatial dims, unit strides, no dilation, real floats):
-  F(2x2, 3x3), `cpu.lib.conv_winograd`; 4 multiplies per output instead of 9.
+  F(4x4, 3x3), `cpu.lib.conv_winograd4`, 2.25 multiplies per output instead of 9;
+  F(2x2, 3x3), `cpu.lib.conv_winograd`, 4 of them, for outputs under 8 wide or high.
   winograd_t, its transpose, for 3x3 outputs (kernel gradients of those).
 * shifted (unit strides, few taps): a few images are written side by side into a
   zeroed padded (and lhs-dilated) grid; on it the output at every kernel tap is
@@ -53,6 +54,7 @@ from .conv_core import (  # noqa: F401
     SHIFTED,
     WINDOW,
     WINOGRAD,
+    WINOGRAD4,
     WINOGRAD_T,
     all_equal,
     call_plan,
@@ -66,6 +68,7 @@ from .conv_core import (  # noqa: F401
     unravel,
 )
 from .conv_winograd import winograd, winograd_pays, winograd_t, winograd_t_pays
+from .conv_winograd4 import winograd4, winograd4_pays
 
 # called from compiled code only: no Python or C wrapper to generate (a tenth of a
 # second of compile time each)
@@ -403,15 +406,16 @@ def _has_phase(phase, count, stride, dilation):
 
 @_py_jit
 def _choose(mode, x, w, out, geo, groups):
-    """The plan: `mode` if forced (SHIFTED needs unit strides; WINOGRAD and WINOGRAD_T
-    what `winograd_pays` and `winograd_t_pays` check but the sizes), else the best."""
+    """The plan: `mode` if forced (SHIFTED needs unit strides; WINOGRAD, WINOGRAD4 and
+    WINOGRAD_T what `winograd_pays` and `winograd_t_pays` check but the sizes), else
+    the best."""
     in_sp, win, out_sp, st, _, _, rd = geo
     if out.size == 0 or w.shape[1] == 0 or w.shape[2] == 0:
         return EMPTY
     if mode != AUTO:
         return mode
     if winograd_pays(x, w, out, geo, groups):
-        return WINOGRAD
+        return WINOGRAD4 if winograd4_pays(out_sp) else WINOGRAD
     if _shifted_pays(w.shape[2], out.shape[2], win, out_sp, st, rd):
         return SHIFTED
     if winograd_t_pays(x, w, out, geo, groups):
@@ -453,6 +457,19 @@ def _run_winograd(x, w, out, geo, feature_groups, batch_groups):
     half = (geo[2][1] + 1) // 2 + 1  # tiles per row of tiles
     tile_rows = max(1, WINOGRAD_BLOCK // (16 * (w.shape[1] + og) * half))
     if not winograd(x, out, w, geo, tile_rows, feature_groups, batch_groups):
+        call_plan(SHIFTED, x, w, out, _pack(x, w, out, geo, feature_groups, batch_groups))
+
+
+@_py_jit
+def run_winograd4(x, w, out, geo, feature_groups, batch_groups):
+    """`entry_winograd4`'s plan from Python (tests)."""
+    _run_winograd4(x, w, out, geo, feature_groups, batch_groups)
+
+
+@_inlined
+def _run_winograd4(x, w, out, geo, feature_groups, batch_groups):
+    """The F(4x4, 3x3) Winograd plan; the shifted one where it met an inf or a NaN."""
+    if not winograd4(x, out, w, geo, feature_groups, batch_groups):
         call_plan(SHIFTED, x, w, out, _pack(x, w, out, geo, feature_groups, batch_groups))
 
 
@@ -553,6 +570,11 @@ def entry_window(x, w, out, meta):
 def entry_winograd(x, w, out, meta):
     x, w, out, geo, fgc, bgc, _, _ = _unpack(x, w, out, meta)
     _run_winograd(x, w, out, geo, fgc, bgc)
+
+
+def entry_winograd4(x, w, out, meta):
+    x, w, out, geo, fgc, bgc, _, _ = _unpack(x, w, out, meta)
+    _run_winograd4(x, w, out, geo, fgc, bgc)
 
 
 def entry_winograd_t(x, w, out, meta):
