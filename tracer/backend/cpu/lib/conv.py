@@ -31,7 +31,9 @@ several signatures, numba #8578.)
   every position on it (a position's window is a run of the gathered rows), so the
   input is copied about as often as there are positions in the other dims.
 * im2col (the rest: strided convolutions): the columns of a block of output rows
-  are gathered, zeros for padding, holes and reads past the end, then one GEMM.
+  are gathered, zeros for padding, holes and reads past the end, then one GEMM; in
+  2 dims without lhs dilation from the input split into its stride's phases
+  (`cpu.lib.conv_phased`), so that every column is a unit-stride copy.
 
 Every read is bounds-checked against the real input, so negative padding and partial
 windows never touch memory outside the operands, and no product takes an input
@@ -67,6 +69,7 @@ from .conv_core import (  # noqa: F401
     same,
     unravel,
 )
+from .conv_phased import phased_im2col, phases_pay
 from .conv_winograd import winograd, winograd_pays, winograd_t, winograd_t_pays
 from .conv_winograd4 import winograd4, winograd4_pays
 
@@ -496,7 +499,10 @@ def _run_window(x, w, out, geo, feature_groups, batch_groups):
 def _run_im2col(x, w, out, geo, feature_groups, batch_groups):
     rows = out.shape[2] // geo[2][-1]
     block = max(1, min(rows, COLUMNS // max(1, w.shape[1] * w.shape[2] * geo[2][-1])))
-    _im2col(x, out, w.reshape(w.size), geo, block, feature_groups, batch_groups)
+    if phases_pay(geo):
+        phased_im2col(x, out, w.reshape(w.size), geo, block, feature_groups, batch_groups)
+    else:
+        _im2col(x, out, w.reshape(w.size), geo, block, feature_groups, batch_groups)
 
 
 HEADER = 13  # int64s before the geometry in `entry`'s metadata

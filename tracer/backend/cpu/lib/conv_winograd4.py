@@ -36,6 +36,7 @@ _OPTIONS = dict(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)  # (
 _jit = njit(error_model="numpy", nogil=True, **_OPTIONS)
 _inlined = njit(error_model="numpy", nogil=True, inline="always", **_OPTIONS)
 MIN_SIDE = 8  # output rows and columns below which F(2x2)'s smaller tiles waste less
+CHUNK = 2048  # elements of each transform pass's rows: the passes' rows stay in cache
 
 
 @_jit
@@ -54,22 +55,23 @@ def winograd4(x, out, w, geo, fgc, bgc):
     og, th, tw = o // g, (out_sp[0] + 3) // 4, (out_sp[1] + 3) // 4
     half = tw + 1  # sub-plane columns; tile column tw is junk, computed and dropped
     sub, tiles = (th + 1) * half, th * half  # a sub-plane (room for the last reads); tiles
-    grid = np.zeros(16 * cg * sub, x.dtype)  # padding stays zero
-    h = np.zeros(24 * cg * sub, x.dtype)  # (its last entry, never written, stays 0)
+    grid = np.zeros(16 * cg * sub + half + 1, x.dtype)  # padding stays zero
+    chunk, ochunk = max(1, CHUNK // sub), max(1, CHUNK // tiles)  # channels per pass
+    h = np.empty(24 * (chunk * sub + half), x.dtype)
     v = np.empty(36 * cg * sub, x.dtype)
     m = np.empty(36 * og * tiles, x.dtype)
-    p = np.empty(40 * og * tiles, x.dtype)
+    p = np.empty(40 * ochunk * tiles, x.dtype)
     finite = True
     for gi in range(g):
         u = _kernel_transform4(w, gi, og)
         for b in range(nb):
             image, c0 = image_of(b, gi, nb, cg, fgc, bgc)
             _fill_split4(x, image, c0, cg, grid, sub, half, in_sp, lo)
-            _input_transform4(grid, cg * sub, half, h, v)
+            _input_transform4(grid, cg, sub, half, chunk, h, v)
             for k in range(36):
                 gemm(og, tiles, cg, u, k * og * cg, cg, v, k * cg * sub, sub, False,
                      m, k * og * tiles, tiles, False)
-            _output_transform4(m, og, tiles, half, out, b, gi * og, out_sp, p)
+            _output_transform4(m, og, tiles, half, ochunk, out, b, gi * og, out_sp, p)
             finite = finite and _all_finite(out, b, gi * og, og)
     return finite
 
@@ -117,15 +119,15 @@ def _fill_split4(x, image, c0, cg, grid, sub, half, in_sp, lo):
     cropped (negative padding); the others are left as they are: zero."""
     rows, width = 4 * (sub // half), in_sp[1]
     first, stop = max(0, -lo[0]), min(in_sp[0], rows - lo[0])  # source rows on the plane
-    for q in range(4):  # plane column 4k + q holds source column 4k + q - lo[1]
-        k0 = max(0, (lo[1] - q + 3) // 4)
-        k1 = min(half, (width + lo[1] - q + 3) // 4)
-        for c in range(cg):
-            src = x[image, c0 + c]
-            for i in range(first, stop):
-                r = i + lo[0]
-                at = ((4 * (r % 4) + q) * cg + c) * sub + (r // 4) * half
-                shift = i * width + q - lo[1]
+    for c in range(cg):
+        src = x[image, c0 + c]
+        for i in range(first, stop):
+            r = i + lo[0]
+            row = (4 * (r % 4) * cg + c) * sub + (r // 4) * half
+            for q in range(4):  # plane column 4k + q holds source column 4k + q - lo[1]
+                k0 = max(0, (lo[1] - q + 3) // 4)
+                k1 = min(half, (width + lo[1] - q + 3) // 4)
+                at, shift = row + q * cg * sub, i * width + q - lo[1]
                 for k in range(k0, k1):
                     grid[np.uint64(at + k)] = src[np.uint64(shift + 4 * k)]  # (no wraparound)
 
@@ -159,20 +161,24 @@ def _apply_bt4(d0, d1, d2, d3, d4, d5, out, at, stride, count):
 
 
 @_jit
-def _input_transform4(grid, span, half, h, v):
+def _input_transform4(grid, cg, sub, half, chunk, h, v):
     """v[k, f] = (B^T d B)[k // 6, k % 6] of the 6x6 patch d under the tile at f, flat
-    over the channels and the sub-plane rows (`span` of those: junk columns and rows
-    included): first B^T along every plane row's columns (h[(p, s)]: the rows p
-    modulo 4), then down the rows. Patch row 4a + i is sub-plane row (i % 4, a + i // 4),
-    its columns likewise; every pass is one flat loop over all the channels."""
-    for p in range(4):
-        at = 4 * p * span
-        _apply_bt4(grid[at:], grid[at + span:], grid[at + 2 * span:], grid[at + 3 * span:],
-                   grid[at + 1:], grid[at + span + 1:], h, 6 * p * span, span, span - 1)
-    for s in range(6):
-        at = s * span
-        _apply_bt4(h[at:], h[6 * span + at:], h[12 * span + at:], h[18 * span + at:],
-                   h[at + half:], h[6 * span + at + half:], v, at, 6 * span, span - half)
+    over the channels and the sub-plane rows (junk columns and rows included), `chunk`
+    channels at a time: first B^T along every plane row's columns (h[(p, s)]: the rows
+    p modulo 4), then down the rows. Patch row 4a + i is sub-plane row (i % 4,
+    a + i // 4), its columns likewise; each pass is one flat loop over the chunk."""
+    span = cg * sub
+    stride = chunk * sub + half  # of h's rows
+    for c0 in range(0, cg, chunk):
+        f0, n = c0 * sub, min(chunk, cg - c0) * sub
+        for p in range(4):
+            at = 4 * p * span + f0
+            _apply_bt4(grid[at:], grid[at + span:], grid[at + 2 * span:], grid[at + 3 * span:],
+                       grid[at + 1:], grid[at + span + 1:], h, 6 * p * stride, stride, n + half)
+        for s in range(6):
+            at = s * stride
+            _apply_bt4(h[at:], h[6 * stride + at:], h[12 * stride + at:], h[18 * stride + at:],
+                       h[at + half:], h[6 * stride + at + half:], v, s * span + f0, 6 * span, n)
 
 
 @_jit
@@ -195,23 +201,25 @@ def _apply_at4(m0, m1, m2, m3, m4, m5, out, at, stride, count):
 
 
 @_jit
-def _output_transform4(m, og, tiles, half, out, b, o0, out_sp, p):
+def _output_transform4(m, og, tiles, half, chunk, out, b, o0, out_sp, p):
     """out[b, o0 + o] at the 4x4 outputs of the tiles = A^T M A, M[k, o, t] at
-    m[(k * og + o) * tiles + t]: first A^T across every row of M (p[j, r]), then down
-    (y[i, j]), each a flat loop over all the channels, then the outputs copied out
-    (junk tiles and the parts past the edge dropped)."""
+    m[(k * og + o) * tiles + t], `chunk` features at a time: first A^T across every
+    row of M (p[j, r]), then down (y[i, j]), each a flat loop over the chunk, then the
+    outputs copied out (junk tiles and the parts past the edge dropped)."""
     step = og * tiles
-    y = p[24 * step:]
-    for r in range(6):
-        at = 6 * r * step
-        _apply_at4(m[at:], m[at + step:], m[at + 2 * step:], m[at + 3 * step:],
-                   m[at + 4 * step:], m[at + 5 * step:], p, r * step, 6 * step, step)
-    for j in range(4):
-        at = 6 * j * step
-        _apply_at4(p[at:], p[at + step:], p[at + 2 * step:], p[at + 3 * step:],
-                   p[at + 4 * step:], p[at + 5 * step:], y, j * step, 4 * step, step)
-    for o in range(og):
-        _copy_out4(out[b, o0 + o], y[o * tiles:], step, half, out_sp)
+    for f0 in range(0, og, chunk):
+        n = min(chunk, og - f0) * tiles
+        y = p[24 * n:]
+        for r in range(6):
+            at = 6 * r * step + f0 * tiles
+            _apply_at4(m[at:], m[at + step:], m[at + 2 * step:], m[at + 3 * step:],
+                       m[at + 4 * step:], m[at + 5 * step:], p, r * n, 6 * n, n)
+        for j in range(4):
+            at = 6 * j * n
+            _apply_at4(p[at:], p[at + n:], p[at + 2 * n:], p[at + 3 * n:], p[at + 4 * n:],
+                       p[at + 5 * n:], y, j * n, 4 * n, n)
+        for o in range(n // tiles):
+            _copy_out4(out[b, o0 + f0 + o], y[o * tiles:], n, half, out_sp)
 
 
 @_jit
