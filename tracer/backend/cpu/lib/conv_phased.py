@@ -107,6 +107,6 @@ def _gather_from_phases(phases, cg, ph, pw, col, r0, rows, geo):
                 + (ka // st[0] + r0) * pw + kb // st[1]
             put = (c * taps + t) * pc
             for r in range(rows):
-                src, dst = phases[at + r * pw:at + r * pw + ow], col[put + r * ow:put + (r + 1) * ow]
+                src, dst = phases[at + r * pw:], col[put + r * ow:put + (r + 1) * ow]
                 for j in range(ow):
                     dst[j] = src[j]

@@ -115,8 +115,8 @@ def _fill_split4(x, image, c0, cg, grid, sub, half, in_sp, lo):
     """grid = channels [c0, c0 + cg) of x[image] on their padded planes, split by row
     and column modulo 4 into 16 sub-planes (rows of `half` columns) of every channel:
     plane spot (4a + p, 4k + q) of channel c at sub-plane 4p + q, channel c, row a,
-    column k (each sub-plane's channels one after the other, `sub` apart). Spots off the plane are
-    cropped (negative padding); the others are left as they are: zero."""
+    column k (each sub-plane's channels one after the other, `sub` apart). Spots off
+    the plane are cropped (negative padding); the others are left as they are: zero."""
     rows, width = 4 * (sub // half), in_sp[1]
     first, stop = max(0, -lo[0]), min(in_sp[0], rows - lo[0])  # source rows on the plane
     for c in range(cg):
