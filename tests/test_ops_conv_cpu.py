@@ -56,6 +56,25 @@ def winograd_t_configs(draw: Any) -> dict[str, Any]:
                 rhs_shape=cfg["rhs_shape"][:2] + window)
 
 
+@st.composite
+def phased_configs(draw: Any) -> dict[str, Any]:
+    """A convolution the phased plan takes (2 spatial dims, strides, no lhs dilation),
+    canonical layouts; random windows, strides up to 3 (a stride of 1 in one dim too),
+    rhs dilations, paddings (negative too), groups, batch sizes 1 and 2."""
+    cfg = draw(winograd_configs())
+    window = tuple(draw(st.integers(1, 4)) for _ in range(2))
+    strides = (draw(st.integers(2, 3)), draw(st.integers(1, 3)))
+    rd = tuple(draw(st.integers(1, 2)) for _ in range(2))
+    pads, ins = [], []
+    for k, d in zip(window, rd, strict=True):
+        ins.append(draw(st.integers(1, 12)))
+        lo, hi = draw(st.integers(-1, 3)), draw(st.integers(-1, 3))
+        pads.append((lo, hi + max(0, (k - 1) * d + 1 - (ins[-1] + lo + hi))))
+    return dict(cfg, lhs_shape=cfg["lhs_shape"][:2] + tuple(ins),
+                rhs_shape=cfg["rhs_shape"][:2] + window, strides=strides,
+                padding=tuple(pads), rhs_dilation=rd)
+
+
 # --------------------------------------------------------------------------- plans
 def _geometry(cfg: dict[str, Any], out_shape: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
     """The kernel's spatial tuples for a canonical-layout config (one 1-wide dim if none)."""
@@ -89,6 +108,8 @@ def test_every_kernel_plan_matches_the_reference(cfg: dict[str, Any], seed: int,
     modes = [lib.IM2COL, lib.WINDOW, lib.AUTO]
     if all(s == 1 for s in geo[3]):
         modes.append(lib.SHIFTED)
+    if len(geo[0]) == 2 and cfg["lhs_dilation"] == (1, 1):
+        modes.append(lib.PHASED)
     if _winograd_takes(cfg) and dtype != np.int32:
         modes += [lib.WINOGRAD, lib.WINOGRAD4]
     for mode in modes:
@@ -141,6 +162,37 @@ def test_winograd_plans_match_the_reference(cfg: dict[str, Any], seed: int, dtyp
                                    atol=_atol(want, dtype))
 
 
+@EXAMPLES
+@given(phased_configs(), st.integers(0, 2 ** 31), st.sampled_from([np.float32, np.int32]))
+def test_phased_plan_matches_the_reference(cfg: dict[str, Any], seed: int, dtype: Any) -> None:
+    """Forced: phases cut by padding (negative too) and by the input's end, strides
+    that do and do not divide the sizes, dilated windows, groups of both kinds."""
+    from tracer.backend.cpu.lib import conv as lib
+    x, w = operands(cfg, np.random.default_rng(seed), dtype)
+    want = conv_of(cfg)(x, w)
+    out = np.full(_flat3(want).shape, 77, dtype)  # every element must be written
+    run_plan(lib.PHASED, _flat3(x), _flat3(w), out, _geometry(cfg, want.shape),
+             (cfg["feature_group_count"], cfg["batch_group_count"]))
+    np.testing.assert_allclose(out.reshape(want.shape), want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_winograd4_over_several_passes_of_its_transforms(dtype: Any) -> None:
+    """Enough channels and tiles that F(4x4)'s transforms run in several chunks (of
+    channels, of features), two feature groups, odd sizes, uneven padding."""
+    from tracer.backend.cpu.lib import conv as lib
+    cfg = dict(lhs_shape=(1, 80, 27, 30), rhs_shape=(90, 40, 3, 3), strides=(1, 1),
+               padding=((1, 2), (0, 1)), lhs_dilation=(1, 1), rhs_dilation=(1, 1),
+               dimension_numbers=ops.ConvDimensionNumbers(*[tuple(range(4))] * 3),
+               feature_group_count=2, batch_group_count=1)
+    x, w = operands(cfg, np.random.default_rng(5), dtype)
+    want = conv_of(cfg)(x.astype(np.float64), w.astype(np.float64))
+    out = np.full(_flat3(want).shape, 77, dtype)
+    run_plan(lib.WINOGRAD4, _flat3(x), _flat3(w), out, _geometry(cfg, want.shape), (2, 1))
+    np.testing.assert_allclose(out.reshape(want.shape), want, rtol=0,
+                               atol=(1e-5 if dtype == np.float32 else 1e-12) * np.abs(want).max())
+
+
 def test_auto_takes_winograd_for_a_resnet_like_layer() -> None:
     """3x3, stride 1, float, enough tiles and channels: Winograd (F(4x4); F(2x2) for an
     output under 8 high), and the transposed one for the kernel gradient, with the
@@ -159,7 +211,7 @@ def test_auto_takes_winograd_for_a_resnet_like_layer() -> None:
     low = rng.standard_normal((2, 8, 7, 40)).astype(np.float32)  # F(2x2): smaller tiles
     assert plan(low, w, 1) == lib.WINOGRAD
     assert plan(x.astype(np.int32), w.astype(np.int32), 1) == lib.SHIFTED
-    assert plan(x, w, 2) == lib.IM2COL
+    assert plan(x, w, 2) == lib.PHASED
     assert plan(x, w[:, :, :2], 1) == lib.SHIFTED
     gradient = np.empty((2, 2, 3, 3), np.float32)  # a kernel gradient: a 3x3 output
     geo = [np.array(v, np.int64) for v in ((16, 17), (16, 17), (3, 3), (1, 1), (1, 1),

@@ -31,9 +31,9 @@ several signatures, numba #8578.)
   every position on it (a position's window is a run of the gathered rows), so the
   input is copied about as often as there are positions in the other dims.
 * im2col (the rest: strided convolutions): the columns of a block of output rows
-  are gathered, zeros for padding, holes and reads past the end, then one GEMM; in
-  2 dims without lhs dilation from the input split into its stride's phases
-  (`cpu.lib.conv_phased`), so that every column is a unit-stride copy.
+  are gathered, zeros for padding, holes and reads past the end, then one GEMM.
+  phased, its form for 2 spatial dims, strides and no lhs dilation: the columns are
+  copied from the input split into its stride's phases (`cpu.lib.conv_phased`).
 
 Every read is bounds-checked against the real input, so negative padding and partial
 windows never touch memory outside the operands, and no product takes an input
@@ -53,6 +53,7 @@ from .conv_core import (  # noqa: F401
     EMPTY,
     ENTRY_POINTS,
     IM2COL,
+    PHASED,
     SHIFTED,
     WINDOW,
     WINOGRAD,
@@ -410,8 +411,8 @@ def _has_phase(phase, count, stride, dilation):
 @_py_jit
 def _choose(mode, x, w, out, geo, groups):
     """The plan: `mode` if forced (SHIFTED needs unit strides; WINOGRAD, WINOGRAD4 and
-    WINOGRAD_T what `winograd_pays` and `winograd_t_pays` check but the sizes), else
-    the best."""
+    WINOGRAD_T what `winograd_pays` and `winograd_t_pays` check but the sizes; PHASED 2
+    spatial dims, no lhs dilation), else the best."""
     in_sp, win, out_sp, st, _, _, rd = geo
     if out.size == 0 or w.shape[1] == 0 or w.shape[2] == 0:
         return EMPTY
@@ -423,7 +424,9 @@ def _choose(mode, x, w, out, geo, groups):
         return SHIFTED
     if winograd_t_pays(x, w, out, geo, groups):
         return WINOGRAD_T  # (kernel gradients of 3x3 convolutions)
-    return WINDOW if np.prod(win) > out.shape[2] else IM2COL  # (kernel gradients)
+    if np.prod(win) > out.shape[2]:
+        return WINDOW  # (kernel gradients)
+    return PHASED if phases_pay(geo) else IM2COL
 
 
 @_inlined
@@ -499,10 +502,13 @@ def _run_window(x, w, out, geo, feature_groups, batch_groups):
 def _run_im2col(x, w, out, geo, feature_groups, batch_groups):
     rows = out.shape[2] // geo[2][-1]
     block = max(1, min(rows, COLUMNS // max(1, w.shape[1] * w.shape[2] * geo[2][-1])))
-    if phases_pay(geo):
-        phased_im2col(x, out, w.reshape(w.size), geo, block, feature_groups, batch_groups)
-    else:
-        _im2col(x, out, w.reshape(w.size), geo, block, feature_groups, batch_groups)
+    _im2col(x, out, w.reshape(w.size), geo, block, feature_groups, batch_groups)
+
+
+@_inlined
+def _run_phased(x, w, out, geo, feature_groups, batch_groups):
+    block = max(1, min(geo[2][0], COLUMNS // max(1, w.shape[1] * w.shape[2] * geo[2][1])))
+    phased_im2col(x, out, w.reshape(w.size), geo, block, feature_groups, batch_groups)
 
 
 HEADER = 13  # int64s before the geometry in `entry`'s metadata
@@ -566,6 +572,11 @@ def entry_shifted(x, w, out, meta):
 def entry_im2col(x, w, out, meta):
     x, w, out, geo, fgc, bgc, _, _ = _unpack(x, w, out, meta)
     _run_im2col(x, w, out, geo, fgc, bgc)
+
+
+def entry_phased(x, w, out, meta):
+    x, w, out, geo, fgc, bgc, _, _ = _unpack(x, w, out, meta)
+    _run_phased(x, w, out, geo, fgc, bgc)
 
 
 def entry_window(x, w, out, meta):

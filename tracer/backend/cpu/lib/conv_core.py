@@ -46,11 +46,12 @@ _jit = njit(error_model="numpy", nogil=True, **_OPTIONS)
 
 # ------------------------------------------------------------------ the entry points
 
-EMPTY, AUTO, SHIFTED, IM2COL, WINDOW, WINOGRAD, WINOGRAD_T, WINOGRAD4 = range(8)
+EMPTY, AUTO, SHIFTED, IM2COL, WINDOW, WINOGRAD, WINOGRAD_T, WINOGRAD4, PHASED = range(9)
 # the `cpu.lib.conv` function behind each plan's C entry point (AUTO: the one choosing)
 ENTRY_POINTS = {AUTO: "entry", SHIFTED: "entry_shifted", IM2COL: "entry_im2col",
                 WINDOW: "entry_window", WINOGRAD: "entry_winograd",
-                WINOGRAD_T: "entry_winograd_t", WINOGRAD4: "entry_winograd4"}
+                WINOGRAD_T: "entry_winograd_t", WINOGRAD4: "entry_winograd4",
+                PHASED: "entry_phased"}
 DTYPES = (types.float32, types.float64, types.complex64, types.complex128, types.int8,
           types.int16, types.int32, types.int64, types.uint8, types.uint16, types.uint32,
           types.uint64)

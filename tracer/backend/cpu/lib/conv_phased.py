@@ -1,5 +1,5 @@
-"""The im2col plan of `cpu.lib.conv` for strided 2-D convolutions (no lhs dilation):
-the columns gathered from the input's phases.
+"""The phased plan of `cpu.lib.conv`: im2col for strided 2-D convolutions without
+lhs dilation, the columns gathered from the input's phases.
 
 With strides (s0, s1), output (i, j) under tap (ka, kb) reads padded input spot
 (s0 i + ka rd0, s1 j + kb rd1): spot (s0 i' + r0, s1 j' + r1) of phase (r0, r1)
@@ -27,8 +27,9 @@ _inlined = njit(error_model="numpy", nogil=True, inline="always", **_OPTIONS)
 
 @_jit
 def phases_pay(geo):
-    """Whether the columns come from phases: 2 spatial dims, a stride above 1, no lhs
-    dilation (unit strides gather unit-stride runs from the input already)."""
+    """Whether the phased plan runs this im2col convolution: 2 spatial dims, a stride
+    above 1, no lhs dilation (with unit strides im2col copies unit-stride runs of the
+    input already). (Forced, it runs any 2-D convolution without lhs dilation.)"""
     st, ld = geo[3], geo[5]
     return len(st) == 2 and not all_equal(st, 1) and all_equal(ld, 1)
 
@@ -43,7 +44,7 @@ def phase_sizes(geo):
 
 @_inlined
 def phased_im2col(x, out, wflat, geo, block, fgc, bgc):
-    """The im2col plan from phases: per (image, group), the phases of its channels,
+    """The phased plan: per (image, group), the phases of its channels,
     then per block of `block` output rows the gathered columns and one GEMM."""
     _, win, out_sp, st, _, _, _ = geo
     g, nb, o, taps = max(fgc, bgc), out.shape[0], out.shape[1], win[0] * win[1]
