@@ -194,12 +194,13 @@ def test_winograd4_over_several_passes_of_its_transforms(dtype: Any) -> None:
 
 
 def test_auto_takes_winograd_for_a_resnet_like_layer() -> None:
-    """3x3, stride 1, float, enough tiles and channels: Winograd (F(4x4); F(2x2) for an
-    output under 8 high), and the transposed one for the kernel gradient, with the
-    direct sum's results; integers, strides and other windows keep the direct plans."""
+    """3x3, stride 1, float, enough tiles and channels: Winograd (F(4x4); F(2x2) where
+    too few 4x4 tiles make small GEMMs), and the transposed one for the kernel
+    gradient, with the direct sum's results; integers, strides and other windows keep
+    the direct plans."""
     from tracer.backend.cpu.lib import conv as lib
     rng = np.random.default_rng(4)
-    x = rng.standard_normal((2, 8, 16, 17)).astype(np.float32)
+    x = rng.standard_normal((2, 8, 20, 24)).astype(np.float32)
     w = rng.standard_normal((8, 8, 3, 3)).astype(np.float32)
 
     def plan(x: np.ndarray, w: np.ndarray, stride: int) -> int:
@@ -208,13 +209,12 @@ def test_auto_takes_winograd_for_a_resnet_like_layer() -> None:
                                                   (stride, stride), (1, 1), (1, 1), (1, 1))]
         return lib._choose(lib.AUTO, _flat3(x), _flat3(w), _flat3(out), tuple(geo), 1)
     assert plan(x, w, 1) == lib.WINOGRAD4
-    low = rng.standard_normal((2, 8, 7, 40)).astype(np.float32)  # F(2x2): smaller tiles
-    assert plan(low, w, 1) == lib.WINOGRAD
+    assert plan(np.ascontiguousarray(x[:, :, :16, :17]), w, 1) == lib.WINOGRAD
     assert plan(x.astype(np.int32), w.astype(np.int32), 1) == lib.SHIFTED
     assert plan(x, w, 2) == lib.PHASED
     assert plan(x, w[:, :, :2], 1) == lib.SHIFTED
     gradient = np.empty((2, 2, 3, 3), np.float32)  # a kernel gradient: a 3x3 output
-    geo = [np.array(v, np.int64) for v in ((16, 17), (16, 17), (3, 3), (1, 1), (1, 1),
+    geo = [np.array(v, np.int64) for v in (x.shape[2:], x.shape[2:], (3, 3), (1, 1), (1, 1),
                                            (1, 1), (1, 1))]
     assert lib._choose(lib.AUTO, _flat3(x), _flat3(x), _flat3(gradient), tuple(geo),
                        1) == lib.WINOGRAD_T

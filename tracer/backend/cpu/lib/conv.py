@@ -17,7 +17,7 @@ several signatures, numba #8578.)
 
 * winograd (3x3 windows, 2 spatial dims, unit strides, no dilation, real floats):
   F(4x4, 3x3), `cpu.lib.conv_winograd4`, 2.25 multiplies per output instead of 9;
-  F(2x2, 3x3), `cpu.lib.conv_winograd`, 4 of them, for outputs under 8 wide or high.
+  F(2x2, 3x3), `cpu.lib.conv_winograd`, 4 of them, for images of few 4x4 tiles.
   winograd_t, its transpose, for 3x3 outputs (kernel gradients of those).
 * shifted (unit strides, few taps): a few images are written side by side into a
   zeroed padded (and lhs-dilated) grid; on it the output at every kernel tap is

@@ -36,15 +36,20 @@ from .conv_winograd import _all_finite
 _OPTIONS = dict(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)  # (see cpu.lib.conv)
 _jit = njit(error_model="numpy", nogil=True, **_OPTIONS)
 _inlined = njit(error_model="numpy", nogil=True, inline="always", **_OPTIONS)
-MIN_SIDE = 8  # output rows and columns below which F(2x2)'s smaller tiles waste less
+MIN_TILES = 30  # 4x4 tiles an image below which F(2x2)'s wider GEMMs do better
 CHUNK = 2048  # elements of each transform pass's rows: the passes' rows stay in cache
 
 
 @_jit
 def winograd4_pays(out_sp):
-    """Whether F(4x4) beats F(2x2) on a convolution `winograd_pays` admits: an output
-    at least MIN_SIDE wide and high (smaller ones waste more of the larger tiles)."""
-    return out_sp[0] >= MIN_SIDE and out_sp[1] >= MIN_SIDE
+    """Whether F(4x4) beats F(2x2) on a convolution `winograd_pays` admits: at least
+    MIN_TILES 4x4 tiles an image (junk column included: its GEMMs' width), and at most
+    0.7 of F(2x2)'s multiplies (the tiles cut by the edges counted whole). Measured,
+    32 images of O = C = 128 (256 at 14): F(4x4) / F(2x2) at 10x10 1.27, 12x12 1.06,
+    14x14 1.22, 16x16 0.96, 20x20 0.74, 28x28 0.71."""
+    tiles = ((out_sp[0] + 3) // 4) * ((out_sp[1] + 3) // 4 + 1)
+    small = ((out_sp[0] + 1) // 2) * ((out_sp[1] + 1) // 2 + 1)
+    return tiles >= MIN_TILES and 36 * tiles <= 0.7 * 16 * small
 
 
 @_inlined
