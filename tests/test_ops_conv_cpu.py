@@ -195,9 +195,9 @@ def test_winograd4_over_several_passes_of_its_transforms(dtype: Any) -> None:
 
 def test_auto_takes_winograd_for_a_resnet_like_layer() -> None:
     """3x3, stride 1, float, enough tiles and channels: Winograd (F(4x4); F(2x2) where
-    too few 4x4 tiles make small GEMMs), and the transposed one for the kernel
-    gradient, with the direct sum's results; integers, strides and other windows keep
-    the direct plans."""
+    too few 4x4 tiles make small GEMMs or too many make large operands), and the
+    transposed one for the kernel gradient, with the direct sum's results; integers,
+    strides and other windows keep the direct plans."""
     from tracer.backend.cpu.lib import conv as lib
     rng = np.random.default_rng(4)
     x = rng.standard_normal((2, 8, 20, 24)).astype(np.float32)
@@ -210,6 +210,8 @@ def test_auto_takes_winograd_for_a_resnet_like_layer() -> None:
         return lib._choose(lib.AUTO, _flat3(x), _flat3(w), _flat3(out), tuple(geo), 1)
     assert plan(x, w, 1) == lib.WINOGRAD4
     assert plan(np.ascontiguousarray(x[:, :, :16, :17]), w, 1) == lib.WINOGRAD
+    large = np.zeros((1, 8, 400, 400), np.float32)  # F(4x4)'s whole-image operands: 6M
+    assert plan(large, w, 1) == lib.WINOGRAD
     assert plan(x.astype(np.int32), w.astype(np.int32), 1) == lib.SHIFTED
     assert plan(x, w, 2) == lib.PHASED
     assert plan(x, w[:, :, :2], 1) == lib.SHIFTED

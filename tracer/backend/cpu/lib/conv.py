@@ -17,7 +17,8 @@ several signatures, numba #8578.)
 
 * winograd (3x3 windows, 2 spatial dims, unit strides, no dilation, real floats):
   F(4x4, 3x3), `cpu.lib.conv_winograd4`, 2.25 multiplies per output instead of 9;
-  F(2x2, 3x3), `cpu.lib.conv_winograd`, 4 of them, for images of few 4x4 tiles.
+  F(2x2, 3x3), `cpu.lib.conv_winograd`, 4 of them, for images of few 4x4 tiles or
+  large ones (`winograd4_pays`).
   winograd_t, its transpose, for 3x3 outputs (kernel gradients of those).
 * shifted (unit strides, few taps): a few images are written side by side into a
   zeroed padded (and lhs-dilated) grid; on it the output at every kernel tap is
@@ -419,7 +420,8 @@ def _choose(mode, x, w, out, geo, groups):
     if mode != AUTO:
         return mode
     if winograd_pays(x, w, out, geo, groups):
-        return WINOGRAD4 if winograd4_pays(out_sp) else WINOGRAD
+        return WINOGRAD4 if winograd4_pays(out_sp, w.shape[1], out.shape[1] // groups) \
+            else WINOGRAD
     if _shifted_pays(w.shape[2], out.shape[2], win, out_sp, st, rd):
         return SHIFTED
     if winograd_t_pays(x, w, out, geo, groups):

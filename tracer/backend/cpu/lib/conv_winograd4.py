@@ -20,7 +20,8 @@ The input goes through a zeroed padded plane split by row and column modulo 4 in
 a flat run of tiles (one junk tile column per tile row, computed and dropped, as in
 F(2x2)); a few tile rows at a time, so the transformed tiles stay in cache. Like
 F(2x2), it reports whether every output came out finite; the caller computes the
-convolution directly when one did not.
+convolution directly when one did not. An image's transformed operands are whole
+(`winograd4_pays` leaves large images to F(2x2), which blocks by tile rows).
 """
 # numba kernels: their argument types come from the call, so no annotations
 # ruff: noqa: ANN001, ANN201, ANN202
@@ -37,19 +38,24 @@ _OPTIONS = dict(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)  # (
 _jit = njit(error_model="numpy", nogil=True, **_OPTIONS)
 _inlined = njit(error_model="numpy", nogil=True, inline="always", **_OPTIONS)
 MIN_TILES = 30  # 4x4 tiles an image below which F(2x2)'s wider GEMMs do better
+SCRATCH = 1 << 22  # elements of an image's transformed operands, at most
 CHUNK = 2048  # elements of each transform pass's rows: the passes' rows stay in cache
 
 
 @_jit
-def winograd4_pays(out_sp):
-    """Whether F(4x4) beats F(2x2) on a convolution `winograd_pays` admits: at least
-    MIN_TILES 4x4 tiles an image (junk column included: its GEMMs' width), and at most
-    0.7 of F(2x2)'s multiplies (the tiles cut by the edges counted whole). Measured,
-    32 images of O = C = 128 (256 at 14): F(4x4) / F(2x2) at 10x10 1.27, 12x12 1.06,
-    14x14 1.22, 16x16 0.96, 20x20 0.74, 28x28 0.71."""
-    tiles = ((out_sp[0] + 3) // 4) * ((out_sp[1] + 3) // 4 + 1)
-    small = ((out_sp[0] + 1) // 2) * ((out_sp[1] + 1) // 2 + 1)
-    return tiles >= MIN_TILES and 36 * tiles <= 0.7 * 16 * small
+def winograd4_pays(out_sp, cg, og):
+    """Whether F(4x4) beats F(2x2) on a convolution `winograd_pays` admits, with cg
+    input and og output features a group: at least MIN_TILES 4x4 tiles an image (junk
+    column included: its GEMMs' width), at most 0.7 of F(2x2)'s multiplies (the tiles
+    cut by the edges counted whole), and an image's transformed operands within
+    SCRATCH (F(2x2) keeps a few tile rows at a time in cache). Measured, F(4x4) /
+    F(2x2): 32 images of O = C = 128 (256 at 14): 10x10 1.27, 12x12 1.06, 14x14 1.22,
+    16x16 0.96, 20x20 0.74, 28x28 0.71; O = C = 64: 112x112 0.87 (3.9M elements),
+    224x224 1.43 (15M)."""
+    th, tw = (out_sp[0] + 3) // 4, (out_sp[1] + 3) // 4
+    tiles, small = th * (tw + 1), ((out_sp[0] + 1) // 2) * ((out_sp[1] + 1) // 2 + 1)
+    scratch = 36 * (cg + og) * (th + 1) * (tw + 1)
+    return tiles >= MIN_TILES and 36 * tiles <= 0.7 * 16 * small and scratch <= SCRATCH
 
 
 @_inlined
