@@ -32,7 +32,7 @@ import numpy as np
 from numba import njit
 
 from .conv_core import gemm, image_of
-from .conv_winograd import _all_finite
+from .conv_winograd import finite
 
 _OPTIONS = dict(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)  # (see cpu.lib.conv)
 _jit = njit(error_model="numpy", nogil=True, **_OPTIONS)
@@ -73,7 +73,7 @@ def winograd4(x, out, w, geo, fgc, bgc):
     v = np.empty(36 * cg * sub, x.dtype)
     m = np.empty(36 * og * tiles, x.dtype)
     p = np.empty(40 * ochunk * tiles, x.dtype)
-    finite = True
+    all_finite = True
     for gi in range(g):
         u = _kernel_transform4(w, gi, og)
         for b in range(nb):
@@ -83,9 +83,10 @@ def winograd4(x, out, w, geo, fgc, bgc):
             for k in range(36):
                 gemm(og, tiles, cg, u, k * og * cg, cg, v, k * cg * sub, sub, False,
                      m, k * og * tiles, tiles, False)
-            _output_transform4(m, og, tiles, half, ochunk, out, b, gi * og, out_sp, p)
-            finite = finite and _all_finite(out, b, gi * og, og)
-    return finite
+            image_finite = _output_transform4(m, og, tiles, half, ochunk, out, b, gi * og,
+                                              out_sp, p)
+            all_finite = all_finite and image_finite
+    return all_finite
 
 
 @_jit
@@ -217,8 +218,10 @@ def _output_transform4(m, og, tiles, half, chunk, out, b, o0, out_sp, p):
     """out[b, o0 + o] at the 4x4 outputs of the tiles = A^T M A, M[k, o, t] at
     m[(k * og + o) * tiles + t], `chunk` features at a time: first A^T across every
     row of M (p[j, r]), then down (y[i, j]), each a flat loop over the chunk, then the
-    outputs copied out (junk tiles and the parts past the edge dropped)."""
-    step = og * tiles
+    outputs copied out (junk tiles and the parts past the edge dropped). Whether every
+    tile's outputs are finite (checked where they are in cache; a junk tile's too:
+    not finite only where the input is not)."""
+    step, all_finite = og * tiles, True
     for f0 in range(0, og, chunk):
         n = min(chunk, og - f0) * tiles
         y = p[24 * n:]
@@ -230,8 +233,10 @@ def _output_transform4(m, og, tiles, half, chunk, out, b, o0, out_sp, p):
             at = 6 * j * n
             _apply_at4(p[at:], p[at + n:], p[at + 2 * n:], p[at + 3 * n:], p[at + 4 * n:],
                        p[at + 5 * n:], y, j * n, 4 * n, n)
+        all_finite = all_finite and finite(y[:16 * n])
         for o in range(n // tiles):
             _copy_out4(out[b, o0 + f0 + o], y[o * tiles:], n, half, out_sp)
+    return all_finite
 
 
 @_jit
