@@ -17,7 +17,8 @@ several signatures, numba #8578.)
 
 * winograd (3x3 windows, 2 spatial dims, unit strides, no dilation, real floats):
   F(2x2, 3x3), `cpu.lib.conv_winograd`; 4 multiplies per output instead of 9.
-  winograd_t, its transpose, for 3x3 outputs (kernel gradients of those).
+  winograd_t, its transpose, for 3x3 outputs (kernel gradients of those),
+  `cpu.lib.conv_winograd_t`.
 * shifted (unit strides, few taps): a few images are written side by side into a
   zeroed padded (and lhs-dilated) grid; on it the output at every kernel tap is
   W[:, :, tap] @ grid[:, offset(tap):], accumulated: no im2col. The grid's columns
@@ -65,7 +66,9 @@ from .conv_core import (  # noqa: F401
     same,
     unravel,
 )
-from .conv_winograd import winograd, winograd_pays, winograd_t, winograd_t_pays
+from .conv_winograd import winograd, winograd_pays
+from .conv_winograd_t import sizes as winograd_t_sizes
+from .conv_winograd_t import winograd_t, winograd_t_pays
 
 # called from compiled code only: no Python or C wrapper to generate (a tenth of a
 # second of compile time each)
@@ -81,7 +84,6 @@ GRID = 1 << 19  # elements of its grid of images side by side
 COLUMNS = 1 << 18  # elements of the im2col plan's gathered columns
 WINDOWS = 1 << 20  # elements of the window plan's gathered windows
 WINOGRAD_BLOCK = 1 << 18  # elements of the Winograd plan's transformed tiles
-WINOGRAD_T_BLOCK = 1 << 19  # elements of the transposed one's transformed operands
 
 
 # ------------------------------------------------------------------ shifted plan
@@ -459,10 +461,7 @@ def _run_winograd(x, w, out, geo, feature_groups, batch_groups):
 @_inlined
 def _run_winograd_t(x, w, out, geo, feature_groups, batch_groups):
     """The transposed Winograd plan; the window one where it met an inf or a NaN."""
-    tiles = ((geo[1][0] + 1) // 2) * ((geo[1][1] + 1) // 2 + 1)
-    og = out.shape[1] // max(feature_groups, batch_groups)
-    chunk = max(1, min(w.shape[1], WINOGRAD_T_BLOCK // (16 * tiles * og)))  # features
-    batch = max(1, min(out.shape[0], WINOGRAD_T_BLOCK // (16 * tiles * chunk)))  # images
+    chunk, batch = winograd_t_sizes(geo[1], w.shape[1], out.shape[0])
     if not winograd_t(x, out, w, geo, chunk, batch, feature_groups, batch_groups):
         call_plan(WINDOW, x, w, out, _pack(x, w, out, geo, feature_groups, batch_groups))
 
