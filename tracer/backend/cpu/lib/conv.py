@@ -65,6 +65,7 @@ from .conv_core import (  # noqa: F401
     provide_entry_points,
     same,
     unravel,
+    unswapped,
 )
 from .conv_winograd import winograd, winograd_pays
 from .conv_winograd_t import sizes as winograd_t_sizes
@@ -443,9 +444,9 @@ def run_winograd(x, w, out, geo, feature_groups, batch_groups):
 
 
 @_py_jit
-def run_winograd_t(x, w, out, geo, feature_groups, batch_groups):
-    """`entry_winograd_t`'s plan from Python (tests)."""
-    _run_winograd_t(x, w, out, geo, feature_groups, batch_groups)
+def run_winograd_t(x, w, out, geo, feature_groups, batch_groups, x_swapped, w_swapped):
+    """`entry_winograd_t`'s plan from Python (tests; swapped operands as `_unpack` has them)."""
+    _run_winograd_t(x, w, out, geo, feature_groups, batch_groups, x_swapped, w_swapped)
 
 
 @_inlined
@@ -459,10 +460,13 @@ def _run_winograd(x, w, out, geo, feature_groups, batch_groups):
 
 
 @_inlined
-def _run_winograd_t(x, w, out, geo, feature_groups, batch_groups):
-    """The transposed Winograd plan; the window one where it met an inf or a NaN."""
+def _run_winograd_t(x, w, out, geo, feature_groups, batch_groups, x_swapped, w_swapped):
+    """The transposed Winograd plan (x, w swapped as `entry` says); the window one where
+    it met an inf or a NaN."""
     chunk, batch = winograd_t_sizes(geo[1], w.shape[1], out.shape[0])
-    if not winograd_t(x, out, w, geo, chunk, batch, feature_groups, batch_groups):
+    if not winograd_t(x, out, w, geo, chunk, batch, feature_groups, batch_groups, x_swapped,
+                      w_swapped):
+        x, w = unswapped(x, x_swapped), unswapped(w, w_swapped)
         call_plan(WINDOW, x, w, out, _pack(x, w, out, geo, feature_groups, batch_groups))
 
 
@@ -481,7 +485,8 @@ def _run_im2col(x, w, out, geo, feature_groups, batch_groups):
     _im2col(x, out, w.reshape(w.size), geo, block, feature_groups, batch_groups)
 
 
-HEADER = 13  # int64s before the geometry in `entry`'s metadata
+HEADER = 15  # int64s before the geometry in `entry`'s metadata
+SWAPPED = 13  # its entries saying whether x's and w's memory has dims 0 and 1 exchanged
 
 
 @_jit
@@ -492,6 +497,7 @@ def _pack(x, w, out, geo, feature_groups, batch_groups):
     for d in range(3):
         meta[d], meta[3 + d], meta[6 + d] = x.shape[d], w.shape[d], out.shape[d]
     meta[9], meta[10], meta[11], meta[12] = n, feature_groups, batch_groups, AUTO
+    meta[SWAPPED], meta[SWAPPED + 1] = 0, 0
     for row in range(7):
         for d in range(n):
             meta[HEADER + row * n + d] = geo[row][d]
@@ -503,7 +509,10 @@ def _unpack(x, w, out, meta):
     """The operands, geometry, group counts and plan of an entry point's arguments:
     x, w, out point at the canonical operands, meta at their 3 sizes each, the number
     of spatial dims n, the feature and batch group counts, the plan (AUTO: the best),
-    then the 7 geometry rows of n entries each."""
+    whether x's and w's memory holds their dims 0 and 1 exchanged (SWAPPED: only
+    `winograd_t` reads such operands, `entry` copies them canonical for the other
+    plans; the arrays here have the canonical shapes either way), then the 7 geometry
+    rows of n entries each."""
     head = carray(meta, (HEADER,))
     n = head[9]
     table = carray(meta, (HEADER + 7 * n,))
@@ -527,6 +536,9 @@ def entry(x, w, out, meta):
             flat[i] = 0  # empty sums (or nothing at all)
         return
     previous = blas_threads(BLAS_THREADS)
+    if mode != WINOGRAD_T and (table[SWAPPED] or table[SWAPPED + 1]):
+        x, w = unswapped(x, table[SWAPPED]), unswapped(w, table[SWAPPED + 1])
+        table = _pack(x, w, out, geo, fgc, bgc)
     call_plan(mode, x, w, out, table)
     blas_threads(previous)
 
@@ -555,8 +567,8 @@ def entry_winograd(x, w, out, meta):
 
 
 def entry_winograd_t(x, w, out, meta):
-    x, w, out, geo, fgc, bgc, _, _ = _unpack(x, w, out, meta)
-    _run_winograd_t(x, w, out, geo, fgc, bgc)
+    x, w, out, geo, fgc, bgc, _, table = _unpack(x, w, out, meta)
+    _run_winograd_t(x, w, out, geo, fgc, bgc, table[SWAPPED], table[SWAPPED + 1])
 
 
 provide_entry_points({plan: globals()[name] for plan, name in ENTRY_POINTS.items()})

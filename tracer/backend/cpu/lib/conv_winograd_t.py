@@ -84,12 +84,14 @@ def sizes(win, fg, nb):
 
 
 @_inlined
-def winograd_t(x, out, w, geo, chunk, batch, fgc, bgc):
+def winograd_t(x, out, w, geo, chunk, batch, fgc, bgc, x_swapped, w_swapped):
     """out (3x3 outputs; the canonical layout of `cpu.lib.conv`) = the convolution of x
     with the window w, per `chunk` features and `batch` images: the window's planes
     and the input's go through `_gather` and their transforms, then 16 GEMMs
-    (images, kernels) += V[k]^T Z[k] add to S. Whether every output is finite (else
-    the caller redoes it)."""
+    (images, kernels) += V[k]^T Z[k] add to S. x and w have the canonical shapes; where
+    `x_swapped` (`w_swapped`) their memory holds dims 0 and 1 exchanged, as the
+    transposed operands of a kernel gradient are: `_gather` reads them where they are.
+    Whether every output is finite (else the caller redoes it)."""
     in_sp, win, _, _, lo, _, _ = geo
     g, nb, o, fg = max(fgc, bgc), out.shape[0], out.shape[1], w.shape[1]
     og, th, tw = o // g, (win[0] + 1) // 2, (win[1] + 1) // 2
@@ -101,19 +103,22 @@ def winograd_t(x, out, w, geo, chunk, batch, fgc, bgc):
     s = np.empty(16 * nb * og, x.dtype)  # S[k, image, kernel]
     rows = np.empty(4 * (2 * tw + 2) * max(bp, op), x.dtype)  # (the transforms' scratch)
     no_padding = np.zeros(2, np.int64)
+    xflat, wflat = x.reshape(x.size), w.reshape(w.size)
     finite = True
     for gi in range(g):
         for f0 in range(0, fg, chunk):
             count = min(chunk, fg - f0)
             depth = count * tiles
             for f in range(count):
-                _gather(w, gi * og, og, f0 + f, win, no_padding, window, tw, op)
+                at, apart = _plane(w, gi * og, f0 + f, w_swapped)
+                _gather(wflat, at, apart, og, win, no_padding, window, tw, op)
                 _window_transform(window, th, tw, op, z, f * tiles, depth, rows)
             for b0 in range(0, nb, batch):
                 images = min(batch, nb - b0)
                 image, c0 = image_of(b0, gi, nb, fg, fgc, bgc)  # (the next images follow it)
                 for f in range(count):
-                    _gather(x, image, images, c0 + f0 + f, in_sp, lo, planes, tw + 1, bp)
+                    at, apart = _plane(x, image, c0 + f0 + f, x_swapped)
+                    _gather(xflat, at, apart, images, in_sp, lo, planes, tw + 1, bp)
                     _input_transform(planes, th, tw, bp, v, f * tiles, depth, rows)
                 for k in range(16):
                     _gemm_tn(images, og, depth, v, k * depth * bp, bp, z, k * depth * op, op, s,
@@ -125,10 +130,22 @@ def winograd_t(x, out, w, geo, chunk, batch, fgc, bgc):
 
 
 @_jit
-def _gather(x, first, count, channel, in_sp, lo, planes, half, lanes):
-    """Lane i < count of the padded plane `planes` = x[first + i, channel] placed at
-    (lo[0], lo[1]): plane spot (row, 2k + parity) at planes[((2 row + parity) * half
-    + k) * lanes + i] (a row's even columns, then its odd ones: the transforms then
+def _plane(a, i, j, swapped):
+    """(where the plane a[i, j] starts in a's flat memory, how far apart the planes
+    a[i, j] and a[i + 1, j] are) for a canonical (d0, d1, S) operand `a` whose memory
+    holds dims 0 and 1 exchanged where `swapped`."""
+    d0, d1, size = a.shape
+    if swapped:
+        return (j * d0 + i) * size, size
+    return (i * d1 + j) * size, d1 * size
+
+
+@_jit
+def _gather(src, at, apart, count, in_sp, lo, planes, half, lanes):
+    """Lane i < count of the padded plane `planes` = the input plane src[at + i * apart:]
+    (in_sp[0] rows of in_sp[1]) placed at (lo[0], lo[1]): plane spot (row, 2k + parity)
+    at planes[((2 row + parity) * half + k) * lanes + i] (a row's even columns, then
+    its odd ones: the transforms then
     read every 2x2 or 4x4 patch corner as one unit-stride stream). Spots off the plane
     are cropped (negative padding), the others are left as they are. Row by row, so
     that the spots written stay in the L1 cache."""
@@ -137,14 +154,14 @@ def _gather(x, first, count, channel, in_sp, lo, planes, half, lanes):
     first_row, stop = max(0, -lo[0]), min(rows, height - lo[0])
     for r in range(first_row, stop):
         for i in range(count):
-            src = x[first + i, channel]
+            row = at + i * apart + r * cols
             for parity in range(2):
                 start = max(0, -lo[1])
                 start += (start + lo[1] + parity) % 2  # the first source column of this parity
-                at = (2 * (r + lo[0]) + parity) * half * lanes + i
+                put = (2 * (r + lo[0]) + parity) * half * lanes + i
                 for c in range(start, min(cols, 2 * half - lo[1]), 2):
-                    spot = np.uint64(at + ((c + lo[1]) >> 1) * lanes)  # (no wraparound)
-                    planes[spot] = src[np.uint64(r * cols + c)]
+                    spot = np.uint64(put + ((c + lo[1]) >> 1) * lanes)  # (no wraparound)
+                    planes[spot] = src[np.uint64(row + c)]
 
 
 @_jit
