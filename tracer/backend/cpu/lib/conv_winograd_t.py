@@ -145,23 +145,20 @@ def _gather(src, at, apart, count, in_sp, lo, planes, half, lanes):
     """Lane i < count of the padded plane `planes` = the input plane src[at + i * apart:]
     (in_sp[0] rows of in_sp[1]) placed at (lo[0], lo[1]): plane spot (row, 2k + parity)
     at planes[((2 row + parity) * half + k) * lanes + i] (a row's even columns, then
-    its odd ones: the transforms then
-    read every 2x2 or 4x4 patch corner as one unit-stride stream). Spots off the plane
-    are cropped (negative padding), the others are left as they are. Row by row, so
-    that the spots written stay in the L1 cache."""
+    its odd ones: the transforms then read every 2x2 or 4x4 patch corner as one
+    unit-stride stream). Spots off the plane are cropped (negative padding), the others
+    are left as they are. A spot's lanes at a time: the stores run on."""
     rows, cols = in_sp[0], in_sp[1]
     height = planes.size // (2 * half * lanes)
-    first_row, stop = max(0, -lo[0]), min(rows, height - lo[0])
-    for r in range(first_row, stop):
-        for i in range(count):
-            row = at + i * apart + r * cols
-            for parity in range(2):
-                start = max(0, -lo[1])
-                start += (start + lo[1] + parity) % 2  # the first source column of this parity
-                put = (2 * (r + lo[0]) + parity) * half * lanes + i
-                for c in range(start, min(cols, 2 * half - lo[1]), 2):
-                    spot = np.uint64(put + ((c + lo[1]) >> 1) * lanes)  # (no wraparound)
-                    planes[spot] = src[np.uint64(row + c)]
+    for r in range(max(0, -lo[0]), min(rows, height - lo[0])):
+        for parity in range(2):
+            start = max(0, -lo[1])
+            start += (start + lo[1] + parity) % 2  # the first source column of this parity
+            put = (2 * (r + lo[0]) + parity) * half * lanes
+            for c in range(start, min(cols, 2 * half - lo[1]), 2):
+                spot, first = put + ((c + lo[1]) >> 1) * lanes, at + r * cols + c
+                for i in range(count):  # (unsigned: no wraparound)
+                    planes[np.uint64(spot + i)] = src[np.uint64(first + i * apart)]
 
 
 @_jit
