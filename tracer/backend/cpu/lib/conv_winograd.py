@@ -81,7 +81,7 @@ def winograd(x, out, w, geo, tile_rows, fgc, bgc):
                     gemm(og, tiles, cg, u, k * og * cg, cg, v, k * cg * tiles, tiles, False,
                          m, k * og * tiles, tiles, False)
                 _output_transform(m, og, tiles, half, a0, out, b, gi * og, out_sp, scratch)
-            finite = finite and all_finite(out, b, gi * og, og)
+            finite = finite and _all_finite(out, b, gi * og, og)
     return finite
 
 
@@ -211,7 +211,7 @@ def _copy_out(dst, p, tiles, half, a0, out_sp):
 
 
 @_jit
-def all_finite(out, b, o0, og):
+def _all_finite(out, b, o0, og):
     """Whether out[b, o0:o0 + og] holds no inf or NaN (x * 0 is NaN for those only)."""
     total = 0.0
     for o in range(o0, o0 + og):
