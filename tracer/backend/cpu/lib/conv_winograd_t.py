@@ -77,10 +77,11 @@ def lanes_of(count):
 def sizes(win, fg, nb):
     """(features per GEMM, images per pass) for a window `win`: GEMMs at least
     MIN_DEPTH tiles deep where the window is small, a pass's operands about 2^17
-    elements (in the L2 cache)."""
+    elements (in the L2 cache), but at least a vector step of images (the lanes are
+    transformed whether used or not)."""
     tiles = ((win[0] + 1) // 2) * ((win[1] + 1) // 2)
     chunk = max(1, min(fg, MIN_DEPTH // tiles))
-    return chunk, max(1, min(nb, (1 << 17) // (16 * chunk * tiles)))
+    return chunk, min(nb, max(LANES, (1 << 17) // (16 * chunk * tiles)))
 
 
 @_inlined
