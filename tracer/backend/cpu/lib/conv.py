@@ -69,7 +69,7 @@ from .conv_core import (  # noqa: F401
 )
 from .conv_winograd import winograd, winograd_pays
 from .conv_winograd_t import sizes as winograd_t_sizes
-from .conv_winograd_t import winograd_t, winograd_t_pays
+from .conv_winograd_t import reads_in_place, winograd_t, winograd_t_pays
 
 # called from compiled code only: no Python or C wrapper to generate (a tenth of a
 # second of compile time each)
@@ -536,7 +536,8 @@ def entry(x, w, out, meta):
             flat[i] = 0  # empty sums (or nothing at all)
         return
     previous = blas_threads(BLAS_THREADS)
-    if mode != WINOGRAD_T and (table[SWAPPED] or table[SWAPPED + 1]):
+    in_place = mode == WINOGRAD_T and reads_in_place(x)
+    if not in_place and (table[SWAPPED] or table[SWAPPED + 1]):
         x, w = unswapped(x, table[SWAPPED]), unswapped(w, table[SWAPPED + 1])
         table = _pack(x, w, out, geo, fgc, bgc)
     call_plan(mode, x, w, out, table)

@@ -67,6 +67,17 @@ def _winograd_t_pays_overload(x, w, out, geo, groups):
     return pays
 
 
+def reads_in_place(x):
+    """Whether `winograd_t` runs for x's dtype and so reads exchanged operands in place
+    (another dtype's entry point runs the window plan: `cpu.lib.conv_core.FLOATS_ONLY`)."""
+
+
+@overload(reads_in_place, jit_options=_OPTIONS)
+def _reads_in_place_overload(x):
+    floats = x.dtype in (types.float32, types.float64)
+    return lambda x: floats
+
+
 @_jit
 def lanes_of(count):
     """`count` channels rounded up to whole vector steps."""
