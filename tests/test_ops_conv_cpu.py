@@ -300,7 +300,8 @@ def test_kernels_never_index_out_of_bounds() -> None:
     """The plans under numba's bounds checking, on configurations with negative padding
     and holes: all of them in int32 (whose GEMM is loops: its extents are checked too;
     the rest of a plan's code is the same for every dtype), then the float-only
-    Winograd plans on their own (with the direct plans they fall back to), in float64."""
+    Winograd plans on their own (with the direct plans they fall back to), in float64;
+    the transposed one reads its lhs from memory with dims 0 and 1 exchanged."""
     import os
     import subprocess
     import sys
@@ -312,10 +313,14 @@ def test_kernels_never_index_out_of_bounds() -> None:
         "once = settings(max_examples=40, deadline=None, derandomize=True)\n"
         "once(given(t.conv_configs(canonical=True), st.integers(0, 2 ** 31), st.just(np.int32))(\n"
         "    t.test_every_kernel_plan_matches_the_reference.hypothesis.inner_test))()\n"
-        "t.run_plan = lambda mode, x, w, out, geo, groups: {\n"
-        "    lib.WINOGRAD: lib.run_winograd, lib.WINOGRAD4: lib.run_winograd4,\n"
-        "    lib.WINOGRAD_T: lib.run_winograd_t}[mode](\n"
-        "    x, w, out, tuple(np.array(v, np.int64) for v in geo), *groups)\n"
+        "def run_plan(mode, x, w, out, geo, groups):\n"
+        "    geo = tuple(np.array(v, np.int64) for v in geo)\n"
+        "    if mode in (lib.WINOGRAD, lib.WINOGRAD4):\n"
+        "        run = lib.run_winograd if mode == lib.WINOGRAD else lib.run_winograd4\n"
+        "        return run(x, w, out, geo, *groups)\n"
+        "    swapped = np.ascontiguousarray(x.transpose(1, 0, 2)).reshape(x.shape)\n"
+        "    lib.run_winograd_t(swapped, w, out, geo, *groups, True, False)\n"
+        "t.run_plan = run_plan\n"
         "once(given(st.one_of(t.winograd_configs(), t.winograd_t_configs()),\n"
         "           st.integers(0, 2 ** 31), st.just(np.float64),\n"
         "           st.sampled_from(['finite', 'inf']))(\n"

@@ -2,6 +2,9 @@
 
 The generated code brings both operands to the canonical layout (N, C, spatial...) /
 (O, I, window...), one transpose each when their dimension numbers differ from it,
+except where only the first two dims are exchanged, as in the operands of a kernel
+gradient ((C, N, spatial...) and (O, N, spatial...)): the library takes those as they
+are (its transposed Winograd plan reads them in place, the others copy them). It
 flattens the spatial dims and calls `cpu.lib.conv_entry.convolution`, the spatial
 geometry given as tuples of `dims` symbols (never literal sizes). That call reaches
 the library (`cpu.lib.conv`) through a C entry point compiled once per dtype, so a
@@ -36,12 +39,21 @@ def _product(items: Sequence[str]) -> str:
     return " * ".join(items) or "1"
 
 
-def _canonical(ge: GraphEmitter, atom: Atom, spec: tuple[int, ...], hint: str) -> str:
+def _canonical(ge: GraphEmitter, atom: Atom, spec: tuple[int, ...],
+               hint: str) -> tuple[str, bool]:
     """A 3-D (dim spec[0], dim spec[1], flattened spatial) C-contiguous array of `atom`,
-    float32 for float16 operands."""
+    float32 for float16 operands; or, where `atom` has those two dims exchanged and is
+    no float16, `atom` itself (3-D, spec[1] first) and True."""
     ref = ge.ref(atom)
     source = ref.name
-    if tuple(spec) != tuple(range(len(spec))):
+    rank = len(spec)
+    if tuple(spec) == (1, 0, *range(2, rank)) and atom.aval.dtype not in HALVES:
+        sizes = [ge.dim(atom, d) for d in range(rank)]
+        name = ge.fresh(f"{hint}_3d")
+        ge.w.line(f"{name} = {source}.reshape(({sizes[0]}, {sizes[1]}, "
+                  f"{_product(sizes[2:])}))")
+        return name, True
+    if tuple(spec) != tuple(range(rank)):
         source = _permuted(ge, ref.name, [ge.dim(atom, d) for d in range(len(spec))], spec,
                            f"{hint}_canonical")
     if atom.aval.dtype in HALVES:
@@ -51,7 +63,7 @@ def _canonical(ge: GraphEmitter, atom: Atom, spec: tuple[int, ...], hint: str) -
     sizes = [ge.dim(atom, d) for d in spec]
     name = ge.fresh(f"{hint}_3d")
     ge.w.line(f"{name} = {source}.reshape(({sizes[0]}, {sizes[1]}, {_product(sizes[2:])}))")
-    return name
+    return name, False
 
 
 def _permuted(ge: GraphEmitter, source: str, sizes: Sequence[str], perm: Sequence[int],
@@ -101,8 +113,8 @@ def _conv(ge: GraphEmitter, eqn: Eqn) -> None:
     lhs, rhs = eqn.inputs
     out = eqn.outputs[0]
     out_spec = tuple(p["dimension_numbers"].out_spec)
-    x3 = _canonical(ge, lhs, p["dimension_numbers"].lhs_spec, "lhs")
-    w3 = _canonical(ge, rhs, p["dimension_numbers"].rhs_spec, "rhs")
+    x3, x_swapped = _canonical(ge, lhs, p["dimension_numbers"].lhs_spec, "lhs")
+    w3, w_swapped = _canonical(ge, rhs, p["dimension_numbers"].rhs_spec, "rhs")
     buffer = ge.alloc(out)
     sizes = [ge.dim(out, d) for d in out_spec]
     shape3 = f"({sizes[0]}, {sizes[1]}, {_product(sizes[2:])})"
@@ -115,9 +127,10 @@ def _conv(ge: GraphEmitter, eqn: Eqn) -> None:
         ge.w.line(f"{result} = np.empty({shape3}, np.{np.dtype(work).name})")
     args = [x3, w3, result, *_geometry(ge, eqn), ge.mod.size(
         ("conv", id(eqn), "fgc"), p["feature_group_count"], "feature_groups"), ge.mod.size(
-        ("conv", id(eqn), "bgc"), p["batch_group_count"], "batch_groups")]
+        ("conv", id(eqn), "bgc"), p["batch_group_count"], "batch_groups"),
+        str(x_swapped), str(w_swapped)]
     ge.w.comment("(x, w, out, in sizes, window, out sizes, strides, low padding, lhs and rhs "
-                 "dilation, feature groups, batch groups)")
+                 "dilation, feature groups, batch groups, x and w with dims 0, 1 exchanged)")
     ge.w.line(f"{ge.mod.use('convolution', _ENTRY)}({', '.join(args)})")
     if not direct:
         _store(ge, eqn, result, buffer, sizes)

@@ -19,7 +19,8 @@ several signatures, numba #8578.)
   F(4x4, 3x3), `cpu.lib.conv_winograd4`, 2.25 multiplies per output instead of 9;
   F(2x2, 3x3), `cpu.lib.conv_winograd`, 4 of them, for images of few 4x4 tiles or
   large ones (`winograd4_pays`).
-  winograd_t, its transpose, for 3x3 outputs (kernel gradients of those).
+  winograd_t, its transpose, for 3x3 outputs (kernel gradients of those),
+  `cpu.lib.conv_winograd_t`.
 * shifted (unit strides, few taps): a few images are written side by side into a
   zeroed padded (and lhs-dilated) grid; on it the output at every kernel tap is
   W[:, :, tap] @ grid[:, offset(tap):], accumulated: no im2col. The grid's columns
@@ -70,10 +71,13 @@ from .conv_core import (  # noqa: F401
     provide_entry_points,
     same,
     unravel,
+    unswapped,
 )
 from .conv_phased import phased_im2col, phases_pay
-from .conv_winograd import winograd, winograd_pays, winograd_t, winograd_t_pays
+from .conv_winograd import winograd, winograd_pays
 from .conv_winograd4 import winograd4, winograd4_pays
+from .conv_winograd_t import sizes as winograd_t_sizes
+from .conv_winograd_t import reads_in_place, winograd_t, winograd_t_pays
 
 # called from compiled code only: no Python or C wrapper to generate (a tenth of a
 # second of compile time each)
@@ -89,7 +93,6 @@ GRID = 1 << 19  # elements of its grid of images side by side
 COLUMNS = 1 << 18  # elements of the im2col plan's gathered columns
 WINDOWS = 1 << 20  # elements of the window plan's gathered windows
 WINOGRAD_BLOCK = 1 << 18  # elements of the Winograd plan's transformed tiles
-WINOGRAD_T_BLOCK = 1 << 19  # elements of the transposed one's transformed operands
 
 
 # ------------------------------------------------------------------ shifted plan
@@ -453,9 +456,9 @@ def run_winograd(x, w, out, geo, feature_groups, batch_groups):
 
 
 @_py_jit
-def run_winograd_t(x, w, out, geo, feature_groups, batch_groups):
-    """`entry_winograd_t`'s plan from Python (tests)."""
-    _run_winograd_t(x, w, out, geo, feature_groups, batch_groups)
+def run_winograd_t(x, w, out, geo, feature_groups, batch_groups, x_swapped, w_swapped):
+    """`entry_winograd_t`'s plan from Python (tests; swapped operands as `_unpack` has them)."""
+    _run_winograd_t(x, w, out, geo, feature_groups, batch_groups, x_swapped, w_swapped)
 
 
 @_inlined
@@ -482,13 +485,13 @@ def _run_winograd4(x, w, out, geo, feature_groups, batch_groups):
 
 
 @_inlined
-def _run_winograd_t(x, w, out, geo, feature_groups, batch_groups):
-    """The transposed Winograd plan; the window one where it met an inf or a NaN."""
-    tiles = ((geo[1][0] + 1) // 2) * ((geo[1][1] + 1) // 2 + 1)
-    og = out.shape[1] // max(feature_groups, batch_groups)
-    chunk = max(1, min(w.shape[1], WINOGRAD_T_BLOCK // (16 * tiles * og)))  # features
-    batch = max(1, min(out.shape[0], WINOGRAD_T_BLOCK // (16 * tiles * chunk)))  # images
-    if not winograd_t(x, out, w, geo, chunk, batch, feature_groups, batch_groups):
+def _run_winograd_t(x, w, out, geo, feature_groups, batch_groups, x_swapped, w_swapped):
+    """The transposed Winograd plan (x, w swapped as `entry` says); the window one where
+    it met an inf or a NaN."""
+    chunk, batch = winograd_t_sizes(geo[1], w.shape[1], out.shape[0])
+    if not winograd_t(x, out, w, geo, chunk, batch, feature_groups, batch_groups, x_swapped,
+                      w_swapped):
+        x, w = unswapped(x, x_swapped), unswapped(w, w_swapped)
         call_plan(WINDOW, x, w, out, _pack(x, w, out, geo, feature_groups, batch_groups))
 
 
@@ -513,7 +516,8 @@ def _run_phased(x, w, out, geo, feature_groups, batch_groups):
     phased_im2col(x, out, w.reshape(w.size), geo, block, feature_groups, batch_groups)
 
 
-HEADER = 13  # int64s before the geometry in `entry`'s metadata
+HEADER = 15  # int64s before the geometry in `entry`'s metadata
+SWAPPED = 13  # its entries saying whether x's and w's memory has dims 0 and 1 exchanged
 
 
 @_jit
@@ -524,6 +528,7 @@ def _pack(x, w, out, geo, feature_groups, batch_groups):
     for d in range(3):
         meta[d], meta[3 + d], meta[6 + d] = x.shape[d], w.shape[d], out.shape[d]
     meta[9], meta[10], meta[11], meta[12] = n, feature_groups, batch_groups, AUTO
+    meta[SWAPPED], meta[SWAPPED + 1] = 0, 0
     for row in range(7):
         for d in range(n):
             meta[HEADER + row * n + d] = geo[row][d]
@@ -535,7 +540,10 @@ def _unpack(x, w, out, meta):
     """The operands, geometry, group counts and plan of an entry point's arguments:
     x, w, out point at the canonical operands, meta at their 3 sizes each, the number
     of spatial dims n, the feature and batch group counts, the plan (AUTO: the best),
-    then the 7 geometry rows of n entries each."""
+    whether x's and w's memory holds their dims 0 and 1 exchanged (SWAPPED: only
+    `winograd_t` reads such operands, `entry` copies them canonical for the other
+    plans; the arrays here have the canonical shapes either way), then the 7 geometry
+    rows of n entries each."""
     head = carray(meta, (HEADER,))
     n = head[9]
     table = carray(meta, (HEADER + 7 * n,))
@@ -559,6 +567,10 @@ def entry(x, w, out, meta):
             flat[i] = 0  # empty sums (or nothing at all)
         return
     previous = blas_threads(BLAS_THREADS)
+    in_place = mode == WINOGRAD_T and reads_in_place(x)
+    if not in_place and (table[SWAPPED] or table[SWAPPED + 1]):
+        x, w = unswapped(x, table[SWAPPED]), unswapped(w, table[SWAPPED + 1])
+        table = _pack(x, w, out, geo, fgc, bgc)
     call_plan(mode, x, w, out, table)
     blas_threads(previous)
 
@@ -597,8 +609,8 @@ def entry_winograd4(x, w, out, meta):
 
 
 def entry_winograd_t(x, w, out, meta):
-    x, w, out, geo, fgc, bgc, _, _ = _unpack(x, w, out, meta)
-    _run_winograd_t(x, w, out, geo, fgc, bgc)
+    x, w, out, geo, fgc, bgc, _, table = _unpack(x, w, out, meta)
+    _run_winograd_t(x, w, out, geo, fgc, bgc, table[SWAPPED], table[SWAPPED + 1])
 
 
 provide_entry_points({plan: globals()[name] for plan, name in ENTRY_POINTS.items()})

@@ -272,3 +272,21 @@ def fill_grid(x, image, c0, cg, buf, at, row, plane_sizes, in_sp, lo, ld):
             spot = c * row + base + low  # + i * step >= at for i >= first
             for i in range(first, stop):
                 buf[np.uint64(spot + i * step)] = src[i]  # (unsigned: no wraparound)
+
+
+@_jit
+def unswapped(a, swapped):
+    """`a` (d0, d1, S) itself, or where its memory holds dims 0 and 1 exchanged (`swapped`:
+    a (d1, d0, S) array, as the transposed operands of a kernel gradient are), a
+    canonical copy of it."""
+    if not swapped:
+        return a
+    d0, d1, size = a.shape
+    src, out = a.reshape(a.size), np.empty_like(a)
+    for i in range(d0):
+        for j in range(d1):
+            at = (j * d0 + i) * size
+            row = out[i, j]
+            for k in range(size):
+                row[k] = src[at + k]
+    return out

@@ -49,15 +49,22 @@ def _call_entry(typingctx, x, w, out, meta):
 
 @njit(cache=True, nogil=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)  # (compiled callers)
 def convolution(x, w, out, in_sizes, window, out_sizes, strides, pad_low, lhs_dilation,
-                rhs_dilation, feature_groups, batch_groups):
+                rhs_dilation, feature_groups, batch_groups, x_swapped, w_swapped):
     """out (N', O, P) = the convolution of x (N, C, S) with w (O, C', T), all three
-    C-contiguous in the canonical layout, the spatial geometry in the tuples (one entry
-    per spatial dim)."""
+    C-contiguous in the canonical layout, except that x is (C, N, S) where `x_swapped`
+    and w (C', O, T) where `w_swapped` (the transposed operands of a kernel gradient:
+    the library copies them canonical for the plans that need it); the spatial
+    geometry in the tuples (one entry per spatial dim)."""
     n, head = len(in_sizes), conv.HEADER
     meta = np.empty(head + 7 * n, np.int64)
     for d in range(3):  # (not a slice assignment: its error path compiles slowly)
         meta[d], meta[3 + d], meta[6 + d] = x.shape[d], w.shape[d], out.shape[d]
+    if x_swapped:
+        meta[0], meta[1] = x.shape[1], x.shape[0]
+    if w_swapped:
+        meta[3], meta[4] = w.shape[1], w.shape[0]
     meta[9], meta[10], meta[11], meta[12] = n, feature_groups, batch_groups, AUTO
+    meta[conv.SWAPPED], meta[conv.SWAPPED + 1] = x_swapped, w_swapped
     for row, values in enumerate((in_sizes, window, out_sizes, strides, pad_low,
                                   lhs_dilation, rhs_dilation)):
         for d in range(n):
@@ -70,14 +77,17 @@ _ENTRY_POINTER = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * 4)
 
 def run_plan(mode: int, x: np.ndarray, w: np.ndarray, out: np.ndarray,
              geometry: Sequence[Sequence[int]], feature_groups: int,
-             batch_groups: int) -> None:
+             batch_groups: int, swapped: tuple[bool, bool] = (False, False)) -> None:
     """`convolution` from Python with the plan forced (`cpu.lib.conv.AUTO`: chosen; see
     `cpu.lib.conv._choose` for what a forced plan needs), by the same compiled entry
     point: for tests and benchmarks of the plans. x, w, out are C-contiguous canonical
-    3-D arrays of one dtype; `geometry` is the 7 spatial rows."""
+    3-D arrays of one dtype, x and w with dims 0 and 1 exchanged where `swapped` says
+    (as `convolution` takes them); `geometry` is the 7 spatial rows."""
     if any(not a.flags.c_contiguous or a.ndim != 3 or a.dtype != x.dtype for a in (w, out, x)):
         raise ValueError("run_plan: x, w and out must be C-contiguous 3-D arrays of one dtype")
     address = resolve(slot(AUTO, from_dtype(x.dtype)))
-    meta = np.array([*x.shape, *w.shape, *out.shape, len(geometry[0]), feature_groups,
-                     batch_groups, mode, *(v for row in geometry for v in row)], np.int64)
+    shapes = [a.shape[1::-1] + a.shape[2:] if s else a.shape for a, s in zip((x, w), swapped)]
+    meta = np.array([*shapes[0], *shapes[1], *out.shape, len(geometry[0]), feature_groups,
+                     batch_groups, mode, *swapped, *(v for row in geometry for v in row)],
+                    np.int64)
     _ENTRY_POINTER(address)(x.ctypes.data, w.ctypes.data, out.ctypes.data, meta.ctypes.data)

@@ -5,17 +5,14 @@ float32 or float64.
 `winograd`, F(2x2, 3x3), for 3x3 windows: a 2x2 output tile is A^T [U ⊙ V] A, with
 V = B^T d B of its 4x4 input patch d and U = G g G^T of the 3x3 kernel g. Summed over
 the input channels, the 16 elementwise products are 16 GEMMs U[k] (O, C) @ V[k]
-(C, tiles): 4 multiplies per output where the direct sum has 9. `winograd_t`, its
-transpose F(3x3, 2x2), for 3x3 outputs (the kernel gradient of a 3x3 convolution):
-2x2 tiles over the large window, out = G^T S G with S the sum over features and
-tiles of (A z A^T) ⊙ (B^T d B). The transforms only add, subtract and halve, so the
-rounding stays close to the direct sum's. The inputs go through zeroed padded
-planes split by the parity of row and column, so that every transform runs with
-unit stride; a few tile rows (or features) at a time, so the operands stay in cache.
-An inf or NaN in the input can give NaN where the direct sum gives inf (and the
-transposed form multiplies inputs by the zeros past the window's edge), so both
-report whether every output came out finite; the caller computes the convolution
-directly when one did not.
+(C, tiles): 4 multiplies per output where the direct sum has 9 (its transpose, for
+kernel gradients, is `cpu.lib.conv_winograd_t`). The transforms only add, subtract
+and halve, so the rounding stays close to the direct sum's. The inputs go through
+zeroed padded planes split by the parity of row and column, so that every transform
+runs with unit stride; a few tile rows at a time, so the operands stay in cache.
+An inf or NaN in the input can give NaN where the direct sum gives inf, so
+`winograd` reports whether every output came out finite; the caller computes the
+convolution directly when one did not.
 """
 # numba kernels: their argument types come from the call, so no annotations
 # ruff: noqa: ANN001, ANN201, ANN202
@@ -86,125 +83,6 @@ def winograd(x, out, w, geo, tile_rows, fgc, bgc):
                 _output_transform(m, og, tiles, half, a0, out, b, gi * og, out_sp, scratch)
             finite = finite and _all_finite(out, b, gi * og, og)
     return finite
-
-
-def winograd_t_pays(x, w, out, geo, groups):
-    """Whether `winograd_t` can run this convolution and should: a 3x3 output (as of
-    the kernel gradient of a 3x3 convolution) and a window of MIN_TILES 2x2 tiles."""
-
-
-@overload(winograd_t_pays, jit_options=_OPTIONS)
-def _winograd_t_pays_overload(x, w, out, geo, groups):
-    if x.dtype not in (types.float32, types.float64):
-        return lambda x, w, out, geo, groups: False
-
-    def pays(x, w, out, geo, groups):
-        in_sp, win, out_sp, st, _, ld, rd = geo
-        if len(win) != 2 or out_sp[0] != 3 or out_sp[1] != 3:
-            return False
-        if not (all_equal(st, 1) and all_equal(ld, 1) and all_equal(rd, 1)):
-            return False
-        return ((win[0] + 1) // 2) * ((win[1] + 1) // 2) >= MIN_TILES
-    return pays
-
-
-@_inlined
-def winograd_t(x, out, w, geo, chunk, batch, fgc, bgc):
-    """F(3x3, 2x2), the transpose of F(2x2, 3x3), for a 3x3 output: 2x2 tiles over the
-    window, out[b, o] = G^T S G with S = the sum over features and tiles of
-    (A z A^T) ⊙ (B^T d B), z the tile's 2x2 block of w[o, f] and d the 4x4 input patch
-    under it; per `chunk` features and `batch` images, 16 GEMMs (images, features x
-    tiles) @ (features x tiles, O) add to S. Whether every output is finite (else the
-    caller redoes it: the window's partial and junk tiles multiply inputs by 0)."""
-    in_sp, win, _, _, lo, _, _ = geo
-    g, nb, o, fg = max(fgc, bgc), out.shape[0], out.shape[1], w.shape[1]
-    og, th, tw = o // g, (win[0] + 1) // 2, (win[1] + 1) // 2
-    half = tw + 1  # (as in `winograd`)
-    sub, tiles = (th + 2) * half, th * half
-    grid = np.zeros(chunk * 4 * sub, x.dtype)  # padding stays zero
-    scratch = np.empty(8 * (tiles + half), x.dtype)
-    v = np.empty(batch * 16 * chunk * tiles, x.dtype)
-    s = np.empty(16 * nb * og, x.dtype)  # S[k, b, o]
-    finite = True
-    for gi in range(g):
-        for f0 in range(0, fg, chunk):  # S summed over the chunks of features
-            count = min(chunk, fg - f0)
-            kdim = count * tiles
-            z = _window_transform(w, gi, og, f0, count, win, th, tw, half)
-            for b0 in range(0, nb, batch):
-                images = min(batch, nb - b0)
-                for i in range(images):
-                    image, c0 = image_of(b0 + i, gi, nb, fg, fgc, bgc)
-                    _fill_split(x, image, c0 + f0, count, grid, sub, half, in_sp, lo)
-                    _input_transform(grid, count, sub, half, np.int64(0), tiles, scratch,
-                                     v[i * 16 * kdim:])
-                for k in range(16):
-                    gemm(images, og, kdim, v, k * kdim, 16 * kdim, z, k * og * kdim, kdim,
-                         True, s, (k * nb + b0) * og, og, f0 > 0)
-        for b in range(nb):
-            _kernel_out(s, nb, og, b, out, b, gi * og)
-            finite = finite and _all_finite(out, b, gi * og, og)
-    return finite
-
-
-@_jit
-def _window_transform(w, gi, og, f0, count, win, th, tw, half):
-    """Z[k, o, f, t] = (A z A^T)[k // 4, k % 4] of the 2x2 block z of group gi's window
-    w[o, f0 + f] (f < count) under tile t = a * half + b, A = (1 0; 1 1; 1 -1; 0 -1):
-    the window split into 4 sub-planes as the input is (`_fill_split`; zeros past its
-    edge and on the junk column), then A along the columns, then down the rows."""
-    fg = count
-    sub, tiles = (th + 2) * half, th * half
-    grid = np.zeros(fg * 4 * sub, w.dtype)
-    h = np.empty(8 * tiles, w.dtype)
-    z = np.empty(16 * og * fg * tiles, w.dtype)
-    no_padding = np.zeros(2, np.int64)
-    for o in range(og):
-        _fill_split(w, gi * og + o, f0, fg, grid, sub, half, win, no_padding)
-        for f in range(fg):
-            for rp in range(2):  # block row rp: sub-planes (rp, even column), (rp, odd)
-                at = (4 * f + 2 * rp) * sub
-                _apply_a(grid[at:], grid[at + sub:], h, 4 * rp * tiles, tiles, tiles)
-            for nu in range(4):
-                _apply_a(h[nu * tiles:], h[(4 + nu) * tiles:], z,
-                         ((nu * og + o) * fg + f) * tiles, 4 * og * fg * tiles, tiles)
-    return z
-
-
-@_jit
-def _apply_a(first, second, out, at, stride, count):
-    """A along one axis, for i < count: out[at + q * stride + i] = (z0, z0 + z1, z0 - z1,
-    -z1)[q] of (z0, z1) = (first[i], second[i])."""
-    q0, q1 = out[at:at + count], out[at + stride:at + stride + count]
-    q2, q3 = out[at + 2 * stride:at + 2 * stride + count], out[at + 3 * stride:]
-    for i in range(count):
-        q0[i] = first[i]
-    for i in range(count):
-        q1[i] = first[i] + second[i]
-    for i in range(count):
-        q2[i] = first[i] - second[i]
-    for i in range(count):
-        q3[i] = -second[i]
-
-
-@_jit
-def _kernel_out(s, count, og, i, out, b, o0):
-    """out[b, o0 + o] (3x3) = G^T S G, S[k] = s[(k * count + i) * og + o]."""
-    rows = np.empty((4, 3))  # G^T along each row of S
-    for o in range(og):
-        for xi in range(4):
-            at = ((4 * xi) * count + i) * og + o
-            _apply_gt(s[at], s[at + count * og], s[at + 2 * count * og],
-                      s[at + 3 * count * og], rows[xi])
-        for j in range(3):
-            _apply_gt(rows[0, j], rows[1, j], rows[2, j], rows[3, j], out[b, o0 + o, j::3])
-
-
-@_jit
-def _apply_gt(s0, s1, s2, s3, into):
-    """into[:] = G^T (s0, s1, s2, s3), computed in float64."""
-    s0, s1, s2, s3 = np.float64(s0), np.float64(s1), np.float64(s2), np.float64(s3)
-    into[0], into[1], into[2] = s0 + (s1 + s2) * 0.5, (s1 - s2) * 0.5, (s1 + s2) * 0.5 + s3
 
 
 @_jit
