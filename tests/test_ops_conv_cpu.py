@@ -56,6 +56,25 @@ def winograd_t_configs(draw: Any) -> dict[str, Any]:
                 rhs_shape=cfg["rhs_shape"][:2] + window)
 
 
+@st.composite
+def phased_configs(draw: Any) -> dict[str, Any]:
+    """A convolution the phased plan takes (2 spatial dims, strides, no lhs dilation),
+    canonical layouts; random windows, strides up to 3 (a stride of 1 in one dim too),
+    rhs dilations, paddings (negative too), groups, batch sizes 1 and 2."""
+    cfg = draw(winograd_configs())
+    window = tuple(draw(st.integers(1, 4)) for _ in range(2))
+    strides = (draw(st.integers(2, 3)), draw(st.integers(1, 3)))
+    rd = tuple(draw(st.integers(1, 2)) for _ in range(2))
+    pads, ins = [], []
+    for k, d in zip(window, rd, strict=True):
+        ins.append(draw(st.integers(1, 12)))
+        lo, hi = draw(st.integers(-1, 3)), draw(st.integers(-1, 3))
+        pads.append((lo, hi + max(0, (k - 1) * d + 1 - (ins[-1] + lo + hi))))
+    return dict(cfg, lhs_shape=cfg["lhs_shape"][:2] + tuple(ins),
+                rhs_shape=cfg["rhs_shape"][:2] + window, strides=strides,
+                padding=tuple(pads), rhs_dilation=rd)
+
+
 # --------------------------------------------------------------------------- plans
 def _geometry(cfg: dict[str, Any], out_shape: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
     """The kernel's spatial tuples for a canonical-layout config (one 1-wide dim if none)."""
@@ -89,14 +108,24 @@ def test_every_kernel_plan_matches_the_reference(cfg: dict[str, Any], seed: int,
     modes = [lib.IM2COL, lib.WINDOW, lib.AUTO]
     if all(s == 1 for s in geo[3]):
         modes.append(lib.SHIFTED)
+    if len(geo[0]) == 2 and cfg["lhs_dilation"] == (1, 1):
+        modes.append(lib.PHASED)
     if _winograd_takes(cfg) and dtype != np.int32:
-        modes.append(lib.WINOGRAD)
+        modes += [lib.WINOGRAD, lib.WINOGRAD4]
     for mode in modes:
         out = np.full(_flat3(want).shape, 77, dtype)  # every element must be written
         run_plan(mode, _flat3(x), _flat3(w), out, geo,
                  (cfg["feature_group_count"], cfg["batch_group_count"]))
         np.testing.assert_allclose(out.reshape(want.shape), want,
-                                   rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-5)
+                                   rtol=1e-5 if dtype == np.float32 else 1e-12,
+                                   atol=_atol(want, dtype))
+
+
+def _atol(want: np.ndarray, dtype: Any) -> float:
+    """1e-5, of the largest output in float32: F(4x4) Winograd's rounding is about 1e-6
+    of the largest output (cpu.lib.conv_winograd4), not of each output."""
+    finite = np.abs(want[np.isfinite(want)]) if dtype == np.float32 else np.ones(1)
+    return 1e-5 * max(1.0, float(finite.max(initial=1.0)))
 
 
 def _winograd_takes(cfg: dict[str, Any]) -> bool:
@@ -110,9 +139,10 @@ def _winograd_takes(cfg: dict[str, Any]) -> bool:
        st.sampled_from([np.float32, np.float64]), st.sampled_from(["finite", "inf", "nan"]))
 def test_winograd_plans_match_the_reference(cfg: dict[str, Any], seed: int, dtype: Any,
                                             special: str) -> None:
-    """Both, forced (AUTO takes them for larger convolutions): 2x2 tiles cut by the
-    edges, negative padding, groups of both kinds. An inf or NaN in the input gives
-    what the direct sum gives: the plans see a non-finite output and compute again."""
+    """All three, forced (AUTO takes them for larger convolutions): 2x2 and 4x4 tiles
+    cut by the edges, negative padding, groups of both kinds. An inf or NaN in the
+    input gives what the direct sum gives: the plans see a non-finite output and
+    compute again."""
     from tracer.backend.cpu.lib import conv as lib
     rng = np.random.default_rng(seed)
     x, w = operands(cfg, rng, dtype)
@@ -121,40 +151,79 @@ def test_winograd_plans_match_the_reference(cfg: dict[str, Any], seed: int, dtyp
             else np.nan
     with np.errstate(invalid="ignore"):
         want = conv_of(cfg)(x, w)
-    out = np.full(_flat3(want).shape, 77, dtype)
-    plan = lib.WINOGRAD if _winograd_takes(cfg) else lib.WINOGRAD_T
-    assert plan == lib.WINOGRAD or want.shape[2:] == (3, 3)
-    run_plan(plan, _flat3(x), _flat3(w), out, _geometry(cfg, want.shape),
+    plans = [lib.WINOGRAD, lib.WINOGRAD4] if _winograd_takes(cfg) else [lib.WINOGRAD_T]
+    assert plans[0] != lib.WINOGRAD_T or want.shape[2:] == (3, 3)
+    for plan in plans:
+        out = np.full(_flat3(want).shape, 77, dtype)
+        run_plan(plan, _flat3(x), _flat3(w), out, _geometry(cfg, want.shape),
+                 (cfg["feature_group_count"], cfg["batch_group_count"]))
+        np.testing.assert_allclose(out.reshape(want.shape), want,
+                                   rtol=1e-5 if dtype == np.float32 else 1e-12,
+                                   atol=_atol(want, dtype))
+
+
+@EXAMPLES
+@given(phased_configs(), st.integers(0, 2 ** 31), st.sampled_from([np.float32, np.int32]))
+def test_phased_plan_matches_the_reference(cfg: dict[str, Any], seed: int, dtype: Any) -> None:
+    """Forced: phases cut by padding (negative too) and by the input's end, strides
+    that do and do not divide the sizes, dilated windows, groups of both kinds."""
+    from tracer.backend.cpu.lib import conv as lib
+    x, w = operands(cfg, np.random.default_rng(seed), dtype)
+    want = conv_of(cfg)(x, w)
+    out = np.full(_flat3(want).shape, 77, dtype)  # every element must be written
+    run_plan(lib.PHASED, _flat3(x), _flat3(w), out, _geometry(cfg, want.shape),
              (cfg["feature_group_count"], cfg["batch_group_count"]))
-    np.testing.assert_allclose(out.reshape(want.shape), want,
-                               rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-5)
+    np.testing.assert_allclose(out.reshape(want.shape), want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_winograd4_over_several_passes_of_its_transforms(dtype: Any) -> None:
+    """Enough channels and tiles that F(4x4)'s transforms run in several chunks (of
+    channels, of features), two feature groups, odd sizes, uneven padding."""
+    from tracer.backend.cpu.lib import conv as lib
+    cfg = dict(lhs_shape=(1, 80, 27, 30), rhs_shape=(90, 40, 3, 3), strides=(1, 1),
+               padding=((1, 2), (0, 1)), lhs_dilation=(1, 1), rhs_dilation=(1, 1),
+               dimension_numbers=ops.ConvDimensionNumbers(*[tuple(range(4))] * 3),
+               feature_group_count=2, batch_group_count=1)
+    x, w = operands(cfg, np.random.default_rng(5), dtype)
+    want = conv_of(cfg)(x.astype(np.float64), w.astype(np.float64))
+    out = np.full(_flat3(want).shape, 77, dtype)
+    run_plan(lib.WINOGRAD4, _flat3(x), _flat3(w), out, _geometry(cfg, want.shape), (2, 1))
+    np.testing.assert_allclose(out.reshape(want.shape), want, rtol=0,
+                               atol=(1e-5 if dtype == np.float32 else 1e-12) * np.abs(want).max())
 
 
 def test_auto_takes_winograd_for_a_resnet_like_layer() -> None:
-    """3x3, stride 1, float, enough tiles and channels: Winograd, and the transposed one
-    for the kernel gradient, with the direct sum's results; integers, strides and
-    other windows keep the direct plans."""
+    """3x3, stride 1, float, enough tiles and channels: Winograd (F(4x4); F(2x2) where
+    too few 4x4 tiles make small GEMMs or too many make large operands), and the
+    transposed one for the kernel gradient, with the direct sum's results; integers,
+    strides and other windows keep the direct plans."""
     from tracer.backend.cpu.lib import conv as lib
     rng = np.random.default_rng(4)
-    x = rng.standard_normal((2, 8, 16, 17)).astype(np.float32)
+    x = rng.standard_normal((2, 8, 20, 24)).astype(np.float32)
     w = rng.standard_normal((8, 8, 3, 3)).astype(np.float32)
 
     def plan(x: np.ndarray, w: np.ndarray, stride: int) -> int:
-        out = np.empty((2, 8, (16 - 1) // stride + 1, (17 - 1) // stride + 1), x.dtype)
-        geo = [np.array(v, np.int64) for v in ((16, 17), w.shape[2:], out.shape[2:],
+        out = np.empty((2, 8, *((n - 1) // stride + 1 for n in x.shape[2:])), x.dtype)
+        geo = [np.array(v, np.int64) for v in (x.shape[2:], w.shape[2:], out.shape[2:],
                                                   (stride, stride), (1, 1), (1, 1), (1, 1))]
         return lib._choose(lib.AUTO, _flat3(x), _flat3(w), _flat3(out), tuple(geo), 1)
-    assert plan(x, w, 1) == lib.WINOGRAD
+    assert plan(x, w, 1) == lib.WINOGRAD4
+    assert plan(np.ascontiguousarray(x[:, :, :16, :17]), w, 1) == lib.WINOGRAD
+    large = np.zeros((1, 8, 400, 400), np.float32)  # F(4x4)'s whole-image operands: 6M
+    assert plan(large, w, 1) == lib.WINOGRAD
     assert plan(x.astype(np.int32), w.astype(np.int32), 1) == lib.SHIFTED
-    assert plan(x, w, 2) == lib.IM2COL
+    assert plan(x, w, 2) == lib.PHASED
     assert plan(x, w[:, :, :2], 1) == lib.SHIFTED
     gradient = np.empty((2, 2, 3, 3), np.float32)  # a kernel gradient: a 3x3 output
-    geo = [np.array(v, np.int64) for v in ((16, 17), (16, 17), (3, 3), (1, 1), (1, 1),
+    geo = [np.array(v, np.int64) for v in (x.shape[2:], x.shape[2:], (3, 3), (1, 1), (1, 1),
                                            (1, 1), (1, 1))]
     assert lib._choose(lib.AUTO, _flat3(x), _flat3(x), _flat3(gradient), tuple(geo),
                        1) == lib.WINOGRAD_T
     got = tr.jit(lambda x, w: ops.conv(x, w, (1, 1), "SAME"))(x, w)
-    np.testing.assert_allclose(got, ops.conv(x, w, (1, 1), "SAME"), rtol=1e-5, atol=1e-5)
+    want = np.asarray(ops.conv(x.astype(np.float64), w.astype(np.float64), (1, 1), "SAME"))
+    # F(4x4)'s float32 rounding: about 1e-6 of the largest output (cpu.lib.conv_winograd4)
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-5 * np.abs(want).max())
     grad = tr.grad(lambda x, w: (ops.conv(x, w, (1, 1), "SAME") ** 2).sum(), argnums=(0, 1))
     for got, want in zip(tr.jit(grad)(x, w), grad(x, w), strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3)
@@ -246,8 +315,9 @@ def test_kernels_never_index_out_of_bounds() -> None:
         "    t.test_every_kernel_plan_matches_the_reference.hypothesis.inner_test))()\n"
         "def run_plan(mode, x, w, out, geo, groups):\n"
         "    geo = tuple(np.array(v, np.int64) for v in geo)\n"
-        "    if mode == lib.WINOGRAD:\n"
-        "        return lib.run_winograd(x, w, out, geo, *groups)\n"
+        "    if mode in (lib.WINOGRAD, lib.WINOGRAD4):\n"
+        "        run = lib.run_winograd if mode == lib.WINOGRAD else lib.run_winograd4\n"
+        "        return run(x, w, out, geo, *groups)\n"
         "    swapped = np.ascontiguousarray(x.transpose(1, 0, 2)).reshape(x.shape)\n"
         "    lib.run_winograd_t(swapped, w, out, geo, *groups, True, False)\n"
         "t.run_plan = run_plan\n"

@@ -16,7 +16,9 @@ compile time, and numba's cache crashes reloading parallel functions compiled fo
 several signatures, numba #8578.)
 
 * winograd (3x3 windows, 2 spatial dims, unit strides, no dilation, real floats):
-  F(2x2, 3x3), `cpu.lib.conv_winograd`; 4 multiplies per output instead of 9.
+  F(4x4, 3x3), `cpu.lib.conv_winograd4`, 2.25 multiplies per output instead of 9;
+  F(2x2, 3x3), `cpu.lib.conv_winograd`, 4 of them, for images of few 4x4 tiles or
+  large ones (`winograd4_pays`).
   winograd_t, its transpose, for 3x3 outputs (kernel gradients of those),
   `cpu.lib.conv_winograd_t`.
 * shifted (unit strides, few taps): a few images are written side by side into a
@@ -32,6 +34,8 @@ several signatures, numba #8578.)
   input is copied about as often as there are positions in the other dims.
 * im2col (the rest: strided convolutions): the columns of a block of output rows
   are gathered, zeros for padding, holes and reads past the end, then one GEMM.
+  phased, its form for 2 spatial dims, strides and no lhs dilation: the columns are
+  copied from the input split into its stride's phases (`cpu.lib.conv_phased`).
 
 Every read is bounds-checked against the real input, so negative padding and partial
 windows never touch memory outside the operands, and no product takes an input
@@ -51,9 +55,11 @@ from .conv_core import (  # noqa: F401
     EMPTY,
     ENTRY_POINTS,
     IM2COL,
+    PHASED,
     SHIFTED,
     WINDOW,
     WINOGRAD,
+    WINOGRAD4,
     WINOGRAD_T,
     all_equal,
     call_plan,
@@ -67,7 +73,9 @@ from .conv_core import (  # noqa: F401
     unravel,
     unswapped,
 )
+from .conv_phased import phased_im2col, phases_pay
 from .conv_winograd import winograd, winograd_pays
+from .conv_winograd4 import winograd4, winograd4_pays
 from .conv_winograd_t import sizes as winograd_t_sizes
 from .conv_winograd_t import reads_in_place, winograd_t, winograd_t_pays
 
@@ -406,20 +414,24 @@ def _has_phase(phase, count, stride, dilation):
 
 @_py_jit
 def _choose(mode, x, w, out, geo, groups):
-    """The plan: `mode` if forced (SHIFTED needs unit strides; WINOGRAD and WINOGRAD_T
-    what `winograd_pays` and `winograd_t_pays` check but the sizes), else the best."""
+    """The plan: `mode` if forced (SHIFTED needs unit strides; WINOGRAD, WINOGRAD4 and
+    WINOGRAD_T what `winograd_pays` and `winograd_t_pays` check but the sizes; PHASED 2
+    spatial dims, no lhs dilation), else the best."""
     in_sp, win, out_sp, st, _, _, rd = geo
     if out.size == 0 or w.shape[1] == 0 or w.shape[2] == 0:
         return EMPTY
     if mode != AUTO:
         return mode
     if winograd_pays(x, w, out, geo, groups):
-        return WINOGRAD
+        return WINOGRAD4 if winograd4_pays(out_sp, w.shape[1], out.shape[1] // groups) \
+            else WINOGRAD
     if _shifted_pays(w.shape[2], out.shape[2], win, out_sp, st, rd):
         return SHIFTED
     if winograd_t_pays(x, w, out, geo, groups):
         return WINOGRAD_T  # (kernel gradients of 3x3 convolutions)
-    return WINDOW if np.prod(win) > out.shape[2] else IM2COL  # (kernel gradients)
+    if np.prod(win) > out.shape[2]:
+        return WINDOW  # (kernel gradients)
+    return PHASED if phases_pay(geo) else IM2COL
 
 
 @_inlined
@@ -459,6 +471,19 @@ def _run_winograd(x, w, out, geo, feature_groups, batch_groups):
         call_plan(SHIFTED, x, w, out, _pack(x, w, out, geo, feature_groups, batch_groups))
 
 
+@_py_jit
+def run_winograd4(x, w, out, geo, feature_groups, batch_groups):
+    """`entry_winograd4`'s plan from Python (tests)."""
+    _run_winograd4(x, w, out, geo, feature_groups, batch_groups)
+
+
+@_inlined
+def _run_winograd4(x, w, out, geo, feature_groups, batch_groups):
+    """The F(4x4, 3x3) Winograd plan; the shifted one where it met an inf or a NaN."""
+    if not winograd4(x, out, w, geo, feature_groups, batch_groups):
+        call_plan(SHIFTED, x, w, out, _pack(x, w, out, geo, feature_groups, batch_groups))
+
+
 @_inlined
 def _run_winograd_t(x, w, out, geo, feature_groups, batch_groups, x_swapped, w_swapped):
     """The transposed Winograd plan (x, w swapped as `entry` says); the window one where
@@ -483,6 +508,12 @@ def _run_im2col(x, w, out, geo, feature_groups, batch_groups):
     rows = out.shape[2] // geo[2][-1]
     block = max(1, min(rows, COLUMNS // max(1, w.shape[1] * w.shape[2] * geo[2][-1])))
     _im2col(x, out, w.reshape(w.size), geo, block, feature_groups, batch_groups)
+
+
+@_inlined
+def _run_phased(x, w, out, geo, feature_groups, batch_groups):
+    block = max(1, min(geo[2][0], COLUMNS // max(1, w.shape[1] * w.shape[2] * geo[2][1])))
+    phased_im2col(x, out, w.reshape(w.size), geo, block, feature_groups, batch_groups)
 
 
 HEADER = 15  # int64s before the geometry in `entry`'s metadata
@@ -557,6 +588,11 @@ def entry_im2col(x, w, out, meta):
     _run_im2col(x, w, out, geo, fgc, bgc)
 
 
+def entry_phased(x, w, out, meta):
+    x, w, out, geo, fgc, bgc, _, _ = _unpack(x, w, out, meta)
+    _run_phased(x, w, out, geo, fgc, bgc)
+
+
 def entry_window(x, w, out, meta):
     x, w, out, geo, fgc, bgc, _, _ = _unpack(x, w, out, meta)
     _run_window(x, w, out, geo, fgc, bgc)
@@ -565,6 +601,11 @@ def entry_window(x, w, out, meta):
 def entry_winograd(x, w, out, meta):
     x, w, out, geo, fgc, bgc, _, _ = _unpack(x, w, out, meta)
     _run_winograd(x, w, out, geo, fgc, bgc)
+
+
+def entry_winograd4(x, w, out, meta):
+    x, w, out, geo, fgc, bgc, _, _ = _unpack(x, w, out, meta)
+    _run_winograd4(x, w, out, geo, fgc, bgc)
 
 
 def entry_winograd_t(x, w, out, meta):

@@ -46,23 +46,24 @@ _jit = njit(error_model="numpy", nogil=True, **_OPTIONS)
 
 # ------------------------------------------------------------------ the entry points
 
-EMPTY, AUTO, SHIFTED, IM2COL, WINDOW, WINOGRAD, WINOGRAD_T = 0, 1, 2, 3, 4, 5, 6
+EMPTY, AUTO, SHIFTED, IM2COL, WINDOW, WINOGRAD, WINOGRAD_T, WINOGRAD4, PHASED = range(9)
 # the `cpu.lib.conv` function behind each plan's C entry point (AUTO: the one choosing)
 ENTRY_POINTS = {AUTO: "entry", SHIFTED: "entry_shifted", IM2COL: "entry_im2col",
                 WINDOW: "entry_window", WINOGRAD: "entry_winograd",
-                WINOGRAD_T: "entry_winograd_t"}
+                WINOGRAD_T: "entry_winograd_t", WINOGRAD4: "entry_winograd4",
+                PHASED: "entry_phased"}
 DTYPES = (types.float32, types.float64, types.complex64, types.complex128, types.int8,
           types.int16, types.int32, types.int64, types.uint8, types.uint16, types.uint32,
           types.uint64)
 _TABLE, _RESOLVER = "tracer_conv_entries", "tracer_conv_resolve"
-_ENTRIES = (ctypes.c_void_p * (len(DTYPES) * (WINOGRAD_T + 1)))()  # slots: 0 until resolved
+_ENTRIES = (ctypes.c_void_p * (len(DTYPES) * (max(ENTRY_POINTS) + 1)))()  # slots: 0 until resolved
 _COMPILED: dict[int, object] = {}  # the cfuncs, kept alive
 _FUNCTIONS: dict[int, object] = {}  # plan -> its njit entry function, given by `conv`
 
 
 # the plans for floats only, and what another dtype's entry point runs instead (a plan
 # is only ever forced on those: `cpu.lib.conv._choose` never picks it)
-FLOATS_ONLY = {WINOGRAD: SHIFTED, WINOGRAD_T: WINDOW}
+FLOATS_ONLY = {WINOGRAD: SHIFTED, WINOGRAD_T: WINDOW, WINOGRAD4: SHIFTED}
 
 
 def slot(plan: int, dtype: types.Type) -> int:

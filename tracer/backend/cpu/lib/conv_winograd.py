@@ -212,9 +212,28 @@ def _copy_out(dst, p, tiles, half, a0, out_sp):
 
 @_jit
 def _all_finite(out, b, o0, og):
-    """Whether out[b, o0:o0 + og] holds no inf or NaN (x * 0 is NaN for those only)."""
-    total = 0.0
+    """Whether out[b, o0:o0 + og] holds no inf or NaN."""
     for o in range(o0, o0 + og):
-        for value in out[b, o]:
-            total += value * 0
-    return total == 0
+        if not finite(out[b, o]):
+            return False
+    return True
+
+
+def finite(values):
+    """Whether the contiguous 1-D array `values` holds no inf or NaN."""
+
+
+@overload(finite, jit_options=_OPTIONS)
+def _finite_overload(values):
+    # the largest exponent field: all ones only for inf and NaN (an integer maximum
+    # vectorizes; a float sum of value * 0 waits on each add: a tenth of the plan's time)
+    uint, mask = (np.uint32, 0x7F800000) if values.dtype == types.float32 else \
+        (np.uint64, 0x7FF0000000000000)
+
+    def all_finite(values):
+        bits = values.view(uint)
+        top = uint(0)
+        for i in range(bits.size):
+            top = max(top, bits[i] & uint(mask))
+        return top < uint(mask)
+    return all_finite

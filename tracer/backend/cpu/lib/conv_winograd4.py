@@ -1,0 +1,255 @@
+"""Winograd F(4x4, 3x3) for `cpu.lib.conv` (Lavin & Gray 2016): 2 spatial dims, 3x3
+windows, unit strides, no dilation, float32 or float64.
+
+A 4x4 output tile is A^T [U ⊙ V] A with V = B^T d B of its 6x6 input patch d and
+U = G g G^T of the 3x3 kernel g; summed over the input channels, the 36 elementwise
+products are 36 GEMMs U[k] (O, C) @ V[k] (C, tiles): 2.25 multiplies per output
+where `cpu.lib.conv_winograd`'s F(2x2, 3x3) has 4 and the direct sum 9.
+
+The interpolation points are 0, 1, -1, 1/2, -2 and infinity (Barabasz, Anderson,
+Soodhalter & Gregg, "Error analysis and improving the accuracy of Winograd
+convolution", 2020: 1/2 in place of the usual 2 halves the error): measured on
+64-channel sums of standard normal float32 data, the largest error is 1.3e-6 of the
+largest output on average over tiles (3.2e-6 at most; with 0, ±1, ±2: 2.4e-6 and
+7.7e-6); on a whole 32x64x56x56 layer against a float64 sum, 2.3e-6 of the largest
+output at most (the direct float32 sum: 1.9e-7, F(2x2): 3.6e-7). The kernel
+transform is computed in float64.
+
+The input goes through a zeroed padded plane split by row and column modulo 4 into
+16 sub-planes (`_fill_split4`), so that every transform runs with unit stride over
+a flat run of tiles (one junk tile column per tile row, computed and dropped, as in
+F(2x2)); a few tile rows at a time, so the transformed tiles stay in cache. Like
+F(2x2), it reports whether every output came out finite; the caller computes the
+convolution directly when one did not. An image's transformed operands are whole
+(`winograd4_pays` leaves large images to F(2x2), which blocks by tile rows).
+"""
+# numba kernels: their argument types come from the call, so no annotations
+# ruff: noqa: ANN001, ANN201, ANN202
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .conv_core import gemm, image_of
+from .conv_winograd import finite
+
+_OPTIONS = dict(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)  # (see cpu.lib.conv)
+_jit = njit(error_model="numpy", nogil=True, **_OPTIONS)
+_inlined = njit(error_model="numpy", nogil=True, inline="always", **_OPTIONS)
+MIN_TILES = 30  # 4x4 tiles an image below which F(2x2)'s wider GEMMs do better
+SCRATCH = 1 << 22  # elements of an image's transformed operands, at most
+CHUNK = 2048  # elements of each transform pass's rows: the passes' rows stay in cache
+
+
+@_jit
+def winograd4_pays(out_sp, cg, og):
+    """Whether F(4x4) beats F(2x2) on a convolution `winograd_pays` admits, with cg
+    input and og output features a group: at least MIN_TILES 4x4 tiles an image (junk
+    column included: its GEMMs' width), at most 0.7 of F(2x2)'s multiplies (the tiles
+    cut by the edges counted whole), and an image's transformed operands within
+    SCRATCH (F(2x2) keeps a few tile rows at a time in cache). Measured, F(4x4) /
+    F(2x2): 32 images of O = C = 128 (256 at 14): 10x10 1.27, 12x12 1.06, 14x14 1.22,
+    16x16 0.96, 20x20 0.74, 28x28 0.71; O = C = 64: 112x112 0.87 (3.9M elements),
+    224x224 1.43 (15M)."""
+    th, tw = (out_sp[0] + 3) // 4, (out_sp[1] + 3) // 4
+    tiles, small = th * (tw + 1), ((out_sp[0] + 1) // 2) * ((out_sp[1] + 1) // 2 + 1)
+    scratch = 36 * (cg + og) * (th + 1) * (tw + 1)
+    return tiles >= MIN_TILES and 36 * tiles <= 0.7 * 16 * small and scratch <= SCRATCH
+
+
+@_inlined
+def winograd4(x, out, w, geo, fgc, bgc):
+    """out = the convolution (the canonical layout of `cpu.lib.conv`), an image at a
+    time; whether every output is finite (else the caller redoes it)."""
+    in_sp, _, out_sp, _, lo, _, _ = geo
+    g, nb, o, cg = max(fgc, bgc), out.shape[0], out.shape[1], w.shape[1]
+    og, th, tw = o // g, (out_sp[0] + 3) // 4, (out_sp[1] + 3) // 4
+    half = tw + 1  # sub-plane columns; tile column tw is junk, computed and dropped
+    sub, tiles = (th + 1) * half, th * half  # a sub-plane (room for the last reads); tiles
+    grid = np.zeros(16 * cg * sub + half + 1, x.dtype)  # padding stays zero
+    chunk, ochunk = max(1, CHUNK // sub), max(1, CHUNK // tiles)  # channels per pass
+    h = np.empty(24 * (chunk * sub + half), x.dtype)
+    v = np.empty(36 * cg * sub, x.dtype)
+    m = np.empty(36 * og * tiles, x.dtype)
+    p = np.empty(40 * ochunk * tiles, x.dtype)
+    all_finite = True
+    for gi in range(g):
+        u = _kernel_transform4(w, gi, og)
+        for b in range(nb):
+            image, c0 = image_of(b, gi, nb, cg, fgc, bgc)
+            _fill_split4(x, image, c0, cg, grid, sub, half, in_sp, lo)
+            _input_transform4(grid, cg, sub, half, chunk, h, v)
+            for k in range(36):
+                gemm(og, tiles, cg, u, k * og * cg, cg, v, k * cg * sub, sub, False,
+                     m, k * og * tiles, tiles, False)
+            image_finite = _output_transform4(m, og, tiles, half, ochunk, out, b, gi * og,
+                                              out_sp, p)
+            all_finite = all_finite and image_finite
+    return all_finite
+
+
+@_jit
+def _kernel_transform4(w, gi, og):
+    """U[k, o, c] = (G g G^T)[k // 6, k % 6] of the 3x3 kernel g = w[gi * og + o, c],
+    in float64 (G: `_apply_g4`)."""
+    cg = w.shape[1]
+    u = np.empty((36, og, cg), w.dtype)
+    gg = np.empty((6, 3))  # G g
+    col = np.empty(6)
+    for o in range(og):
+        for c in range(cg):
+            g = w[gi * og + o, c]
+            for j in range(3):
+                _apply_g4(np.float64(g[j]), np.float64(g[3 + j]), np.float64(g[6 + j]), col)
+                for i in range(6):
+                    gg[i, j] = col[i]
+            for i in range(6):
+                _apply_g4(gg[i, 0], gg[i, 1], gg[i, 2], col)
+                for j in range(6):
+                    u[6 * i + j, o, c] = col[j]
+    return u.reshape(u.size)
+
+
+@_jit
+def _apply_g4(g0, g1, g2, into):
+    """into[:] = G (g0, g1, g2): the kernel at the points 0, 1, -1, 1/2, -2, infinity,
+    each divided by the product of its distances to the other finite points."""
+    into[0] = g0
+    into[1] = (g0 + g1 + g2) / 3
+    into[2] = (-g0 + g1 - g2) / 3
+    into[3] = -(16 * g0 + 8 * g1 + 4 * g2) / 15
+    into[4] = (g0 - 2 * g1 + 4 * g2) / 15
+    into[5] = g2
+
+
+@_jit
+def _fill_split4(x, image, c0, cg, grid, sub, half, in_sp, lo):
+    """grid = channels [c0, c0 + cg) of x[image] on their padded planes, split by row
+    and column modulo 4 into 16 sub-planes (rows of `half` columns) of every channel:
+    plane spot (4a + p, 4k + q) of channel c at sub-plane 4p + q, channel c, row a,
+    column k (each sub-plane's channels one after the other, `sub` apart). Spots off
+    the plane are cropped (negative padding); the others are left as they are: zero."""
+    rows, width = 4 * (sub // half), in_sp[1]
+    first, stop = max(0, -lo[0]), min(in_sp[0], rows - lo[0])  # source rows on the plane
+    for c in range(cg):
+        src = x[image, c0 + c]
+        for i in range(first, stop):
+            r = i + lo[0]
+            row = (4 * (r % 4) * cg + c) * sub + (r // 4) * half
+            for q in range(4):  # plane column 4k + q holds source column 4k + q - lo[1]
+                k0 = max(0, (lo[1] - q + 3) // 4)
+                k1 = min(half, (width + lo[1] - q + 3) // 4)
+                at, shift = row + q * cg * sub, i * width + q - lo[1]
+                for k in range(k0, k1):
+                    grid[np.uint64(at + k)] = src[np.uint64(shift + 4 * k)]  # (no wraparound)
+
+
+@_jit
+def _apply_bt4(d0, d1, d2, d3, d4, d5, out, at, stride, count):
+    """B^T along one axis, for i < count: out[at + q * stride + i] = (B^T d)[q] of
+    d = (d0[i], ..., d5[i]); B^T's rows: (1, -3/2, -2, 3/2, 1, 0), (0, -1, 1/2, 5/2,
+    1, 0), (0, 1, -5/2, 1/2, 1, 0), (0, -2, -1, 2, 1, 0), (0, 1/2, -1, -1/2, 1, 0),
+    (0, 1, -3/2, -2, 3/2, 1)."""
+    # (constants of out's dtype: a float64 one would make float32 arithmetic float64)
+    kind = out.dtype.type
+    h, one5, two5, two = kind(0.5), kind(1.5), kind(2.5), kind(2.0)
+    r0, r1 = out[at:at + count], out[at + stride:at + stride + count]
+    r2, r3 = out[at + 2 * stride:at + 2 * stride + count], out[at + 3 * stride:]
+    r4, r5 = out[at + 4 * stride:at + 4 * stride + count], out[at + 5 * stride:]
+    # (a loop per output row: one that wrote all six would need more run-time overlap
+    # checks than LLVM vectorizes with, and ran scalar)
+    for i in range(count):
+        r0[i] = d0[i] + d4[i] - d2[i] * two + (d3[i] - d1[i]) * one5
+    for i in range(count):
+        r1[i] = d4[i] - d1[i] + d2[i] * h + d3[i] * two5
+    for i in range(count):
+        r2[i] = d4[i] + d1[i] - d2[i] * two5 + d3[i] * h
+    for i in range(count):
+        r3[i] = d4[i] - d2[i] + (d3[i] - d1[i]) * two
+    for i in range(count):
+        r4[i] = d4[i] - d2[i] + (d1[i] - d3[i]) * h
+    for i in range(count):
+        r5[i] = d5[i] + d1[i] - d3[i] * two + (d4[i] - d2[i]) * one5
+
+
+@_jit
+def _input_transform4(grid, cg, sub, half, chunk, h, v):
+    """v[k, f] = (B^T d B)[k // 6, k % 6] of the 6x6 patch d under the tile at f, flat
+    over the channels and the sub-plane rows (junk columns and rows included), `chunk`
+    channels at a time: first B^T along every plane row's columns (h[(p, s)]: the rows
+    p modulo 4), then down the rows. Patch row 4a + i is sub-plane row (i % 4,
+    a + i // 4), its columns likewise; each pass is one flat loop over the chunk."""
+    span = cg * sub
+    stride = chunk * sub + half  # of h's rows
+    for c0 in range(0, cg, chunk):
+        f0, n = c0 * sub, min(chunk, cg - c0) * sub
+        for p in range(4):
+            at = 4 * p * span + f0
+            _apply_bt4(grid[at:], grid[at + span:], grid[at + 2 * span:], grid[at + 3 * span:],
+                       grid[at + 1:], grid[at + span + 1:], h, 6 * p * stride, stride, n + half)
+        for s in range(6):
+            at = s * stride
+            _apply_bt4(h[at:], h[6 * stride + at:], h[12 * stride + at:], h[18 * stride + at:],
+                       h[at + half:], h[6 * stride + at + half:], v, s * span + f0, 6 * span, n)
+
+
+@_jit
+def _apply_at4(m0, m1, m2, m3, m4, m5, out, at, stride, count):
+    """A^T along one axis, for i < count: out[at + q * stride + i] = (A^T m)[q]; A^T's
+    rows: (1, 1, 1, 1, 1, 0), (0, 1, -1, 1/2, -2, 0), (0, 1, 1, 1/4, 4, 0),
+    (0, 1, -1, 1/8, -8, 1)."""
+    kind = out.dtype.type  # (as in `_apply_bt4`)
+    h, q4, e8, two = kind(0.5), kind(0.25), kind(0.125), kind(2.0)
+    y0, y1 = out[at:at + count], out[at + stride:at + stride + count]
+    y2, y3 = out[at + 2 * stride:at + 2 * stride + count], out[at + 3 * stride:]
+    for i in range(count):  # (a loop per output row: see `_apply_bt4`)
+        y0[i] = m0[i] + (m1[i] + m2[i]) + m3[i] + m4[i]
+    for i in range(count):
+        y1[i] = (m1[i] - m2[i]) + m3[i] * h - m4[i] * two
+    for i in range(count):
+        y2[i] = (m1[i] + m2[i]) + m3[i] * q4 + m4[i] * (two * two)
+    for i in range(count):
+        y3[i] = m5[i] + (m1[i] - m2[i]) + m3[i] * e8 - m4[i] * (two * two * two)
+
+
+@_jit
+def _output_transform4(m, og, tiles, half, chunk, out, b, o0, out_sp, p):
+    """out[b, o0 + o] at the 4x4 outputs of the tiles = A^T M A, M[k, o, t] at
+    m[(k * og + o) * tiles + t], `chunk` features at a time: first A^T across every
+    row of M (p[j, r]), then down (y[i, j]), each a flat loop over the chunk, then the
+    outputs copied out (junk tiles and the parts past the edge dropped). Whether every
+    tile's outputs are finite (checked where they are in cache; a junk tile's too:
+    not finite only where the input is not)."""
+    step, all_finite = og * tiles, True
+    for f0 in range(0, og, chunk):
+        n = min(chunk, og - f0) * tiles
+        y = p[24 * n:]
+        for r in range(6):
+            at = 6 * r * step + f0 * tiles
+            _apply_at4(m[at:], m[at + step:], m[at + 2 * step:], m[at + 3 * step:],
+                       m[at + 4 * step:], m[at + 5 * step:], p, r * n, 6 * n, n)
+        for j in range(4):
+            at = 6 * j * n
+            _apply_at4(p[at:], p[at + n:], p[at + 2 * n:], p[at + 3 * n:], p[at + 4 * n:],
+                       p[at + 5 * n:], y, j * n, 4 * n, n)
+        all_finite = all_finite and finite(y[:16 * n])
+        for o in range(n // tiles):
+            _copy_out4(out[b, o0 + f0 + o], y[o * tiles:], n, half, out_sp)
+    return all_finite
+
+
+@_jit
+def _copy_out4(dst, y, step, half, out_sp):
+    """dst = the outputs y[i, j] of the tiles t, at y[(4 i + j) * step + t]."""
+    oh, ow = out_sp[0], out_sp[1]
+    full = ow // 4
+    for r in range(oh):
+        a, i = r // 4, r % 4
+        src = y[4 * i * step + a * half:]
+        row = dst[r * ow:(r + 1) * ow]
+        for bb in range(full):
+            for j in range(4):
+                row[4 * bb + j] = src[j * step + bb]
+        for col in range(4 * full, ow):  # a width not a multiple of 4: the last tile
+            row[col] = src[(col % 4) * step + full]
