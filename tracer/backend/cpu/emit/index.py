@@ -243,15 +243,24 @@ def _scatter(ge: GraphEmitter, eqn: Eqn) -> None:
 
     def per_window() -> None:
         starts, sizes = _scatter_window(ge, eqn, indices, g)
-        rank = eqn.inputs[0].aval.ndim
-        fits = [f"0 <= {starts[d]} <= {ge.dim(eqn.inputs[0], d)} - {sizes[d]}"
-                for d in range(rank)]
+        fits = [_fits(start, ge.dim(eqn.inputs[0], d), size)
+                for d, (start, size) in enumerate(zip(starts, sizes, strict=True))]
         with ge.w.block(f"if {' and '.join(fits) or 'True'}"):  # else: the window is skipped
             _for_each(ge, [(w[j], ge.dim(update, d)) for j, d in enumerate(window)],
                       lambda: _apply_update(ge, eqn, results, updates, starts, g, w))
     _for_each(ge, [(g[j], ge.dim(update, d)) for j, d in enumerate(scatter_dims)], per_window)
     for v, r in zip(eqn.outputs, results, strict=True):
         ge.bind(v, r)
+
+
+def _fits(start: str, dim: str, size: str) -> str:
+    """`0 <= start <= dim - size` as one unsigned comparison (a negative start wraps
+    past every bound). The shape rule keeps size <= dim for window dims, and inserted
+    dims have size 1, so the bound dim - size + 1 is never negative. Each compare and
+    branch counts: a scatter's loop is bound by the cache misses in flight, which
+    fewer instructions per element keep more of."""
+    bound = dim if size == "1" else f"{dim} - {size} + 1"
+    return f"u64({start}) < u64({bound})"
 
 
 def _scatter_window(ge: GraphEmitter, eqn: Eqn, indices: Atom,
@@ -283,7 +292,8 @@ def _apply_update(ge: GraphEmitter, eqn: Eqn, results: list[Ref], updates: list[
     window = list(p["update_window_dims"])
     not_window = set(p["inserted_window_dims"]) | set(p["input_batching_dims"])
     offsets = iter(w)
-    target = [starts[d] if d in not_window else f"{starts[d]} + {next(offsets)}"
+    # unsigned: the window fits, and numba then skips its wraparound of negative indices
+    target = [_unsigned(starts[d] if d in not_window else f"{starts[d]} + {next(offsets)}")
               for d in range(eqn.inputs[0].aval.ndim)]
     scatter_vars, window_vars = iter(g), iter(w)
     source = [next(window_vars) if d in window else next(scatter_vars)
@@ -302,6 +312,10 @@ def _apply_update(ge: GraphEmitter, eqn: Eqn, results: list[Ref], updates: list[
         else:
             ge.w.line(f"{r.name}[{', '.join(target)}] = "
                       f"{store_value(value.name, r.aval.dtype, ge.mod)}")
+
+
+def _unsigned(index: str) -> str:
+    return "0" if index == "0" else f"u64({index})"
 
 
 def _named(ge: GraphEmitter, ref: Ref) -> Ref:
