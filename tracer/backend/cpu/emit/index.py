@@ -34,6 +34,7 @@ from ..options import NJIT_OPTIONS
 Loops = list[tuple[str, str]]
 GATHER_PARALLEL_MIN = 1 << 20
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_LOOP_VAR = re.compile(r"[gow][0-9]+")  # the batch, offset and window loop variables
 
 
 def _for_each(ge: GraphEmitter, loops: Loops, inside: Callable[[], None],
@@ -144,7 +145,8 @@ def _gather(ge: GraphEmitter, eqn: Eqn) -> None:
     def per_window() -> None:
         starts = _gather_starts(ge, eqn, indices, g)
         offsets = iter(o)
-        src = [starts[d] if d in dropped else f"{starts[d]} + {next(offsets)}"
+        # clamped starts are never negative: unsigned, numba skips its wraparound
+        src = [_unsigned(starts[d] if d in dropped else _plus(starts[d], next(offsets)))
                for d in range(operand.aval.ndim)]
         out_index = [""] * rank_out
         for j, d in enumerate(batch_dims):
@@ -293,7 +295,7 @@ def _apply_update(ge: GraphEmitter, eqn: Eqn, results: list[Ref], updates: list[
     not_window = set(p["inserted_window_dims"]) | set(p["input_batching_dims"])
     offsets = iter(w)
     # unsigned: the window fits, and numba then skips its wraparound of negative indices
-    target = [_unsigned(starts[d] if d in not_window else f"{starts[d]} + {next(offsets)}")
+    target = [_unsigned(starts[d] if d in not_window else _plus(starts[d], next(offsets)))
               for d in range(eqn.inputs[0].aval.ndim)]
     scatter_vars, window_vars = iter(g), iter(w)
     source = [next(window_vars) if d in window else next(scatter_vars)
@@ -315,7 +317,13 @@ def _apply_update(ge: GraphEmitter, eqn: Eqn, results: list[Ref], updates: list[
 
 
 def _unsigned(index: str) -> str:
-    return "0" if index == "0" else f"u64({index})"
+    """A non-negative computed index as uint64: numba then leaves out its wraparound of
+    negative indices (a select per access). Loop variables stay as they are."""
+    return index if index == "0" or _LOOP_VAR.fullmatch(index) else f"u64({index})"
+
+
+def _plus(start: str, offset: str) -> str:
+    return offset if start == "0" else f"{start} + {offset}"
 
 
 def _named(ge: GraphEmitter, ref: Ref) -> Ref:
