@@ -4,7 +4,10 @@ gather and scatter (dynamic_slice is an index map, fused in `numba.loops`).
 numba does not bounds-check, so the generated code applies the seeds' rules
 itself, exactly as the reference does: dynamic_update_slice and gather clamp
 each start into [0, dim - size] (unsigned indices are first saturated to int64 at
-2**62); scatter skips every update window that does not fit entirely.
+2**62); scatter skips every update window that does not fit entirely (one unsigned
+comparison per dim). Indices known to be in bounds then index as uint64, so numba
+adds no wraparound of negative indices: a scatter or gather of single elements is
+bound by the cache misses in flight, and every instruction per element costs.
 
 An index array whose element-wise producers the fusion plan leaves to the op
 (NumPy's wrap of negative indices) is computed per element inside the op's loop,
