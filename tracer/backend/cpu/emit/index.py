@@ -4,7 +4,10 @@ gather and scatter (dynamic_slice is an index map, fused in `numba.loops`).
 numba does not bounds-check, so the generated code applies the seeds' rules
 itself, exactly as the reference does: dynamic_update_slice and gather clamp
 each start into [0, dim - size] (unsigned indices are first saturated to int64 at
-2**62); scatter skips every update window that does not fit entirely.
+2**62); scatter skips every update window that does not fit entirely (one unsigned
+comparison per dim). Indices known to be in bounds then index as uint64, so numba
+adds no wraparound of negative indices: a scatter or gather of single elements is
+bound by the cache misses in flight, and every instruction per element costs.
 
 An index array whose element-wise producers the fusion plan leaves to the op
 (NumPy's wrap of negative indices) is computed per element inside the op's loop,
@@ -34,6 +37,7 @@ from ..options import NJIT_OPTIONS
 Loops = list[tuple[str, str]]
 GATHER_PARALLEL_MIN = 1 << 20
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_LOOP_VAR = re.compile(r"[gow][0-9]+")  # the batch, offset and window loop variables
 
 
 def _for_each(ge: GraphEmitter, loops: Loops, inside: Callable[[], None],
@@ -144,7 +148,8 @@ def _gather(ge: GraphEmitter, eqn: Eqn) -> None:
     def per_window() -> None:
         starts = _gather_starts(ge, eqn, indices, g)
         offsets = iter(o)
-        src = [starts[d] if d in dropped else f"{starts[d]} + {next(offsets)}"
+        # clamped starts are never negative: unsigned, numba skips its wraparound
+        src = [_unsigned(starts[d] if d in dropped else _plus(starts[d], next(offsets)))
                for d in range(operand.aval.ndim)]
         out_index = [""] * rank_out
         for j, d in enumerate(batch_dims):
@@ -243,15 +248,24 @@ def _scatter(ge: GraphEmitter, eqn: Eqn) -> None:
 
     def per_window() -> None:
         starts, sizes = _scatter_window(ge, eqn, indices, g)
-        rank = eqn.inputs[0].aval.ndim
-        fits = [f"0 <= {starts[d]} <= {ge.dim(eqn.inputs[0], d)} - {sizes[d]}"
-                for d in range(rank)]
+        fits = [_fits(start, ge.dim(eqn.inputs[0], d), size)
+                for d, (start, size) in enumerate(zip(starts, sizes, strict=True))]
         with ge.w.block(f"if {' and '.join(fits) or 'True'}"):  # else: the window is skipped
             _for_each(ge, [(w[j], ge.dim(update, d)) for j, d in enumerate(window)],
                       lambda: _apply_update(ge, eqn, results, updates, starts, g, w))
     _for_each(ge, [(g[j], ge.dim(update, d)) for j, d in enumerate(scatter_dims)], per_window)
     for v, r in zip(eqn.outputs, results, strict=True):
         ge.bind(v, r)
+
+
+def _fits(start: str, dim: str, size: str) -> str:
+    """`0 <= start <= dim - size` as one unsigned comparison (a negative start wraps
+    past every bound). The shape rule keeps size <= dim for window dims, and inserted
+    dims have size 1, so the bound dim - size + 1 is never negative. Each compare and
+    branch counts: a scatter's loop is bound by the cache misses in flight, which
+    fewer instructions per element keep more of."""
+    bound = dim if size == "1" else f"{dim} - {size} + 1"
+    return f"u64({start}) < u64({bound})"
 
 
 def _scatter_window(ge: GraphEmitter, eqn: Eqn, indices: Atom,
@@ -283,7 +297,8 @@ def _apply_update(ge: GraphEmitter, eqn: Eqn, results: list[Ref], updates: list[
     window = list(p["update_window_dims"])
     not_window = set(p["inserted_window_dims"]) | set(p["input_batching_dims"])
     offsets = iter(w)
-    target = [starts[d] if d in not_window else f"{starts[d]} + {next(offsets)}"
+    # unsigned: the window fits, and numba then skips its wraparound of negative indices
+    target = [_unsigned(starts[d] if d in not_window else _plus(starts[d], next(offsets)))
               for d in range(eqn.inputs[0].aval.ndim)]
     scatter_vars, window_vars = iter(g), iter(w)
     source = [next(window_vars) if d in window else next(scatter_vars)
@@ -302,6 +317,16 @@ def _apply_update(ge: GraphEmitter, eqn: Eqn, results: list[Ref], updates: list[
         else:
             ge.w.line(f"{r.name}[{', '.join(target)}] = "
                       f"{store_value(value.name, r.aval.dtype, ge.mod)}")
+
+
+def _unsigned(index: str) -> str:
+    """A non-negative computed index as uint64: numba then leaves out its wraparound of
+    negative indices (a select per access). Loop variables stay as they are."""
+    return index if index == "0" or _LOOP_VAR.fullmatch(index) else f"u64({index})"
+
+
+def _plus(start: str, offset: str) -> str:
+    return offset if start == "0" else f"{start} + {offset}"
 
 
 def _named(ge: GraphEmitter, ref: Ref) -> Ref:
