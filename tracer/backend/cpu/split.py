@@ -194,4 +194,7 @@ def register_parts(module: Any, source: str, host: str, signature: Sequence[Any]
         else:
             part = getattr(module, names[0]).dispatcher
             result = register(part, tuple(env[n] for n in names[1:]))
-            env.update(zip(target, result.types, strict=True))
+            # A value unpacked from a part's result reaches the next call as numba types
+            # a variable: a literal constant (`k = 1`) as its plain type. Registered as
+            # the literal, the part would be bound under a symbol the host never calls.
+            env.update(zip(target, map(types.unliteral, result.types), strict=True))
