@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 import tracer as tr
 import tracer.numpy as tnp
 from tracer import ops
+from tracer.backend.cpu.lib.linalg import SMALL_CHOLESKY
 from tracer.errors import DTypeError, ParamError, ShapeError
 
 EXAMPLES = settings(max_examples=25)
@@ -290,6 +291,28 @@ def test_cpu_cholesky_loop_and_lapack_paths_agree_with_the_reference():
         a[:, unread] = np.nan
         out = both(lambda a: ops.cholesky(a, lower=lower), a)[0]
         assert np.isnan(out[1]).all() and np.isfinite(out[[0, 2]]).all()
+
+
+@settings(max_examples=12, deadline=None)
+@given(st.integers(1, 3), st.integers(SMALL_CHOLESKY, 40), st.sampled_from(DTYPES), st.booleans(),
+       st.integers(0, 99))
+def test_cpu_cholesky_lapack_path_factors_in_place_like_numpy(batch, n, dtype, lower, seed):
+    """Matrices of the size the cpu kernel hands to LAPACK potrf in the output's memory:
+    the compiled factor matches NumPy's, reads one triangle (junk in the other and in the
+    diagonal's imaginary part), zeros the other, and a failed matrix is NaN alone."""
+    rng = np.random.default_rng(seed)
+    a = spd(rng, (batch, n, n), dtype)
+    a[0] = -a[0]  # not positive definite
+    junk = a.copy()
+    other = np.triu(np.ones((n, n), bool), 1) if lower else np.tril(np.ones((n, n), bool), -1)
+    junk[:, other] = np.nan
+    if np.dtype(dtype).kind == "c":
+        junk = junk + 1j * np.eye(n, dtype=dtype)
+    l = tr.jit(lambda x: ops.cholesky(x, lower=lower))(junk)
+    assert l.shape == a.shape and l.dtype == a.dtype and np.isnan(l[0]).all()
+    want = np.linalg.cholesky(a[1:]) if lower else H(np.linalg.cholesky(a[1:]))
+    close(l[1:], want, dtype, scale=10)
+    assert (l[1:, other] == 0).all()
 
 
 def test_cpu_cholesky_fails_exactly_where_the_reference_does():
