@@ -19,7 +19,7 @@ from .config import config
 from . import distributed
 from .distributed import pmap, process_count, process_index
 from .core import ShapedArray
-from .errors import (ConcretizationError, DTypeError, EscapedTracerError, ParamError,
+from .errors import (CacheError, ConcretizationError, DTypeError, EscapedTracerError, ParamError,
                      ShapeError, TracerError, TracerIndexError, TracerMemoryError,
                      TracerOverflowError, TracerTypeError, TracerValueError,
                      UnsupportedOpError)
@@ -56,8 +56,8 @@ def __dir__() -> list[str]:
 Array = _np.ndarray | _Tracer
 
 __all__ = [
-    "ConcretizationError", "Compiled", "DTypeError", "EscapedTracerError", "HloModule",
-    "Jitted", "Lowered", "ParamError", "ShapeError", "ShapedArray", "TracerError",
+    "CacheError", "ConcretizationError", "Compiled", "DTypeError", "EscapedTracerError",
+    "HloModule", "Jitted", "Lowered", "ParamError", "ShapeError", "ShapedArray", "TracerError",
     "TracerIndexError", "TracerMemoryError", "TracerOverflowError", "TracerTypeError",
     "TracerValueError",
     "UnsupportedOpError",

@@ -68,6 +68,11 @@ class EscapedTracerError(TracerError, RuntimeError):
     (it was stored in a global or returned through a side channel)."""
 
 
+class CacheError(TracerError, RuntimeError):
+    """Compiled code in the disk cache cannot run in this process (the cache directory is
+    named: removing it, or another `TRACER_CACHE_DIR`, compiles the code again)."""
+
+
 class UnsupportedOpError(TracerError, NotImplementedError):
     """A backend cannot run an op and knows no decomposition for it."""
 

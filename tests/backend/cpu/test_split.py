@@ -173,6 +173,36 @@ def test_a_new_process_loads_the_host_and_its_parts_from_the_disk_cache(tmp_path
     assert second["out"] == first["out"]
 
 
+_UNBOUND_CHILD = textwrap.dedent("""
+    import sys
+    import numpy as np
+    sys.path.insert(0, {repo!r})
+    import tracer as tr, tracer.numpy as tnp
+    from tracer.backend.cpu import split
+    split.SPLIT_LINES, split.SPLIT_MIN_LINES = 3, 6
+    if {unbind}:  # (a warm load that binds no part: what a symbol mismatch amounts to)
+        split.register_parts = lambda *args: None
+    x = np.linspace(-1, 1, 12).reshape(3, 4)
+    try:
+        print(float(tr.jit(lambda x: tnp.sum(tnp.tanh(x @ x.T) + 1.0))(x)))
+    except tr.CacheError as e:
+        print("CacheError", "tracer_part." in str(e))
+""")
+
+
+def test_a_cached_host_whose_parts_are_unbound_raises_instead_of_crashing(tmp_path):
+    env = dict(os.environ, TRACER_CACHE_DIR=str(tmp_path), TRACER_COMPILE_MODE="sync")
+    repo = str(pathlib.Path(__file__).resolve().parents[3])
+    outs = []
+    for unbind in (False, True):
+        proc = subprocess.run([sys.executable, "-c", _UNBOUND_CHILD.format(
+            repo=repo, unbind=unbind)], env=env, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        outs.append(proc.stdout.strip().splitlines()[-1])
+    float(outs[0])  # (the cold run computed)
+    assert outs[1] == "CacheError True"
+
+
 def test_executables_compiled_before_the_modules_were_dropped_still_run(tiny_parts, tmp_path,
                                                                       monkeypatch):
     monkeypatch.setattr(tr.config, "cache_dir", str(tmp_path))

@@ -43,6 +43,7 @@ import numpy as np
 
 from ..._version import __version__ as tracer_version
 from ...config import config
+from ...errors import CacheError
 from ..numba import numba_cache
 from . import split, threads
 
@@ -305,6 +306,10 @@ def _compile(entry: Entry, dispatcher: Any, sig: tuple) -> tuple[Any, bool]:
         e.add_note(f"(a tracer bug: numba rejected the generated module {entry.path})")
         raise
     hit = dispatcher.stats.cache_hits.get(sig, 0) > 0
+    if hit and (unbound := split.unbound_parts(dispatcher, sig)):
+        raise CacheError(f"the cached machine code of {entry.path} calls part functions this "
+                         f"process did not bind ({', '.join(unbound)}): a tracer bug; "
+                         f"removing that directory (or another TRACER_CACHE_DIR) compiles it again")
     if hit:
         STATS.disk_hits += 1
     else:

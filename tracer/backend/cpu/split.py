@@ -198,3 +198,16 @@ def register_parts(module: Any, source: str, host: str, signature: Sequence[Any]
             # a variable: a literal constant (`k = 1`) as its plain type. Registered as
             # the literal, the part would be bound under a symbol the host never calls.
             env.update(zip(target, map(types.unliteral, result.types), strict=True))
+
+
+def unbound_parts(dispatcher: Any, signature: Sequence[Any]) -> list[str]:
+    """The part symbols the host's machine code for `signature`, loaded from the disk
+    cache, calls but this process has not bound: a call of one would jump to address 0
+    (LLVM resolves a missing external symbol to null when it loads the object code)."""
+    from llvmlite import binding as llvm
+
+    module = getattr(dispatcher.overloads[tuple(signature)].library, "_shared_module", None)
+    if module is None:  # (compiled in this process: typing the calls bound every part)
+        return []
+    return [f.name for f in module.functions if f.is_declaration
+            and f.name.startswith("tracer_part.") and not llvm.address_of_symbol(f.name)]
