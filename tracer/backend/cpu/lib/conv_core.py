@@ -290,3 +290,36 @@ def unswapped(a, swapped):
             for k in range(size):
                 row[k] = src[at + k]
     return out
+
+
+@_jit
+def span(start, step, ld, size, count):
+    """[j0, j1): the j < count whose index start + j * step lands inside a source of
+    `size` without holes (ld == 1); for ld > 1 every j is checked one by one."""
+    if ld != 1:
+        return 0, 0
+    j0 = min(count, max(0, (-start + step - 1) // step))
+    return j0, max(j0, min(count, (size - start + step - 1) // step))
+
+
+@_jit
+def put_run(col, at, src, s0, base, start, step, ld, size, span, count):
+    """col[at + j] = the dilated source row src[s0 + base:][:size] at start + j * step
+    (zero on holes, padding and past the end); j < count."""
+    if base < 0:
+        for j in range(count):
+            col[at + j] = 0
+        return
+    j0, j1 = span
+    if ld == 1:
+        for j in range(j0):
+            col[at + j] = 0
+        first = s0 + base + start
+        for j in range(j0, j1):  # (unsigned: no negative-index wraparound to compute)
+            col[np.uint64(at + j)] = src[np.uint64(first + j * step)]
+        for j in range(j1, count):
+            col[at + j] = 0
+        return
+    for j in range(count):
+        i = start + j * step
+        col[at + j] = src[s0 + base + i // ld] if 0 <= i < size * ld and i % ld == 0 else 0
