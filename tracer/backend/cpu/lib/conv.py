@@ -28,10 +28,11 @@ several signatures, numba #8578.)
   tap is added to it; grid columns that are no output position are computed and
   dropped when the tile is copied out.
 * window (more taps than output positions, as in weight gradients;
-  `cpu.lib.conv_window`): per output position one GEMM contracts the whole window, (images, window) times the kernel
-  (O, window)^T. The windows are gathered along the outermost spatial dim once for
-  every position on it (a position's window is a run of the gathered rows), so the
-  input is copied about as often as there are positions in the other dims.
+  `cpu.lib.conv_window`): per output position one GEMM contracts the whole window,
+  (images, window) times the kernel (O, window)^T. The windows are gathered along
+  the outermost spatial dim once for every position on it (a position's window is a
+  run of the gathered rows), so the input is copied about as often as there are
+  positions in the other dims.
 * im2col (the rest: strided convolutions): the columns of a block of output rows
   are gathered, zeros for padding, holes and reads past the end, then one GEMM.
   phased, its form for 2 spatial dims, strides and no lhs dilation: the columns are
