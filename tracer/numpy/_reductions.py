@@ -33,6 +33,7 @@ from . import _ufuncs as uf
 from ._promotion import (as_result, asarray_like, broadcast_to_shape, cast, check_out, desc,
                          dtype_of, error, normalize_axes, normalize_axis, promote)
 from ._accumulate import scan_axis
+from ._compare import lexicographic
 from ._shape import ravel, reshape
 from ._ufunc_core import NOVALUE
 
@@ -260,7 +261,7 @@ def _arg_computation(prefer: Callable[..., Any], dt: np.dtype) -> Callable[..., 
     index; ties broken by index make the result independent of the fold order."""
     def pick(acc_v: Any, acc_i: Any, x_v: Any, x_i: Any) -> tuple[Any, Any]:
         if dt.kind == "c":
-            better = uf.lexicographic(prefer.__name__, x_v, acc_v)
+            better = lexicographic(prefer.__name__, x_v, acc_v)
         else:
             better = prefer(x_v, acc_v)
         tie = ops.eq(x_v, acc_v)
