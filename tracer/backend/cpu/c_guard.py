@@ -1,0 +1,156 @@
+"""C guards: a cached jit signature served by machine code, no Python frame in between.
+
+    plan = c_guard.plan(executable, signature, title)   # None: not one a C guard serves
+    cg = c_guard.build(plan_parts, ...)                  # a CGuard: .guard, .plain, .ir
+
+A guard (`tracer.guards`) is Python: each comparison of a type, shape or flag costs
+15-35 ns, so a cached call of `a * b + c` cost twice NumPy's own expression. A C guard
+makes the same checks in LLVM IR (`c_guard_ir`), allocates the output with NumPy's
+C API and calls the host function's native code with the arrays' data pointers,
+skipping the Python guard, the launcher and numba's unboxing. It is a real builtin
+(`PyCFunction_NewEx` over a `PyMethodDef` it keeps), so `Jitted.__call__` calls it
+as it calls the Python guard, and hands any call it does not serve to that guard.
+
+It serves only executables where it is exactly today's path: final numba code with
+no thread pool (no `set_num_threads`), no BLAS thread setting, no donation or
+passed-through output, one output, no pooled (>= 1 MiB) buffers, no host effect or
+object-mode code (a failed run is run again by the Python guard to raise its error,
+so running it twice must be harmless), built-in dtypes, arrays only (Python scalars
+and other layouts take the Python guard). Compiling one costs a few milliseconds
+(`bench/bench_dispatch.py` measures it), so `tracer.guards` builds it only once an
+entry has served `PROMOTE_AFTER` calls (see there).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import itertools
+from dataclasses import dataclass
+from typing import Any
+
+import llvmlite.binding as llvm
+import numpy as np
+
+from ...numpy._eager import EagerArray
+from . import c_abi
+from .c_guard_ir import NEW_FROM_DESCR, ArrayParam, Plan, guard_ir
+from .launch import POOL_MIN_BYTES
+
+METH_O = 0x0008
+_NUMBERS = itertools.count()
+
+
+class _MethodDef(ctypes.Structure):
+    _fields_ = [("ml_name", ctypes.c_char_p), ("ml_meth", ctypes.c_void_p),
+                ("ml_flags", ctypes.c_int), ("ml_doc", ctypes.c_char_p)]
+
+
+_new_builtin = ctypes.pythonapi.PyCFunction_NewEx
+_new_builtin.restype = ctypes.py_object
+_new_builtin.argtypes = [ctypes.c_void_p, ctypes.py_object, ctypes.c_void_p]
+
+
+@dataclass(frozen=True)
+class CGuard:
+    """The two builtins of one entry and what they need alive."""
+
+    guard: Any
+    plain: Any
+    ir: str          # the LLVM IR they were compiled from
+    seconds: float   # what building them took
+
+
+def available() -> bool:
+    """Whether this process can build C guards (`c_abi` checked the layouts)."""
+    return c_abi.LAYOUT is not None
+
+
+def plan_parts(executable: Any, signature: tuple) -> tuple | None:
+    """(inputs, params, output, native compile result) of a C guard for `executable`
+    called with positional arrays of `signature` (`dispatch.array_key`'s), or None when
+    a C guard would not be exactly the launcher's path (see the module doc)."""
+    native = getattr(executable, "native", None)
+    if native is None or not available() or getattr(executable, "trusted_launch", None) is None:
+        return None
+    module = executable.module
+    if module.donors or "objmode" in module.source or len(module.outputs) != 1:
+        return None
+    kind, out = module.outputs[0]
+    if kind != "param" or any(weak or not _plain_dtype(d) for _, d, weak in signature):
+        return None
+    inputs = tuple((tuple(shape), id(dtype)) for shape, dtype, _ in signature)
+    params = [_param(p, signature, executable.trusted_launch.env) for p in module.params]
+    if any(p is None for p in params):
+        return None
+    dims = executable._dims
+    params.append(ArrayParam(("const", dims.ctypes.data), dims.shape, dims.itemsize))
+    return inputs, tuple(params), out, native
+
+
+def _plain_dtype(dtype: np.dtype) -> bool:
+    """A built-in dtype in native byte order: one descr object per type."""
+    return dtype.isbuiltin == 1 and dtype.isnative and np.dtype(dtype.char) is dtype
+
+
+def _param(p: Any, signature: tuple, env: dict[str, Any]) -> ArrayParam | None:
+    """Host parameter `p` as the C guard passes it; None if it cannot."""
+    if p.kind == "input":
+        shape, dtype, _ = signature[p.index]
+        return ArrayParam(("input", p.index), tuple(shape), dtype.itemsize)
+    if p.kind == "const":
+        value = env[p.name]  # (the launcher's contiguous copy, which it keeps)
+        return ArrayParam(("const", value.ctypes.data), value.shape, value.itemsize)
+    dtype, shape = np.dtype(p.value.dtype), tuple(p.value.shape)
+    if not _plain_dtype(dtype) or int(np.prod(shape)) * dtype.itemsize >= POOL_MIN_BYTES:
+        return None  # (large buffers come from the launcher's pool)
+    return ArrayParam(("buffer", id(dtype)), shape, dtype.itemsize)
+
+
+def build(parts: tuple, title: str, counters: tuple, fallbacks: tuple,
+          keep: tuple) -> CGuard:
+    """Compile the C guard of `parts` (`plan_parts`): `counters` is (stats, its `hits`
+    slot offset, entry, its `used` slot offset); `fallbacks` the Python guard and
+    plain functions; `keep`, what else the code points into (the executable)."""
+    import time
+
+    start = time.perf_counter()
+    inputs, params, out, native = parts
+    stats, hits, entry, used = counters
+    number = next(_NUMBERS)
+    host = f"tracer_host_{number}"
+    plan = Plan(title, inputs, params, out, host, (id(np.ndarray), id(EagerArray)),
+                (id(stats), hits), (id(entry), used), tuple(map(id, fallbacks)))
+    names = (f"tracer_guard_{number}", f"tracer_plain_{number}")
+    text = guard_ir(plan, names)
+    from numba.core.compiler_lock import global_compiler_lock
+
+    with global_compiler_lock:  # (numba's codegen and LLVM's symbols: one build at a time)
+        llvm.add_symbol(NEW_FROM_DESCR, c_abi.LAYOUT.new_from_descr)
+        llvm.add_symbol(host, native.library.get_pointer_to_function(
+            native.fndesc.llvm_func_name))
+        library = _compile(text, names[0])
+    # Everything the code points into, alive as long as the builtins (their `self`)
+    keepalive = [library, native, stats, entry, fallbacks, keep, np.ndarray, EagerArray]
+    guard = _builtin(library, names[0], keepalive)
+    plain = _builtin(library, names[1], keepalive)
+    return CGuard(guard, plain, text, time.perf_counter() - start)
+
+
+def _compile(text: str, name: str) -> Any:
+    """The IR compiled by numba's own JIT (its optimization pipeline and engine)."""
+    from numba.core.registry import cpu_target
+
+    codegen = cpu_target.target_context.codegen()
+    library = codegen.create_library(name)
+    module = llvm.parse_assembly(text)
+    module.verify()
+    library.add_llvm_module(module)
+    library.finalize()
+    return library
+
+
+def _builtin(library: Any, name: str, keepalive: list) -> Any:
+    """A builtin function calling `name` (METH_O), holding `keepalive` as its `self`."""
+    method = _MethodDef(name.encode(), library.get_pointer_to_function(name), METH_O, None)
+    holder = (method, keepalive)  # (the PyMethodDef must outlive the builtin)
+    return _new_builtin(ctypes.addressof(method), holder, None)

@@ -1,0 +1,303 @@
+"""The LLVM IR of a C guard (`c_guard`): one cached jit signature served in machine code.
+
+    text = guard_ir(plan)   # two functions, METH_O builtins taking the call's args tuple:
+                            # @guard and @plain (each falls back to its Python guard)
+
+`@serve` reads the tuple and each argument at their ABI offsets (`c_abi`): the count,
+each argument's exact type (ndarray or EagerArray), rank, dims, dtype (one descr
+object: built-in dtypes are singletons) and the C-contiguous and aligned flags. A
+call that fits gets its buffers from `PyArray_NewFromDescr` (EagerArrays), runs the
+host function's native code with the GIL released (as numba's own entry point of a
+`nogil` host does) and counts the hit in the `__slots__` of the `CacheStats` and the
+`Entry`, as the Python guard does. Anything else, and a host that returns an error
+status, returns NULL with no exception set, and the caller (`@guard`, `@plain`) hands
+the call to the Python guard, which serves it as before (a failed run again, raising
+its error). The names in the IR say what each value is: it is printed by
+`CGuard.ir` for whoever debugs one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import c_abi
+
+# The host's parameters in numba's calling convention: a status code, then per array
+# meminfo, parent, nitems, itemsize, data, shape[ndim], strides[ndim] (flattened).
+RETCODE_OK, RETCODE_NONE = 0, -2
+
+
+@dataclass(frozen=True)
+class ArrayParam:
+    """An array the host function takes: `source` is ("input", k), ("const", data
+    address) or ("buffer", descr address); `strides` are those of a C-contiguous array
+    (an input passes its own)."""
+
+    source: tuple[str, int]
+    shape: tuple[int, ...]
+    itemsize: int
+
+    @property
+    def strides(self) -> tuple[int, ...]:
+        strides, step = [], self.itemsize
+        for n in reversed(self.shape):
+            strides.append(step)
+            step *= max(n, 1)
+        return tuple(reversed(strides))
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a C guard checks and calls (addresses of objects the guard keeps alive)."""
+
+    title: str                              # a comment line: the function and signature
+    inputs: tuple[tuple[tuple[int, ...], int], ...]  # (shape, descr address) per argument
+    params: tuple[ArrayParam, ...]          # the host's array parameters, `dims` last
+    output: int                             # the buffer parameter returned
+    host: str                               # the host's native symbol
+    types: tuple[int, int]                  # ndarray, EagerArray
+    stats: tuple[int, int]                  # the CacheStats object, its `hits` slot offset
+    entry: tuple[int, int]                  # the Entry object, its `used` slot offset
+    fallbacks: tuple[int, int]              # the Python guard and plain functions
+
+
+_DECLARATIONS = """\
+declare void @Py_IncRef(ptr)
+declare void @Py_DecRef(ptr)
+declare i64 @PyLong_AsLongLong(ptr)
+declare ptr @PyLong_FromLongLong(i64)
+declare ptr @PyObject_CallOneArg(ptr, ptr)
+declare void @PyErr_Clear()
+declare ptr @PyEval_SaveThread()
+declare void @PyEval_RestoreThread(ptr)
+declare ptr @{new}(ptr, ptr, i32, ptr, ptr, ptr, i32, ptr)
+
+define private i64 @word(ptr %object, i64 %offset) alwaysinline {{
+  %at = getelementptr i8, ptr %object, i64 %offset
+  %value = load i64, ptr %at
+  ret i64 %value
+}}
+
+define private i32 @int(ptr %object, i64 %offset) alwaysinline {{
+  %at = getelementptr i8, ptr %object, i64 %offset
+  %value = load i32, ptr %at
+  ret i32 %value
+}}
+
+define private ptr @pointer(ptr %object, i64 %offset) alwaysinline {{
+  %at = getelementptr i8, ptr %object, i64 %offset
+  %value = load ptr, ptr %at
+  ret ptr %value
+}}
+
+; store a new reference into a __slots__ member, releasing the old one
+define private void @set_slot(ptr %object, i64 %offset, ptr %value) alwaysinline {{
+  %at = getelementptr i8, ptr %object, i64 %offset
+  %old = load ptr, ptr %at
+  store ptr %value, ptr %at
+  call void @Py_DecRef(ptr %old)
+  ret void
+}}
+"""
+
+
+def _constant(name: str, address: int) -> str:
+    return f"@{name} = private unnamed_addr constant ptr inttoptr (i64 {address} to ptr)"
+
+
+def _globals(plan: Plan) -> list[str]:
+    lines = [_constant("ndarray_type", plan.types[0]), _constant("eager_type", plan.types[1]),
+             _constant("stats", plan.stats[0]), _constant("entry", plan.entry[0]),
+             _constant("guard_fallback", plan.fallbacks[0]),
+             _constant("plain_fallback", plan.fallbacks[1])]
+    for k, (_, descr) in enumerate(plan.inputs):
+        lines.append(_constant(f"arg{k}_descr", descr))
+    for j, p in enumerate(plan.params):
+        kind, address = p.source
+        if kind != "input":
+            lines.append(_constant(f"p{j}_{kind}", address))
+        if kind == "buffer" and p.shape:
+            dims = ", ".join(f"i64 {n}" for n in p.shape)
+            lines.append(f"@p{j}_shape = private unnamed_addr constant [{len(p.shape)} x i64] "
+                         f"[{dims}]")
+    return lines
+
+
+def _fits(k: int, shape: tuple[int, ...]) -> str:
+    """`@argK_fits(ptr)`: whether argument k is exactly what the signature says."""
+    lines = [f"define private i1 @arg{k}_fits(ptr %a) {{",
+             f"  %type = call ptr @pointer(ptr %a, i64 {c_abi.OB_TYPE})",
+             "  %ndarray = load ptr, ptr @ndarray_type",
+             "  %eager = load ptr, ptr @eager_type",
+             "  %is_ndarray = icmp eq ptr %type, %ndarray",
+             "  %is_eager = icmp eq ptr %type, %eager",
+             "  %is_array = or i1 %is_ndarray, %is_eager",
+             "  br i1 %is_array, label %layout, label %no",
+             "layout:",
+             f"  %nd = call i32 @int(ptr %a, i64 {c_abi.ARRAY_ND})",
+             f"  %descr = call ptr @pointer(ptr %a, i64 {c_abi.ARRAY_DESCR})",
+             f"  %expected_descr = load ptr, ptr @arg{k}_descr",
+             f"  %flags = call i32 @int(ptr %a, i64 {c_abi.ARRAY_FLAGS})",
+             f"  %c_aligned = and i32 %flags, {c_abi.C_ALIGNED}",
+             f"  %rank_ok = icmp eq i32 %nd, {len(shape)}",
+             "  %descr_ok = icmp eq ptr %descr, %expected_descr",
+             f"  %layout_ok = icmp eq i32 %c_aligned, {c_abi.C_ALIGNED}",
+             "  %same_type = and i1 %rank_ok, %descr_ok",
+             "  %ok = and i1 %same_type, %layout_ok",
+             "  br i1 %ok, label %shape, label %no",
+             "shape:",
+             f"  %dims = call ptr @pointer(ptr %a, i64 {c_abi.ARRAY_DIMS})"]
+    fits = "true"
+    for i, n in enumerate(shape):
+        lines += [f"  %dim{i} = call i64 @word(ptr %dims, i64 {8 * i})",
+                  f"  %dim{i}_ok = icmp eq i64 %dim{i}, {n}",
+                  f"  %dims{i}_ok = and i1 {fits}, %dim{i}_ok"]
+        fits = f"%dims{i}_ok"
+    lines += [f"  ret i1 {fits}", "no:", "  ret i1 false", "}"]
+    return "\n".join(lines)
+
+
+def _serve_checks(plan: Plan) -> list[str]:
+    """The start of `@serve`: the argument count and each argument's `@argK_fits`."""
+    n = len(plan.inputs)
+    lines = ["define private ptr @serve(ptr %args) {",
+             "  %result = alloca ptr      ; (the host returns None: nothing is stored)",
+             "  %exception = alloca ptr   ; (numba's exception info, on an error status)",
+             f"  %count = call i64 @word(ptr %args, i64 {c_abi.TUPLE_SIZE})",
+             f"  %count_ok = icmp eq i64 %count, {n}",
+             f"  br i1 %count_ok, label %{'arg0' if n else 'hit'}, label %miss"]
+    for k in range(n):
+        after = f"arg{k + 1}" if k + 1 < n else "hit"
+        lines += [f"arg{k}:",
+                  f"  %a{k} = call ptr @pointer(ptr %args, i64 {c_abi.TUPLE_ITEMS + 8 * k})",
+                  f"  %a{k}_ok = call i1 @arg{k}_fits(ptr %a{k})",
+                  f"  br i1 %a{k}_ok, label %{after}, label %miss"]
+    return lines
+
+
+def _buffers(plan: Plan) -> list[int]:
+    return [j for j, p in enumerate(plan.params) if p.source[0] == "buffer"]
+
+
+def _allocations(plan: Plan) -> list[str]:
+    """`hit:` the hit count's new int and every buffer (EagerArrays), made before
+    anything irreversible: one that fails sends the call to the Python guard."""
+    lines = ["hit:",
+             "  %stats = load ptr, ptr @stats",
+             f"  %hits_before = call ptr @pointer(ptr %stats, i64 {plan.stats[1]})",
+             "  %hits_count = call i64 @PyLong_AsLongLong(ptr %hits_before)",
+             "  %hits_plus_one = add i64 %hits_count, 1",
+             "  %hits = call ptr @PyLong_FromLongLong(i64 %hits_plus_one)",
+             "  %made_hits = icmp ne ptr %hits, null",
+             "  %eager = load ptr, ptr @eager_type"]
+    made = "%made_hits"
+    for j in _buffers(plan):
+        p = plan.params[j]
+        shape = f"@p{j}_shape" if p.shape else "null"
+        lines += [f"  %p{j}_descr = load ptr, ptr @p{j}_buffer",
+                  f"  call void @Py_IncRef(ptr %p{j}_descr)  ; (PyArray_NewFromDescr steals it)",
+                  f"  %p{j} = call ptr @{NEW_FROM_DESCR}(ptr %eager, ptr %p{j}_descr, "
+                  f"i32 {len(p.shape)}, ptr {shape}, ptr null, ptr null, i32 0, ptr null)",
+                  f"  %p{j}_made = icmp ne ptr %p{j}, null",
+                  f"  %made_p{j} = and i1 {made}, %p{j}_made"]
+        made = f"%made_p{j}"
+    lines += [f"  br i1 {made}, label %run, label %unmade", "unmade:"]
+    lines += _releases(plan, ["%hits"] + [f"%p{j}" for j in _buffers(plan)])
+    lines += ["  call void @PyErr_Clear()", "  ret ptr null"]
+    return lines
+
+
+def _releases(plan: Plan, values: list[str]) -> list[str]:
+    """Py_DecRef (NULL-safe) of each of `values`."""
+    return [f"  call void @Py_DecRef(ptr {v})" for v in values]
+
+
+def _host_arguments(plan: Plan) -> tuple[list[str], list[str]]:
+    """(lines that read the data pointers and input strides, the host's arguments
+    after the status pointers)."""
+    lines, args = [], []
+    for j, p in enumerate(plan.params):
+        kind, source = p.source
+        strides = [f"i64 {s}" for s in p.strides]
+        if kind == "input":
+            lines += [f"  %p{j} = call ptr @pointer(ptr %a{source}, i64 {c_abi.ARRAY_DATA})",
+                      f"  %p{j}_strides = call ptr @pointer(ptr %a{source}, "
+                      f"i64 {c_abi.ARRAY_STRIDES})"]
+            for i in range(len(p.shape)):
+                lines.append(f"  %p{j}_stride{i} = call i64 @word(ptr %p{j}_strides, "
+                             f"i64 {8 * i})")
+            strides = [f"i64 %p{j}_stride{i}" for i in range(len(p.shape))]
+            data = f"%p{j}"
+        elif kind == "buffer":
+            lines.append(f"  %p{j}_data = call ptr @pointer(ptr %p{j}, i64 {c_abi.ARRAY_DATA})")
+            data = f"%p{j}_data"
+        else:
+            lines.append(f"  %p{j}_data = load ptr, ptr @p{j}_const")
+            data = f"%p{j}_data"
+        size = 1
+        for n in p.shape:
+            size *= n
+        args += ["ptr null", "ptr null", f"i64 {size}", f"i64 {p.itemsize}", f"ptr {data}",
+                 *(f"i64 {n}" for n in p.shape), *strides]
+    return lines, args
+
+
+def _run(plan: Plan) -> list[str]:
+    """`run:` the host call without the GIL, then the hit counted and the output
+    returned, or everything released on an error status."""
+    lines, args = _host_arguments(plan)
+    buffers = [f"%p{j}" for j in _buffers(plan)]
+    out = f"%p{plan.output}"
+    lines = ["run:", *lines,
+             "  %thread = call ptr @PyEval_SaveThread()",
+             f"  %status = call i32 @{plan.host}(ptr %result, ptr %exception, "
+             f"{', '.join(args)})",
+             "  call void @PyEval_RestoreThread(ptr %thread)",
+             f"  %returned = icmp eq i32 %status, {RETCODE_OK}",
+             f"  %returned_none = icmp eq i32 %status, {RETCODE_NONE}",
+             "  %ran = or i1 %returned, %returned_none",
+             "  br i1 %ran, label %counted, label %failed",
+             "failed:  ; (the Python guard runs it again and raises its error)",
+             *_releases(plan, ["%hits", *buffers]), "  call void @PyErr_Clear()",
+             "  ret ptr null",
+             "counted:  ; stats.hits = entry.used = stats.hits + 1",
+             f"  call void @set_slot(ptr %stats, i64 {plan.stats[1]}, ptr %hits)",
+             "  call void @Py_IncRef(ptr %hits)",
+             "  %entry = load ptr, ptr @entry",
+             f"  call void @set_slot(ptr %entry, i64 {plan.entry[1]}, ptr %hits)",
+             *_releases(plan, [b for b in buffers if b != out]),
+             f"  ret ptr {out}",
+             "miss:", "  ret ptr null", "}"]
+    return lines
+
+
+def _entry_point(name: str, fallback: str) -> str:
+    """A METH_O function: `@serve`'s result, else the Python function's."""
+    return "\n".join([
+        f"define ptr @{name}(ptr %self, ptr %args) {{",
+        "  %served = call ptr @serve(ptr %args)",
+        "  %hit = icmp ne ptr %served, null",
+        "  br i1 %hit, label %done, label %python",
+        "done:", "  ret ptr %served",
+        "python:",
+        f"  %fallback = load ptr, ptr @{fallback}",
+        "  %out = tail call ptr @PyObject_CallOneArg(ptr %fallback, ptr %args)",
+        "  ret ptr %out", "}"])
+
+
+NEW_FROM_DESCR = "tracer_PyArray_NewFromDescr"
+
+
+def guard_ir(plan: Plan, names: tuple[str, str]) -> str:
+    """The module text: `@names[0]` (falls back to the Python guard) and `@names[1]`
+    (to the Python plain guard), both METH_O."""
+    host = plan.host
+    params = ", ".join(["ptr", "ptr"] + [t for p in plan.params
+                                         for t in ["ptr", "ptr", "i64", "i64", "ptr",
+                                                   *["i64"] * (2 * len(p.shape))]])
+    parts = [f"; {plan.title}", *_globals(plan), f"declare i32 @{host}({params})",
+             _DECLARATIONS.format(new=NEW_FROM_DESCR),
+             *(_fits(k, shape) for k, (shape, _) in enumerate(plan.inputs)),
+             "\n".join(_serve_checks(plan) + _allocations(plan) + _run(plan)),
+             _entry_point(names[0], "guard_fallback"), _entry_point(names[1], "plain_fallback")]
+    return "\n\n".join(parts) + "\n"
