@@ -85,7 +85,7 @@ class Entry:
     """One cached signature: its `Compiled`, when it last served, and its runner."""
 
     __slots__ = ("compiled", "used", "run", "trusted", "guard", "plain", "prev",
-                 "signature", "stats")
+                 "signature", "stats", "c_guard")
 
     def __init__(self, compiled: Compiled, used: int):
         self.compiled = compiled
@@ -103,6 +103,8 @@ class Entry:
         self.prev: Any = NOTHING_SERVED
         self.signature: tuple | None = None
         self.stats: cache.CacheStats | None = None
+        # the `c_guard.CGuard` serving the entry's hits, once `guards` built one
+        self.c_guard: Any = None
 
     def guard_calls(self, signature: tuple, stats: cache.CacheStats) -> None:
         """Give the entry the guard of positional calls of `signature` (hits counted in

@@ -70,35 +70,21 @@ declare ptr @PyObject_CallOneArg(ptr, ptr)
 declare void @PyErr_Clear()
 declare ptr @PyEval_SaveThread()
 declare void @PyEval_RestoreThread(ptr)
-declare ptr @{new}(ptr, ptr, i32, ptr, ptr, ptr, i32, ptr)
+declare ptr @{new}(ptr, ptr, i32, ptr, ptr, ptr, i32, ptr)"""
 
-define private i64 @word(ptr %object, i64 %offset) alwaysinline {{
-  %at = getelementptr i8, ptr %object, i64 %offset
-  %value = load i64, ptr %at
-  ret i64 %value
-}}
 
-define private i32 @int(ptr %object, i64 %offset) alwaysinline {{
-  %at = getelementptr i8, ptr %object, i64 %offset
-  %value = load i32, ptr %at
-  ret i32 %value
-}}
+def _read(name: str, kind: str, obj: str, offset: int) -> list[str]:
+    """`%name` = the `kind` (i64, i32, ptr) at byte `offset` of `%obj`."""
+    return [f"  %{name}.at = getelementptr i8, ptr %{obj}, i64 {offset}",
+            f"  %{name} = load {kind}, ptr %{name}.at"]
 
-define private ptr @pointer(ptr %object, i64 %offset) alwaysinline {{
-  %at = getelementptr i8, ptr %object, i64 %offset
-  %value = load ptr, ptr %at
-  ret ptr %value
-}}
 
-; store a new reference into a __slots__ member, releasing the old one
-define private void @set_slot(ptr %object, i64 %offset, ptr %value) alwaysinline {{
-  %at = getelementptr i8, ptr %object, i64 %offset
-  %old = load ptr, ptr %at
-  store ptr %value, ptr %at
-  call void @Py_DecRef(ptr %old)
-  ret void
-}}
-"""
+def _set_slot(name: str, obj: str, offset: int, value: str) -> list[str]:
+    """Store the reference `%value` into the __slots__ member at `offset` of `%obj`,
+    releasing the one it held."""
+    return [*_read(f"{name}.old", "ptr", obj, offset),
+            f"  store ptr %{value}, ptr %{name}.old.at",
+            f"  call void @Py_DecRef(ptr %{name}.old)"]
 
 
 def _constant(name: str, address: int) -> str:
@@ -123,55 +109,51 @@ def _globals(plan: Plan) -> list[str]:
     return lines
 
 
-def _fits(k: int, shape: tuple[int, ...]) -> str:
-    """`@argK_fits(ptr)`: whether argument k is exactly what the signature says."""
-    lines = [f"define private i1 @arg{k}_fits(ptr %a) {{",
-             f"  %type = call ptr @pointer(ptr %a, i64 {c_abi.OB_TYPE})",
-             "  %ndarray = load ptr, ptr @ndarray_type",
-             "  %eager = load ptr, ptr @eager_type",
-             "  %is_ndarray = icmp eq ptr %type, %ndarray",
-             "  %is_eager = icmp eq ptr %type, %eager",
-             "  %is_array = or i1 %is_ndarray, %is_eager",
-             "  br i1 %is_array, label %layout, label %no",
-             "layout:",
-             f"  %nd = call i32 @int(ptr %a, i64 {c_abi.ARRAY_ND})",
-             f"  %descr = call ptr @pointer(ptr %a, i64 {c_abi.ARRAY_DESCR})",
-             f"  %expected_descr = load ptr, ptr @arg{k}_descr",
-             f"  %flags = call i32 @int(ptr %a, i64 {c_abi.ARRAY_FLAGS})",
-             f"  %c_aligned = and i32 %flags, {c_abi.C_ALIGNED}",
-             f"  %rank_ok = icmp eq i32 %nd, {len(shape)}",
-             "  %descr_ok = icmp eq ptr %descr, %expected_descr",
-             f"  %layout_ok = icmp eq i32 %c_aligned, {c_abi.C_ALIGNED}",
-             "  %same_type = and i1 %rank_ok, %descr_ok",
-             "  %ok = and i1 %same_type, %layout_ok",
-             "  br i1 %ok, label %shape, label %no",
-             "shape:",
-             f"  %dims = call ptr @pointer(ptr %a, i64 {c_abi.ARRAY_DIMS})"]
+def _fits(k: int, shape: tuple[int, ...], after: str) -> list[str]:
+    """Blocks `argK`...: argument k is exactly what the signature says, or `miss`."""
+    a = f"a{k}"
+    lines = [f"arg{k}:", *_read(a, "ptr", "args", c_abi.TUPLE_ITEMS + 8 * k),
+             *_read(f"{a}.type", "ptr", a, c_abi.OB_TYPE),
+             f"  %{a}.is_ndarray = icmp eq ptr %{a}.type, %ndarray",
+             f"  %{a}.is_eager = icmp eq ptr %{a}.type, %eager",
+             f"  %{a}.is_array = or i1 %{a}.is_ndarray, %{a}.is_eager",
+             f"  br i1 %{a}.is_array, label %arg{k}.layout, label %miss",
+             f"arg{k}.layout:",
+             *_read(f"{a}.nd", "i32", a, c_abi.ARRAY_ND),
+             *_read(f"{a}.descr", "ptr", a, c_abi.ARRAY_DESCR),
+             *_read(f"{a}.flags", "i32", a, c_abi.ARRAY_FLAGS),
+             f"  %{a}.expected_descr = load ptr, ptr @arg{k}_descr",
+             f"  %{a}.c_aligned = and i32 %{a}.flags, {c_abi.C_ALIGNED}",
+             f"  %{a}.rank_ok = icmp eq i32 %{a}.nd, {len(shape)}",
+             f"  %{a}.descr_ok = icmp eq ptr %{a}.descr, %{a}.expected_descr",
+             f"  %{a}.layout_ok = icmp eq i32 %{a}.c_aligned, {c_abi.C_ALIGNED}",
+             f"  %{a}.same_type = and i1 %{a}.rank_ok, %{a}.descr_ok",
+             f"  %{a}.ok = and i1 %{a}.same_type, %{a}.layout_ok",
+             f"  br i1 %{a}.ok, label %arg{k}.shape, label %miss",
+             f"arg{k}.shape:", *_read(f"{a}.dims", "ptr", a, c_abi.ARRAY_DIMS)]
     fits = "true"
     for i, n in enumerate(shape):
-        lines += [f"  %dim{i} = call i64 @word(ptr %dims, i64 {8 * i})",
-                  f"  %dim{i}_ok = icmp eq i64 %dim{i}, {n}",
-                  f"  %dims{i}_ok = and i1 {fits}, %dim{i}_ok"]
-        fits = f"%dims{i}_ok"
-    lines += [f"  ret i1 {fits}", "no:", "  ret i1 false", "}"]
-    return "\n".join(lines)
+        lines += [*_read(f"{a}.dim{i}", "i64", f"{a}.dims", 8 * i),
+                  f"  %{a}.dim{i}_ok = icmp eq i64 %{a}.dim{i}, {n}",
+                  f"  %{a}.dims{i}_ok = and i1 {fits}, %{a}.dim{i}_ok"]
+        fits = f"%{a}.dims{i}_ok"
+    return lines + [f"  br i1 {fits}, label %{after}, label %miss"]
 
 
 def _serve_checks(plan: Plan) -> list[str]:
-    """The start of `@serve`: the argument count and each argument's `@argK_fits`."""
+    """The start of `@serve`: the argument count and each argument's checks."""
     n = len(plan.inputs)
     lines = ["define private ptr @serve(ptr %args) {",
+             "start:",
              "  %result = alloca ptr      ; (the host returns None: nothing is stored)",
              "  %exception = alloca ptr   ; (numba's exception info, on an error status)",
-             f"  %count = call i64 @word(ptr %args, i64 {c_abi.TUPLE_SIZE})",
+             "  %ndarray = load ptr, ptr @ndarray_type",
+             "  %eager = load ptr, ptr @eager_type",
+             *_read("count", "i64", "args", c_abi.TUPLE_SIZE),
              f"  %count_ok = icmp eq i64 %count, {n}",
              f"  br i1 %count_ok, label %{'arg0' if n else 'hit'}, label %miss"]
-    for k in range(n):
-        after = f"arg{k + 1}" if k + 1 < n else "hit"
-        lines += [f"arg{k}:",
-                  f"  %a{k} = call ptr @pointer(ptr %args, i64 {c_abi.TUPLE_ITEMS + 8 * k})",
-                  f"  %a{k}_ok = call i1 @arg{k}_fits(ptr %a{k})",
-                  f"  br i1 %a{k}_ok, label %{after}, label %miss"]
+    for k, (shape, _) in enumerate(plan.inputs):
+        lines += _fits(k, shape, f"arg{k + 1}" if k + 1 < n else "hit")
     return lines
 
 
@@ -184,12 +166,11 @@ def _allocations(plan: Plan) -> list[str]:
     anything irreversible: one that fails sends the call to the Python guard."""
     lines = ["hit:",
              "  %stats = load ptr, ptr @stats",
-             f"  %hits_before = call ptr @pointer(ptr %stats, i64 {plan.stats[1]})",
+             *_read("hits_before", "ptr", "stats", plan.stats[1]),
              "  %hits_count = call i64 @PyLong_AsLongLong(ptr %hits_before)",
              "  %hits_plus_one = add i64 %hits_count, 1",
              "  %hits = call ptr @PyLong_FromLongLong(i64 %hits_plus_one)",
-             "  %made_hits = icmp ne ptr %hits, null",
-             "  %eager = load ptr, ptr @eager_type"]
+             "  %made_hits = icmp ne ptr %hits, null"]
     made = "%made_hits"
     for j in _buffers(plan):
         p = plan.params[j]
@@ -202,43 +183,39 @@ def _allocations(plan: Plan) -> list[str]:
                   f"  %made_p{j} = and i1 {made}, %p{j}_made"]
         made = f"%made_p{j}"
     lines += [f"  br i1 {made}, label %run, label %unmade", "unmade:"]
-    lines += _releases(plan, ["%hits"] + [f"%p{j}" for j in _buffers(plan)])
+    lines += _releases(["%hits"] + [f"%p{j}" for j in _buffers(plan)])
     lines += ["  call void @PyErr_Clear()", "  ret ptr null"]
     return lines
 
 
-def _releases(plan: Plan, values: list[str]) -> list[str]:
+def _releases(values: list[str]) -> list[str]:
     """Py_DecRef (NULL-safe) of each of `values`."""
     return [f"  call void @Py_DecRef(ptr {v})" for v in values]
 
 
 def _host_arguments(plan: Plan) -> tuple[list[str], list[str]]:
     """(lines that read the data pointers and input strides, the host's arguments
-    after the status pointers)."""
+    after the status pointers: meminfo and parent null, as `numba.carray` makes)."""
     lines, args = [], []
     for j, p in enumerate(plan.params):
         kind, source = p.source
         strides = [f"i64 {s}" for s in p.strides]
-        if kind == "input":
-            lines += [f"  %p{j} = call ptr @pointer(ptr %a{source}, i64 {c_abi.ARRAY_DATA})",
-                      f"  %p{j}_strides = call ptr @pointer(ptr %a{source}, "
-                      f"i64 {c_abi.ARRAY_STRIDES})"]
+        if kind == "input":  # (numba reads an input's own strides)
+            a = f"a{source}"
+            lines += [*_read(f"p{j}.data", "ptr", a, c_abi.ARRAY_DATA),
+                      *_read(f"p{j}.strides", "ptr", a, c_abi.ARRAY_STRIDES)]
             for i in range(len(p.shape)):
-                lines.append(f"  %p{j}_stride{i} = call i64 @word(ptr %p{j}_strides, "
-                             f"i64 {8 * i})")
-            strides = [f"i64 %p{j}_stride{i}" for i in range(len(p.shape))]
-            data = f"%p{j}"
+                lines += _read(f"p{j}.stride{i}", "i64", f"p{j}.strides", 8 * i)
+            strides = [f"i64 %p{j}.stride{i}" for i in range(len(p.shape))]
         elif kind == "buffer":
-            lines.append(f"  %p{j}_data = call ptr @pointer(ptr %p{j}, i64 {c_abi.ARRAY_DATA})")
-            data = f"%p{j}_data"
+            lines += _read(f"p{j}.data", "ptr", f"p{j}", c_abi.ARRAY_DATA)
         else:
-            lines.append(f"  %p{j}_data = load ptr, ptr @p{j}_const")
-            data = f"%p{j}_data"
+            lines.append(f"  %p{j}.data = load ptr, ptr @p{j}_const")
         size = 1
         for n in p.shape:
             size *= n
-        args += ["ptr null", "ptr null", f"i64 {size}", f"i64 {p.itemsize}", f"ptr {data}",
-                 *(f"i64 {n}" for n in p.shape), *strides]
+        args += ["ptr null", "ptr null", f"i64 {size}", f"i64 {p.itemsize}",
+                 f"ptr %p{j}.data", *(f"i64 {n}" for n in p.shape), *strides]
     return lines, args
 
 
@@ -258,14 +235,14 @@ def _run(plan: Plan) -> list[str]:
              "  %ran = or i1 %returned, %returned_none",
              "  br i1 %ran, label %counted, label %failed",
              "failed:  ; (the Python guard runs it again and raises its error)",
-             *_releases(plan, ["%hits", *buffers]), "  call void @PyErr_Clear()",
+             *_releases(["%hits", *buffers]), "  call void @PyErr_Clear()",
              "  ret ptr null",
              "counted:  ; stats.hits = entry.used = stats.hits + 1",
-             f"  call void @set_slot(ptr %stats, i64 {plan.stats[1]}, ptr %hits)",
+             *_set_slot("stats.hits", "stats", plan.stats[1], "hits"),
              "  call void @Py_IncRef(ptr %hits)",
              "  %entry = load ptr, ptr @entry",
-             f"  call void @set_slot(ptr %entry, i64 {plan.entry[1]}, ptr %hits)",
-             *_releases(plan, [b for b in buffers if b != out]),
+             *_set_slot("entry.used", "entry", plan.entry[1], "hits"),
+             *_releases([b for b in buffers if b != out]),
              f"  ret ptr {out}",
              "miss:", "  ret ptr null", "}"]
     return lines
@@ -297,7 +274,6 @@ def guard_ir(plan: Plan, names: tuple[str, str]) -> str:
                                                    *["i64"] * (2 * len(p.shape))]])
     parts = [f"; {plan.title}", *_globals(plan), f"declare i32 @{host}({params})",
              _DECLARATIONS.format(new=NEW_FROM_DESCR),
-             *(_fits(k, shape) for k, (shape, _) in enumerate(plan.inputs)),
              "\n".join(_serve_checks(plan) + _allocations(plan) + _run(plan)),
              _entry_point(names[0], "guard_fallback"), _entry_point(names[1], "plain_fallback")]
     return "\n\n".join(parts) + "\n"
