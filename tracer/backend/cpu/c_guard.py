@@ -73,10 +73,12 @@ def plan_parts(executable: Any, signature: tuple) -> tuple | None:
     if native is None or not available() or getattr(executable, "trusted_launch", None) is None:
         return None
     module = executable.module
-    if module.donors or "objmode" in module.source or len(module.outputs) != 1:
+    if module.donors or len(module.outputs) != 1 or any(
+            word in module.source for word in ("objmode", "parallel")):  # (see launch.py)
         return None
     kind, out = module.outputs[0]
-    if kind != "param" or any(weak or not _plain_dtype(d) for _, d, weak in signature):
+    if kind != "param" or module.params[out].kind != "buffer" or any(
+            weak or not _plain_dtype(d) for _, d, weak in signature):
         return None
     inputs = tuple((tuple(shape), id(dtype)) for shape, dtype, _ in signature)
     params = [_param(p, signature, executable.trusted_launch.env) for p in module.params]

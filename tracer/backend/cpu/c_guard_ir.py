@@ -162,30 +162,20 @@ def _buffers(plan: Plan) -> list[int]:
 
 
 def _allocations(plan: Plan) -> list[str]:
-    """`hit:` the hit count's new int and every buffer (EagerArrays), made before
-    anything irreversible: one that fails sends the call to the Python guard."""
-    lines = ["hit:",
-             "  %stats = load ptr, ptr @stats",
-             *_read("hits_before", "ptr", "stats", plan.stats[1]),
-             "  %hits_count = call i64 @PyLong_AsLongLong(ptr %hits_before)",
-             "  %hits_plus_one = add i64 %hits_count, 1",
-             "  %hits = call ptr @PyLong_FromLongLong(i64 %hits_plus_one)",
-             "  %made_hits = icmp ne ptr %hits, null"]
-    made = "%made_hits"
+    """`hit:` every buffer (an EagerArray); one that fails sends the call to the
+    Python guard."""
+    lines, made = ["hit:"], "true"
     for j in _buffers(plan):
         p = plan.params[j]
         shape = f"@p{j}_shape" if p.shape else "null"
-        lines += [f"  %p{j}_descr = load ptr, ptr @p{j}_buffer",
-                  f"  call void @Py_IncRef(ptr %p{j}_descr)  ; (PyArray_NewFromDescr steals it)",
-                  f"  %p{j} = call ptr @{NEW_FROM_DESCR}(ptr %eager, ptr %p{j}_descr, "
+        lines += [f"  %p{j}.descr = load ptr, ptr @p{j}_buffer",
+                  f"  call void @Py_IncRef(ptr %p{j}.descr)  ; (PyArray_NewFromDescr steals it)",
+                  f"  %p{j} = call ptr @{NEW_FROM_DESCR}(ptr %eager, ptr %p{j}.descr, "
                   f"i32 {len(p.shape)}, ptr {shape}, ptr null, ptr null, i32 0, ptr null)",
-                  f"  %p{j}_made = icmp ne ptr %p{j}, null",
-                  f"  %made_p{j} = and i1 {made}, %p{j}_made"]
-        made = f"%made_p{j}"
-    lines += [f"  br i1 {made}, label %run, label %unmade", "unmade:"]
-    lines += _releases(["%hits"] + [f"%p{j}" for j in _buffers(plan)])
-    lines += ["  call void @PyErr_Clear()", "  ret ptr null"]
-    return lines
+                  f"  %p{j}.made = icmp ne ptr %p{j}, null",
+                  f"  %made.p{j} = and i1 {made}, %p{j}.made"]
+        made = f"%made.p{j}"
+    return lines + [f"  br i1 {made}, label %run, label %failed"]
 
 
 def _releases(values: list[str]) -> list[str]:
@@ -220,32 +210,39 @@ def _host_arguments(plan: Plan) -> tuple[list[str], list[str]]:
 
 
 def _run(plan: Plan) -> list[str]:
-    """`run:` the host call without the GIL, then the hit counted and the output
-    returned, or everything released on an error status."""
+    """`run:` the host call without the GIL; then, with it again, the hit counted
+    (from the count as it is now: other threads count too) and the output returned.
+    An error status, or no memory for the count, releases everything instead."""
     lines, args = _host_arguments(plan)
     buffers = [f"%p{j}" for j in _buffers(plan)]
     out = f"%p{plan.output}"
-    lines = ["run:", *lines,
-             "  %thread = call ptr @PyEval_SaveThread()",
-             f"  %status = call i32 @{plan.host}(ptr %result, ptr %exception, "
-             f"{', '.join(args)})",
-             "  call void @PyEval_RestoreThread(ptr %thread)",
-             f"  %returned = icmp eq i32 %status, {RETCODE_OK}",
-             f"  %returned_none = icmp eq i32 %status, {RETCODE_NONE}",
-             "  %ran = or i1 %returned, %returned_none",
-             "  br i1 %ran, label %counted, label %failed",
-             "failed:  ; (the Python guard runs it again and raises its error)",
-             *_releases(["%hits", *buffers]), "  call void @PyErr_Clear()",
-             "  ret ptr null",
-             "counted:  ; stats.hits = entry.used = stats.hits + 1",
-             *_set_slot("stats.hits", "stats", plan.stats[1], "hits"),
-             "  call void @Py_IncRef(ptr %hits)",
-             "  %entry = load ptr, ptr @entry",
-             *_set_slot("entry.used", "entry", plan.entry[1], "hits"),
-             *_releases([b for b in buffers if b != out]),
-             f"  ret ptr {out}",
-             "miss:", "  ret ptr null", "}"]
-    return lines
+    return ["run:", *lines,
+            "  %thread = call ptr @PyEval_SaveThread()",
+            f"  %status = call i32 @{plan.host}(ptr %result, ptr %exception, "
+            f"{', '.join(args)})",
+            "  call void @PyEval_RestoreThread(ptr %thread)",
+            f"  %returned = icmp eq i32 %status, {RETCODE_OK}",
+            f"  %returned_none = icmp eq i32 %status, {RETCODE_NONE}",
+            "  %ran = or i1 %returned, %returned_none",
+            "  br i1 %ran, label %counting, label %failed",
+            "counting:",
+            "  %stats = load ptr, ptr @stats",
+            *_read("hits_before", "ptr", "stats", plan.stats[1]),
+            "  %hits_count = call i64 @PyLong_AsLongLong(ptr %hits_before)",
+            "  %hits_plus_one = add i64 %hits_count, 1",
+            "  %hits = call ptr @PyLong_FromLongLong(i64 %hits_plus_one)",
+            "  %counted = icmp ne ptr %hits, null",
+            "  br i1 %counted, label %served, label %failed",
+            "served:  ; stats.hits = entry.used = stats.hits + 1",
+            *_set_slot("stats.hits", "stats", plan.stats[1], "hits"),
+            "  call void @Py_IncRef(ptr %hits)",
+            "  %entry = load ptr, ptr @entry",
+            *_set_slot("entry.used", "entry", plan.entry[1], "hits"),
+            *_releases([b for b in buffers if b != out]),
+            f"  ret ptr {out}",
+            "failed:  ; (the Python guard serves the call: runs it again, raises its error)",
+            *_releases(buffers), "  call void @PyErr_Clear()", "  ret ptr null",
+            "miss:", "  ret ptr null", "}"]
 
 
 def _entry_point(name: str, fallback: str) -> str:
