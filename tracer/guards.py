@@ -49,7 +49,7 @@ Guard = Callable[[tuple], Any]
 # one takes about 7.5 ms, what some 10^4 calls save (~0.7 µs each), so a function
 # called fewer times never pays for it and one called more pays at most twice the
 # least it could (buying when the rent paid equals the price: ski rental).
-PROMOTE_AFTER = 0
+PROMOTE_AFTER = 10_000
 
 
 def no_guard(args: tuple) -> Any:
