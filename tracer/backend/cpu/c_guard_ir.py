@@ -1,7 +1,8 @@
 """The LLVM IR of a C guard (`c_guard`): one cached jit signature served in machine code.
 
-    text = guard_ir(plan)   # two functions, METH_O builtins taking the call's args tuple:
-                            # @guard and @plain (each falls back to its Python guard)
+    text = guard_ir(plan, (guard, plain))   # two METH_O functions taking the call's
+                                            # args tuple, falling back to the Python
+                                            # guard and plain functions
 
 `@serve` reads the tuple and each argument at their ABI offsets (`c_abi`): the count,
 each argument's exact type (ndarray or EagerArray), rank, dims, dtype (one descr
@@ -22,8 +23,9 @@ from dataclasses import dataclass
 
 from . import c_abi
 
-# The host's parameters in numba's calling convention: a status code, then per array
-# meminfo, parent, nitems, itemsize, data, shape[ndim], strides[ndim] (flattened).
+# numba's calling convention: the host returns a status (0, or -2 for None: it ran;
+# anything else: it raised) and takes pointers to its result and exception info, then
+# each array flattened: meminfo, parent, nitems, itemsize, data, shape[ndim], strides[ndim].
 RETCODE_OK, RETCODE_NONE = 0, -2
 
 
@@ -87,21 +89,26 @@ def _set_slot(name: str, obj: str, offset: int, value: str) -> list[str]:
             f"  call void @Py_DecRef(ptr %{name}.old)"]
 
 
-def _constant(name: str, address: int) -> str:
-    return f"@{name} = private unnamed_addr constant ptr inttoptr (i64 {address} to ptr)"
+def _constant(name: str, address: int, what: str) -> str:
+    return (f"@{name} = private unnamed_addr constant ptr inttoptr (i64 {address} to ptr)"
+            f"  ; {what}")
 
 
 def _globals(plan: Plan) -> list[str]:
-    lines = [_constant("ndarray_type", plan.types[0]), _constant("eager_type", plan.types[1]),
-             _constant("stats", plan.stats[0]), _constant("entry", plan.entry[0]),
-             _constant("guard_fallback", plan.fallbacks[0]),
-             _constant("plain_fallback", plan.fallbacks[1])]
-    for k, (_, descr) in enumerate(plan.inputs):
-        lines.append(_constant(f"arg{k}_descr", descr))
+    """The objects the code compares with or calls (kept alive by the builtins)."""
+    lines = [_constant("ndarray_type", plan.types[0], "numpy.ndarray"),
+             _constant("eager_type", plan.types[1], "tracer's EagerArray"),
+             _constant("stats", plan.stats[0], "the jitted function's CacheStats"),
+             _constant("entry", plan.entry[0], "the cache entry (dispatch.Entry)"),
+             _constant("guard_fallback", plan.fallbacks[0], "the Python guard"),
+             _constant("plain_fallback", plan.fallbacks[1], "the Python plain guard")]
+    for k, (shape, descr) in enumerate(plan.inputs):
+        lines.append(_constant(f"arg{k}_descr", descr, f"argument {k}'s dtype, shape {shape}"))
+    what = {"const": "a constant's data (the host's dims last)", "buffer": "a buffer's dtype"}
     for j, p in enumerate(plan.params):
         kind, address = p.source
         if kind != "input":
-            lines.append(_constant(f"p{j}_{kind}", address))
+            lines.append(_constant(f"p{j}_{kind}", address, what[kind]))
         if kind == "buffer" and p.shape:
             dims = ", ".join(f"i64 {n}" for n in p.shape)
             lines.append(f"@p{j}_shape = private unnamed_addr constant [{len(p.shape)} x i64] "
