@@ -133,9 +133,10 @@ def _paired(rows: list, check: bool = True) -> list[tuple[str, float]]:
 
 
 def c_guard_build() -> None:
-    """What a C guard costs to build (IR text, LLVM's parse and MCJIT codegen, the
-    builtins) beside making the Python guard, and the calls after which it has paid
-    for itself (`guards.PROMOTE_AFTER` is about that many)."""
+    """What a C guard costs to build: compiling its structure (LLVM's parse and MCJIT
+    codegen), or, where the structure has its code, the entry's words and builtins;
+    beside making the Python guard, and the calls after which each has paid for itself
+    (`guards.PROMOTE_AFTER` and `PROMOTE_AFTER_COMPILED` are about that many)."""
     from tracer.backend.cpu import c_abi, c_guard
 
     x, y, z = (np.ones(4, np.float32) for _ in range(3))
@@ -146,14 +147,23 @@ def c_guard_build() -> None:
     counters = (stats, c_abi.check_slot(stats, type(stats).hits),
                 entry, c_abi.check_slot(entry, type(entry).used))
     fallbacks = (entry.guard, entry.plain)
-    rows = [("C guard build", timeit(lambda: c_guard.build(
-                parts, "bench", counters, fallbacks, (entry.compiled,)), repeat=5)),
+    copies = iter(range(1 << 30))
+
+    def compile_structure() -> None:  # (a copy of its code, under names of its own)
+        n = next(copies)
+        c_guard._compile(entry.c_guard.ir.replace("@tracer_", f"@bench{n}_"))
+
+    rows = [("C guard, structure compiled", timeit(compile_structure, repeat=3)),
+            ("C guard, structure cached", timeit(lambda: c_guard.build(
+                parts, counters, fallbacks, (entry.compiled,)), repeat=5)),
             ("Python guard build", timeit(lambda: guards.make_guard(
                 entry.signature, entry, stats, promote=False), repeat=5))]
     saved = timeit(lambda: py(x, y, z)) - timeit(lambda: f(x, y, z))
     report("building the guard of a*b+c on 3 float32[4]", rows, "Python guard build")
-    print(f"  calls to pay for a C guard: {rows[0][1] / saved:,.0f} "
-          f"({saved * 1e6:.2f} µs saved a call); PROMOTE_AFTER = {guards.PROMOTE_AFTER:,}")
+    print(f"  calls to pay for it ({saved * 1e6:.2f} µs saved a call): "
+          f"{rows[0][1] / saved:,.0f} compiling its structure (PROMOTE_AFTER = "
+          f"{guards.PROMOTE_AFTER:,}), {rows[1][1] / saved:,.0f} with the structure's "
+          f"code (PROMOTE_AFTER_COMPILED = {guards.PROMOTE_AFTER_COMPILED})")
 
 
 def trace_time(n_ops: int = 1000) -> None:

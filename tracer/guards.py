@@ -45,11 +45,13 @@ _SCALAR_TYPES = {sig: t for t, sig in SCALARS.items()}
 
 Guard = Callable[[tuple], Any]
 
-# Calls an entry serves through its Python guard before it gets a C guard: building
-# one takes about 7.5 ms, what some 10^4 calls save (~0.7 µs each), so a function
-# called fewer times never pays for it and one called more pays at most twice the
-# least it could (buying when the rent paid equals the price: ski rental).
+# Calls an entry serves through its Python guard before it gets a C guard: compiling
+# a structure takes about 7 ms, what some 10^4 calls save (~0.7 µs each), so a
+# function called fewer times never pays for it and one called more pays at most
+# twice the least it could (buying when the rent paid equals the price: ski rental).
+# Where the structure has its code, a guard costs about 30 µs: some 50 calls.
 PROMOTE_AFTER = 10_000
+PROMOTE_AFTER_COMPILED = 50
 
 
 def no_guard(args: tuple) -> Any:
@@ -69,7 +71,10 @@ def make_guard(key: tuple, entry: Any, stats: cache.CacheStats,
     launch = _embeddable_launch(entry.compiled)
     parts = _c_guard_parts(key, entry) if promote and launch is not None else None
     if parts is not None:
-        env["promote_at"] = stats.hits + PROMOTE_AFTER
+        from .backend.cpu import c_guard
+
+        after = PROMOTE_AFTER_COMPILED if c_guard.compiled(parts) else PROMOTE_AFTER
+        env["promote_at"] = stats.hits + min(after, PROMOTE_AFTER)
         env["promote"] = functools.partial(_promote, key, entry, stats, parts)
     source = _source(key, env, launch, parts is not None)
     if launch is not None:
@@ -103,12 +108,11 @@ def _promote(key: tuple, entry: Any, stats: cache.CacheStats, parts: tuple) -> N
                 entry, c_abi.check_slot(entry, type(entry).used))
     if None in counters:
         return
-    title = (f"tracer C guard of {entry.compiled.lowered.name}"
-             f"({', '.join(map(cache.sig_text, key))})")
     try:
-        built = c_guard.build(parts, title, counters, fallbacks, (entry.compiled,))
+        built = c_guard.build(parts, counters, fallbacks, (entry.compiled,))
     except Exception as e:  # (a bug here must not fail the user's call: it still runs)
-        warnings.warn(f"tracer: no C guard for {title}: {e}", RuntimeWarning, stacklevel=2)
+        call = f"{entry.compiled.lowered.name}({', '.join(map(cache.sig_text, key))})"
+        warnings.warn(f"tracer: no C guard for {call}: {e}", RuntimeWarning, stacklevel=2)
         return
     entry.c_guard = built
     entry.guard, entry.plain = built.guard, built.plain

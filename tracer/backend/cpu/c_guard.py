@@ -1,7 +1,7 @@
 """C guards: a cached jit signature served by machine code, no Python frame in between.
 
-    plan = c_guard.plan(executable, signature, title)   # None: not one a C guard serves
-    cg = c_guard.build(plan_parts, ...)                  # a CGuard: .guard, .plain, .ir
+    parts = c_guard.plan_parts(executable, signature)   # None: not one it serves
+    cg = c_guard.build(parts, counters, fallbacks, keep)  # a CGuard: .guard, .plain, .ir
 
 A guard (`tracer.guards`) is Python: each comparison of a type, shape or flag costs
 15-35 ns, so a cached call of `a * b + c` cost twice NumPy's own expression. A C guard
@@ -16,15 +16,21 @@ no thread pool (no `set_num_threads`), no BLAS thread setting, no donation or
 passed-through output, one output, no pooled (>= 1 MiB) buffers, no host effect or
 object-mode code (a failed run is run again by the Python guard to raise its error,
 so running it twice must be harmless), built-in dtypes, arrays only (Python scalars
-and other layouts take the Python guard). Compiling one costs a few milliseconds
-(`bench/bench_dispatch.py` measures it), so `tracer.guards` builds it only once an
-entry has served `PROMOTE_AFTER` calls (see there).
+and other layouts take the Python guard).
+
+The code is compiled once per structure (the ranks and kinds of the parameters:
+`c_guard_ir.structure`), which takes a few milliseconds, into one MCJIT engine for
+the process; an entry's guard is then that code with the entry's words (shapes,
+dtypes, the host's address, the objects it counts in) as its `self`, made in tens
+of microseconds (`bench/bench_dispatch.py` measures both). `tracer.guards` builds
+one once an entry has served `PROMOTE_AFTER` calls, or `PROMOTE_AFTER_COMPILED`
+where its structure has its code.
 """
 
 from __future__ import annotations
 
 import ctypes
-import itertools
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,11 +39,10 @@ import numpy as np
 
 from ...numpy._eager import EagerArray
 from . import c_abi
-from .c_guard_ir import NEW_FROM_DESCR, ArrayParam, Plan, guard_ir
+from .c_guard_ir import ArrayParam, Plan, guard_ir, slots, structure
 from .launch import POOL_MIN_BYTES
 
 METH_O = 0x0008
-_NUMBERS = itertools.count()
 
 
 class _MethodDef(ctypes.Structure):
@@ -52,12 +57,14 @@ _new_builtin.argtypes = [ctypes.c_void_p, ctypes.py_object, ctypes.c_void_p]
 
 @dataclass(frozen=True)
 class CGuard:
-    """The two builtins of one entry and what they need alive."""
+    """The two builtins of one entry."""
 
     guard: Any
     plain: Any
-    ir: str          # the LLVM IR they were compiled from
-    seconds: float   # what building them took
+    ir: str                         # the LLVM IR of its structure (shared with others)
+    words: list[tuple[str, int]]    # the entry's words the IR reads, by name
+    seconds: float                  # what building them took (compiling the structure
+                                    # only for its first entry)
 
 
 def available() -> bool:
@@ -108,42 +115,61 @@ def _param(p: Any, signature: tuple, env: dict[str, Any]) -> ArrayParam | None:
     return ArrayParam(("buffer", id(dtype)), shape, dtype.itemsize)
 
 
-def build(parts: tuple, title: str, counters: tuple, fallbacks: tuple,
-          keep: tuple) -> CGuard:
-    """Compile the C guard of `parts` (`plan_parts`): `counters` is (stats, its `hits`
-    slot offset, entry, its `used` slot offset); `fallbacks` the Python guard and
-    plain functions; `keep`, what else the code points into (the executable)."""
-    import time
-
+def build(parts: tuple, counters: tuple, fallbacks: tuple, keep: tuple) -> CGuard:
+    """The C guard of `parts` (`plan_parts`): `counters` is (stats, its `hits` slot
+    offset, entry, its `used` slot offset); `fallbacks` the Python guard and plain
+    functions; `keep`, what else the words point into (the executable's constants)."""
     start = time.perf_counter()
     inputs, params, out, native = parts
     stats, hits, entry, used = counters
-    number = next(_NUMBERS)
-    host = f"tracer_host_{number}"
-    plan = Plan(title, inputs, params, out, host, (id(np.ndarray), id(EagerArray)),
-                (id(stats), hits), (id(entry), used), tuple(map(id, fallbacks)))
-    names = (f"tracer_guard_{number}", f"tracer_plain_{number}")
-    text = guard_ir(plan, names)
+    host = native.library.get_pointer_to_function(native.fndesc.llvm_func_name)
+    plan = Plan(inputs, params, out, host, (id(np.ndarray), id(EagerArray)),
+                (id(stats), hits), (id(entry), used), tuple(map(id, fallbacks)),
+                c_abi.LAYOUT.new_from_descr)
+    text, addresses = _compiled(plan)
+    words = slots(plan)
+    block = np.array([value for _, value in words], np.int64)
+    # `self` of both builtins: the words first (the IR reads them there), then all the
+    # words point into, alive as long as the builtins
+    holder = (block, native, stats, entry, fallbacks, keep, np.ndarray, EagerArray)
+    guard, plain = (_builtin(name, address, holder) for name, address in addresses)
+    return CGuard(guard, plain, text, words, time.perf_counter() - start)
+
+
+def compiled(parts: tuple) -> bool:
+    """Whether the structure of `parts` has its code already (a build is then cheap)."""
+    return structure(*parts[:3]) in _STRUCTURES
+
+
+def _compiled(plan: Plan) -> tuple[str, list[tuple[str, int]]]:
+    """(IR text, [(name, address)] of the guard and plain functions) of the plan's
+    structure, compiled at its first plan."""
+    key = structure(plan.inputs, plan.params, plan.output)
+    done = _STRUCTURES.get(key)
+    if done is not None:
+        return done
     from numba.core.compiler_lock import global_compiler_lock
 
-    with global_compiler_lock:  # (numba's codegen and LLVM's symbols: one build at a time)
-        llvm.add_symbol(NEW_FROM_DESCR, c_abi.LAYOUT.new_from_descr)
-        llvm.add_symbol(host, native.library.get_pointer_to_function(
-            native.fndesc.llvm_func_name))
-        engine = _compile(text)
-    # Everything the code points into, alive as long as the builtins (their `self`)
-    keepalive = [native, stats, entry, fallbacks, keep, np.ndarray, EagerArray]
-    guard = _builtin(engine, names[0], keepalive)
-    plain = _builtin(engine, names[1], keepalive)
-    return CGuard(guard, plain, text, time.perf_counter() - start)
+    with global_compiler_lock:  # (LLVM's context: one compile at a time in the process)
+        done = _STRUCTURES.get(key)
+        if done is None:
+            number = len(_STRUCTURES)
+            names = (f"tracer_guard_s{number}", f"tracer_plain_s{number}")
+            text = guard_ir(plan, names)
+            engine = _compile(text)
+            done = _STRUCTURES[key] = (text, [(n, engine.get_function_address(n))
+                                              for n in names])
+    return done
+
+
+# structure -> its IR and compiled functions (`c_guard_ir.structure`)
+_STRUCTURES: dict[tuple, tuple[str, list[tuple[str, int]]]] = {}
 
 
 def _compile(text: str) -> Any:
     """The process's C guard engine, with `text`'s machine code added. (One MCJIT
-    engine for all: each engine costs some 800 KB, a guard in a shared one 8 KB; the
-    code of a guard that died stays until exit, MCJIT frees code only with its engine.
-    No IR passes: the IR is straight-line code already; numba's pipeline took twice
-    as long.)"""
+    engine for all: an engine costs some 800 KB. No IR passes: the IR is
+    straight-line code already; numba's pipeline took twice as long.)"""
     global _ENGINE
     module = llvm.parse_assembly(text)
     module.verify()
@@ -161,8 +187,8 @@ def _compile(text: str) -> Any:
 _ENGINE: Any = None
 
 
-def _builtin(engine: Any, name: str, keepalive: list) -> Any:
-    """A builtin function calling `name` (METH_O), holding `keepalive` as its `self`."""
-    method = _MethodDef(name.encode(), engine.get_function_address(name), METH_O, None)
-    holder = (method, keepalive)  # (the PyMethodDef must outlive the builtin)
-    return _new_builtin(ctypes.addressof(method), holder, None)
+def _builtin(name: str, address: int, holder: tuple) -> Any:
+    """A builtin function calling `address` (METH_O), with `holder` as its `self`."""
+    method = _MethodDef(name.encode(), address, METH_O, None)
+    # (the PyMethodDef must outlive the builtin: the builtin's `self` holds it)
+    return _new_builtin(ctypes.addressof(method), (*holder, method), None)
