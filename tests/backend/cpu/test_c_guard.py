@@ -69,6 +69,38 @@ def test_hits_match_numpy_and_count_like_the_python_guard(promote_now):
     assert "@serve" in entry.c_guard.ir and words["arg2.dim0"] == 4
 
 
+def test_entries_of_one_structure_share_its_code_with_their_own_words(promote_now):
+    """Two functions, shapes and dtypes of one structure (three arrays of rank 1 in,
+    one out): the second guard reuses the compiled code and reads its own words."""
+    f, g = tr.jit(_fma), tr.jit(lambda a, b, c: a - b * c)
+    x = np.arange(4, dtype=np.float32)
+    first = _promoted(f, x, x, x).c_guard
+    y = np.linspace(0, 1, 7)
+    parts = c_guard.plan_parts(f._last.compiled.executable, f._last.signature)
+    assert c_guard.compiled(parts)
+    second = _promoted(g, y, y, y).c_guard
+    assert second.ir == first.ir and dict(second.words)["arg0.dim0"] == 7
+    for _ in range(3):
+        np.testing.assert_array_equal(g(y, y + 1, y), y - (y + 1) * y)
+        np.testing.assert_array_equal(f(x, x + 1, x), x * (x + 1) + x)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bool", "complex64", "int8", "uint64"])
+@pytest.mark.parametrize("shape", [(), (0,), (3, 1, 2)])
+def test_dtypes_and_ranks_give_what_the_python_guard_gives(dtype, shape, monkeypatch):
+    x = (np.arange(int(np.prod(shape))) % 3).astype(dtype).reshape(shape)
+    results = []
+    for after in (0, 10**18):
+        monkeypatch.setattr(guards, "PROMOTE_AFTER", after)
+        f = tr.jit(lambda v, w: v * w + v)
+        outs = [f(x, x) for _ in range(4)]
+        assert (f._last.c_guard is not None) == (after == 0)
+        results.append(outs)
+    for promoted, python in zip(*results):
+        assert type(promoted) is type(python) and promoted.dtype == python.dtype
+        np.testing.assert_array_equal(promoted, python)
+
+
 def _mismatches() -> dict[str, tuple]:
     """Calls of a float32[2, 3] signature that the C guard must not serve itself."""
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
