@@ -82,11 +82,12 @@ def _promoted(f, *args, calls: int | None = None):
 def _python_guarded(fun, *args):
     """`tr.jit(fun)` whose guards never give their place to a C guard (the path every
     call took before them)."""
-    promote_after, guards.PROMOTE_AFTER = guards.PROMOTE_AFTER, 1 << 62
+    delays = guards.PROMOTE_AFTER, guards.PROMOTE_AFTER_COMPILED
+    guards.PROMOTE_AFTER = guards.PROMOTE_AFTER_COMPILED = 1 << 62
     try:
         return _promoted(tr.jit(fun), *args, calls=3)
     finally:
-        guards.PROMOTE_AFTER = promote_after
+        guards.PROMOTE_AFTER, guards.PROMOTE_AFTER_COMPILED = delays
 
 
 def call_parts() -> None:

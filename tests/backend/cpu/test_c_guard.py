@@ -27,12 +27,12 @@ from ...test_jit_dispatch import _argument
 @pytest.fixture
 def promote_now(monkeypatch):
     """Entries get their C guard at their first guarded call."""
-    monkeypatch.setattr(guards, "PROMOTE_AFTER", 0)
+    _promote_after(monkeypatch, 0)
 
 
-@pytest.fixture
-def never_promote(monkeypatch):
-    monkeypatch.setattr(guards, "PROMOTE_AFTER", 10**18)
+def _promote_after(monkeypatch, calls: int) -> None:
+    monkeypatch.setattr(guards, "PROMOTE_AFTER", calls)
+    monkeypatch.setattr(guards, "PROMOTE_AFTER_COMPILED", calls)
 
 
 def _fma(a, b, c):
@@ -91,7 +91,7 @@ def test_dtypes_and_ranks_give_what_the_python_guard_gives(dtype, shape, monkeyp
     x = (np.arange(int(np.prod(shape))) % 3).astype(dtype).reshape(shape)
     results = []
     for after in (0, 10**18):
-        monkeypatch.setattr(guards, "PROMOTE_AFTER", after)
+        _promote_after(monkeypatch, after)
         f = tr.jit(lambda v, w: v * w + v)
         outs = [f(x, x) for _ in range(4)]
         assert (f._last.c_guard is not None) == (after == 0)
@@ -147,9 +147,10 @@ _LAYOUTS = ("contiguous", "reversed", "strided", "read-only", "eager", "unaligne
                 min_size=3, max_size=10))
 def test_any_call_sequence_gives_what_the_python_path_gives(calls):
     """The same calls with and without C guards: equal results and cache statistics."""
+    delays = guards.PROMOTE_AFTER, guards.PROMOTE_AFTER_COMPILED
     infos = []
     for after in (0, 10**18):
-        guards.PROMOTE_AFTER = after
+        guards.PROMOTE_AFTER = guards.PROMOTE_AFTER_COMPILED = after
         try:
             f = tr.jit(lambda v, w: (v - w) * 2)
             for dtype, shape, layout in calls:
@@ -157,7 +158,7 @@ def test_any_call_sequence_gives_what_the_python_path_gives(calls):
                 np.testing.assert_array_equal(f(x, y), (np.asarray(x) - y) * 2)
             infos.append(f.cache_info()._replace(compiles=0))  # (the 2nd run loads the code)
         finally:
-            guards.PROMOTE_AFTER = 10_000
+            guards.PROMOTE_AFTER, guards.PROMOTE_AFTER_COMPILED = delays
     assert infos[0] == infos[1]
 
 
