@@ -35,7 +35,10 @@ an output that passes an input through or repeats one is copied); the guard is t
 made again around the final launcher. After a kernel that streamed megabytes every
 Python step of a call misses the caches, so fewer steps is what makes a call cheap: a
 guarded call of `a * b + c` is two Python frames (`Jitted.__call__`, the guard) around
-numba's entry point; what each part costs is in `docs/performance.md`.
+numba's entry point, and one frame around machine code once the entry's guard is a C
+guard (`guards.PROMOTE_AFTER`, `backend/cpu/c_guard.py`: it counts hits in the slots
+of `Entry.used` and `CacheStats.hits` itself); what each part costs is in
+`docs/performance.md`.
 """
 
 from __future__ import annotations
