@@ -277,3 +277,16 @@ def test_an_error_status_hands_the_call_to_the_python_guard():
     bad = (np.array([-1.0]),)
     assert built.guard(bad) == "python" and served == [bad] and stats.hits == 1
     assert built.plain((np.array([2.0]), np.array([2.0]))) == "plain"
+
+
+def test_a_dropped_function_frees_its_c_guard(promote_now):
+    """The builtins, the entry and its words form a cycle the collector frees."""
+    import gc
+    import weakref
+
+    f = tr.jit(lambda v: v * 3)
+    entry = _promoted(f, np.ones(3))
+    words, jitted = weakref.ref(entry.c_guard.guard.__self__[0]), weakref.ref(f)
+    del f, entry
+    gc.collect()
+    assert words() is None and jitted() is None
