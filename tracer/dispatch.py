@@ -123,7 +123,8 @@ class Entry:
         runners = _direct_runners(compiled)
         if runners is not None:
             self.run, self.trusted = runners
-            if self.signature is not None:
+            if self.signature is not None and self.c_guard is None:  # (a C guard's
+                # Python guards already run the final launcher, and read `run` anew)
                 self.guard, self.plain = make_guard(self.signature, self, self.stats)
             return self.run(*args)
         return run_compiled(compiled, list(map(_as_input, args)), args)

@@ -290,3 +290,13 @@ def test_a_dropped_function_frees_its_c_guard(promote_now):
     del f, entry
     gc.collect()
     assert words() is None and jitted() is None
+
+
+def test_a_first_strided_call_after_promotion_keeps_the_c_guard(promote_now):
+    f = tr.jit(lambda v: v * 3)
+    x = np.arange(8.0)
+    entry = _promoted(f, x)
+    built = entry.c_guard
+    np.testing.assert_array_equal(f(x[::2]), x[::2] * 3)  # (the entry's first `run`)
+    assert entry.c_guard is built and entry.guard is built.guard
+    np.testing.assert_array_equal(f(x), x * 3)
