@@ -123,7 +123,7 @@ class CacheInfo(NamedTuple):
         return reprs.table(self._fields, [tuple(self)])
 
 
-@dataclass
+@dataclass(slots=True)  # (a C guard counts hits in the `hits` slot: backend/cpu/c_guard.py)
 class CacheStats:
     hits: int = 0
     misses: int = 0

@@ -35,7 +35,10 @@ an output that passes an input through or repeats one is copied); the guard is t
 made again around the final launcher. After a kernel that streamed megabytes every
 Python step of a call misses the caches, so fewer steps is what makes a call cheap: a
 guarded call of `a * b + c` is two Python frames (`Jitted.__call__`, the guard) around
-numba's entry point; what each part costs is in `docs/performance.md`.
+numba's entry point, and one frame around machine code once the entry's guard is a C
+guard (`guards.PROMOTE_AFTER`, `backend/cpu/c_guard.py`: it counts hits in the slots
+of `Entry.used` and `CacheStats.hits` itself); what each part costs is in
+`docs/performance.md`.
 """
 
 from __future__ import annotations
@@ -85,7 +88,7 @@ class Entry:
     """One cached signature: its `Compiled`, when it last served, and its runner."""
 
     __slots__ = ("compiled", "used", "run", "trusted", "guard", "plain", "prev",
-                 "signature", "stats")
+                 "signature", "stats", "c_guard")
 
     def __init__(self, compiled: Compiled, used: int):
         self.compiled = compiled
@@ -103,6 +106,8 @@ class Entry:
         self.prev: Any = NOTHING_SERVED
         self.signature: tuple | None = None
         self.stats: cache.CacheStats | None = None
+        # the `c_guard.CGuard` serving the entry's hits, once `guards` built one
+        self.c_guard: Any = None
 
     def guard_calls(self, signature: tuple, stats: cache.CacheStats) -> None:
         """Give the entry the guard of positional calls of `signature` (hits counted in
@@ -118,7 +123,8 @@ class Entry:
         runners = _direct_runners(compiled)
         if runners is not None:
             self.run, self.trusted = runners
-            if self.signature is not None:
+            if self.signature is not None and self.c_guard is None:  # (a C guard's
+                # Python guards already run the final launcher, and read `run` anew)
                 self.guard, self.plain = make_guard(self.signature, self, self.stats)
             return self.run(*args)
         return run_compiled(compiled, list(map(_as_input, args)), args)

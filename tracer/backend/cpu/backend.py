@@ -70,6 +70,9 @@ class NumbaExecutable:
                  n_inputs: int, serial: Callable[[], "NumbaExecutable"],
                  strided_host: strided.StridedHost):
         self.source = module.source
+        self.module = module  # (its parameters and outputs: what a C guard calls)
+        # numba's compile result of `host` when a C guard may call its native code
+        self.native: Any = None
         self.fresh_compile = fresh_compile
         self.donors = module.donors  # inputs an output is written into
         self._host = host
@@ -151,7 +154,7 @@ class NumbaCpuBackend:
     def load(self, prepared: "Prepared") -> NumbaExecutable:
         """The executable of a prepared module: compiled now, or loaded from memory or
         from the disk cache."""
-        host, fresh = _compiled_host(prepared, prepared.signature)
+        host, fresh, native = _compiled_host(prepared, prepared.signature)
         module = prepared.module
         inputs = tuple((p.name, p.value.ndim) for p in module.params
                        if p.kind == "input" and p.value.ndim and p.index not in module.donors)
@@ -159,9 +162,11 @@ class NumbaCpuBackend:
             module.source, module.host, inputs, functools.partial(_signature, module),
             lambda sig: _compiled_host(prepared, sig)[0],
             functools.partial(cache.in_memory, module.source))
-        return NumbaExecutable(module, host, fresh, prepared.n_inputs,
-                               functools.partial(self._serial, prepared.graph,
-                                                 tuple(sorted(module.donors))), variant)
+        executable = NumbaExecutable(module, host, fresh, prepared.n_inputs,
+                                     functools.partial(self._serial, prepared.graph,
+                                                       tuple(sorted(module.donors))), variant)
+        executable.native = native
+        return executable
 
     def _serial(self, graph: Graph, donated: tuple[int, ...]) -> NumbaExecutable:
         """The same lowered graph compiled without threads (see NumbaExecutable)."""
@@ -178,9 +183,10 @@ def _signature(module: Module, strided_inputs: frozenset[str] = frozenset()) -> 
     return (*(_param_type(p, p.name in strided_inputs) for p in module.params), dims)
 
 
-def _compiled_host(prepared: Prepared, signature: tuple) -> tuple[Any, bool]:
-    """The host function compiled for `signature` (or loaded from memory or disk), and
-    whether numba compiled it."""
+def _compiled_host(prepared: Prepared, signature: tuple) -> tuple[Any, bool, Any]:
+    """The host function compiled for `signature` (or loaded from memory or disk),
+    whether numba compiled it, and numba's compile result when the host is its bare
+    entry point (a C guard may call its native code: `c_guard`), else None."""
     start = time.perf_counter_ns()
     if blas.uses_blas(prepared.module.source):  # (they link against the BLAS bound now)
         blas.bind_fastest()
@@ -194,13 +200,14 @@ def _compiled_host(prepared: Prepared, signature: tuple) -> tuple[Any, bool]:
     # (it converts types only once compiling is disabled, and then finds the two
     # versions ambiguous). Its wrapper checks each array's dtype, not its layout or rank:
     # the launcher's checks and the jit cache's keys guarantee those.
-    host = dispatcher.overloads[signature].entry_point
+    native = dispatcher.overloads[signature]
+    host = native.entry_point
     flops = prepared.blas_flops
     if flops and (flops < BLAS_PARALLEL_MIN_FLOPS or thread_count() == 1):
-        host = blas.single_threaded(host)
+        host, native = blas.single_threaded(host), None
     elif flops:
-        host = blas.threads_while_idle(host, thread_count())
-    return host, fresh
+        host, native = blas.threads_while_idle(host, thread_count()), None
+    return host, fresh, native
 
 
 def _param_type(p: Any, strided_input: bool = False) -> Any:
