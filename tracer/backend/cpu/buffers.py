@@ -32,7 +32,11 @@ _POOLS: "weakref.WeakKeyDictionary[GraphEmitter, _Pool]" = weakref.WeakKeyDictio
 
 
 def nest_buffer(ge: GraphEmitter, plan: Plan, step: LoopNest | RowGroup, v: Var) -> str:
-    """A buffer for `v`, written by `step`: a free one of its shape and dtype, if any."""
+    """A buffer for `v`, written by `step`: the loop's own buffer if `v` is a carry a
+    loop body returns (`emit.control`), else a free one of its shape and dtype, if any."""
+    carried = getattr(ge, "carry_buffers", {}).get(id(v))
+    if carried is not None:
+        return carried
     if not ge.top or id(v) in plan.outputs:
         return ge.alloc(v)
     pool = _POOLS.get(ge)

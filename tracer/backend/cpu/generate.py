@@ -77,6 +77,9 @@ class CpuGraphEmitter(GraphEmitter):
         # it: the value is written straight into the output's buffer (a view)
         self.reshaped_outputs: dict[int, Var] = {}
         self.output_views: dict[str, Var] = {}  # name of such a view -> its output
+        # id(carry a loop body returns) -> the buffer the loop allocated for it, which
+        # the nest computing it writes (`emit.control.carry_buffers`)
+        self.carry_buffers: dict[int, str] = {}
 
     def alloc(self, var: Var, hint: str | None = None) -> str:
         out = self.reshaped_outputs.get(id(var)) if self.top else None
