@@ -142,6 +142,34 @@ def test_nests_streaming_from_memory_prefetch_and_still_match_numpy(monkeypatch)
                                rtol=1e-5)
 
 
+def _softmax(x, np_):
+    e = np_.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+@pytest.mark.parametrize("shape", [(1000, 1100), (4, 250, 1100)])
+def test_later_passes_of_a_row_group_prefetch_the_next_row(shape):
+    """A row group's later passes read a row the first pass brought into cache, so they
+    prefetch the same columns of the next row (of every row dim, the innermost one):
+    softmax and logsumexp still match NumPy, with NaN, inf and -inf rows, the last row
+    (its prefetch points past the array: never a fault) and a row length that is not a
+    multiple of the chunk."""
+    rows = np.random.default_rng(6).standard_normal(shape).astype(np.float32)
+    flat = rows.reshape(-1, shape[-1])
+    flat[3, 7], flat[5, :] = np.nan, -np.inf
+    flat[8, 11], flat[-1, 2] = np.inf, np.inf
+    outer = ", ".join(f"i{d}" for d in range(len(shape) - 2))
+    ahead = f"prefetch_chunk(arg0, ({outer + ', ' if outer else ''}i{len(shape) - 2} + 1, "
+    lse = lambda r, np_: np_.log(np_.exp(r - r.max(-1, keepdims=True)).sum(-1)) \
+        + r.max(-1)  # noqa: E731
+    with np.errstate(invalid="ignore"), tr.config.override(num_threads=1):
+        for program in (_softmax, lse):
+            f = tr.jit(lambda r, program=program: program(r, tnp))
+            assert ahead in f.lower(rows).compile().source
+            np.testing.assert_allclose(f(rows), program(rows.astype(np.float64), np),
+                                       rtol=1e-5, atol=1e-7)
+
+
 def test_small_nests_and_short_rows_keep_one_plain_loop():
     """Under 4 MiB (the caches hold it), or rows shorter than one chunk: no prefetch."""
     small = tr.jit(lambda v: _gelu(v, tnp)).lower(np.ones(1 << 16, np.float32)).compile()

@@ -38,7 +38,7 @@ from ..numba.fusion import (
     monoid,
     nest_reads,
 )
-from ..numba.loops import Index, LoopBody, inner_loop
+from ..numba.loops import Index, LoopBody, RowsAhead, inner_loop
 from ..numba.scalar import alias, literal, storage_dtype
 from ..numba.source import SourceWriter
 from .buffers import nest_buffer, writes_in_place
@@ -92,8 +92,13 @@ def emit_loops(ge: GraphEmitter, plan: Plan, step: LoopNest | RowGroup) -> None:
             for b, n in zip(bodies, group.nests, strict=True)]
     if group.depth:
         def each() -> None:
+            streamed: set[str] = set()
             for body, nest, out in zip(bodies, group.nests, outs, strict=True):
+                if streamed:
+                    body.rows_ahead = RowsAhead("prefetch_chunk", "cpu.lib.prefetch",
+                                                group.depth, frozenset(streamed))
                 _nest(body, nest, out, group.depth, False)
+                streamed |= body.streamed
         _loops(bodies[0], _shape_atom(group.nests[0]), list(range(group.depth)), parallel, each,
                chunked)
     else:

@@ -32,6 +32,19 @@ _LOOP_VAR = re.compile(r"i\d+")
 Offset = tuple[tuple[str, str], ...]  # ("+" | "-", term) terms added to a loop variable
 
 
+@dataclass(frozen=True)
+class RowsAhead:
+    """Arrays an earlier nest of a row group streamed, so the row a later nest reads is
+    in cache: that nest's chunks prefetch the same columns of the next row instead
+    (`helper` from `module`; the group's outer `depth` dims index the rows), so the next
+    row's first pass, bound by memory, finds it there."""
+
+    helper: str
+    module: str
+    depth: int
+    names: frozenset[str]
+
+
 @dataclass
 class Site:
     """A pad / concatenate choice that the innermost loop's variable decides: with `q` the
@@ -78,6 +91,8 @@ class LoopBody:
         # Arrays the innermost loop loads at the nest's own index, each element once in
         # memory order (name -> index), which `inner_loop` may prefetch.
         self.streams: dict[str, Index] | None = None
+        self.streamed: set[str] = set()  # every array a loop of this body prefetched
+        self.rows_ahead: RowsAhead | None = None
 
     def use(self, helper: str, module: str | None = None) -> str:
         return self.ge.mod.use(helper, module)
@@ -321,11 +336,23 @@ def _prefetched(body: LoopBody, var: str, size: str, streams: dict[str, Index],
         if parallel:
             w.line(f"{start} = {k} * {chunk}")
         for name, index in streams.items():
-            w.line(f"{helper}({name}, ({', '.join((*index[:-1], start))},))")
+            w.line(_prefetch_call(body, name, index, start, helper))
+        body.streamed.update(streams)
         body.cache, body.unit, body.run_var = dict(cache), {var: ()}, var
         with w.block(f"for {var} in range({start}, min({start} + {chunk}, {size}))"):
             inside()
     body.run_var = None
+
+
+def _prefetch_call(body: LoopBody, name: str, index: Index, start: str, helper: str) -> str:
+    """The prefetch of a chunk's lines: ahead in this row, or (`RowsAhead`) in the next."""
+    ahead, outer = body.rows_ahead, index[:-1]
+    if ahead is None or name not in ahead.names or len(outer) < ahead.depth or \
+            outer[:ahead.depth] != tuple(f"i{d}" for d in range(ahead.depth)):
+        return f"{helper}({name}, ({', '.join((*outer, start))},))"
+    row = ahead.depth - 1
+    outer = (*outer[:row], f"{outer[row]} + 1", *outer[row + 1:])
+    return f"{body.use(ahead.helper, ahead.module)}({name}, ({', '.join((*outer, start))},))"
 
 
 def _runs(body: LoopBody, var: str, size: str, sites: list[Site],

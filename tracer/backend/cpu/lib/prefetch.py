@@ -17,39 +17,47 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-__all__ = ["CHUNK", "prefetch_ahead"]
+__all__ = ["CHUNK", "prefetch_ahead", "prefetch_chunk"]
 
 CHUNK = 256       # elements of the innermost loop between two rounds of prefetches
 AHEAD = 2 * CHUNK  # how many elements past the chunk's start the prefetched lines begin
 LINE = 64         # bytes of a cache line
 
 
-@intrinsic
-def prefetch_ahead(typingctx, array, index):
-    """Prefetch (for reading, kept in every cache level) the `CHUNK` elements' lines
-    that start `AHEAD` elements past `array[index]` in memory order."""
-    if not isinstance(array, types.Array) or not isinstance(index, types.BaseTuple) or \
-            len(index) != array.ndim:
-        return None
-    itemsize = array.dtype.bitwidth // 8
+def _prefetcher(ahead: int):
+    """An intrinsic prefetching (for reading, kept in every cache level) the `CHUNK`
+    elements' lines that start `ahead` elements past `array[index]` in memory order."""
+    def typer(typingctx, array, index):
+        if not isinstance(array, types.Array) or not isinstance(index, types.BaseTuple) or \
+                len(index) != array.ndim:
+            return None
+        itemsize = array.dtype.bitwidth // 8
 
-    def codegen(context, builder, signature, args):
-        ary = context.make_array(signature.args[0])(context, builder, args[0])
-        i64 = ir.IntType(64)
-        offset = ir.Constant(i64, 0)
-        strides = cgutils.unpack_tuple(builder, ary.strides, array.ndim)
-        for k, ty in enumerate(signature.args[1]):
-            i = context.cast(builder, builder.extract_value(args[1], k), ty, types.int64)
-            offset = builder.add(offset, builder.mul(i, strides[k]))
-        base = builder.add(builder.ptrtoint(ary.data, i64), offset)
-        i8p, i32 = ir.IntType(8).as_pointer(), ir.IntType(32)
-        fn = cgutils.get_or_insert_function(
-            builder.module, ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32]),
-            "llvm.prefetch.p0i8")
-        for line in range(AHEAD * itemsize, (AHEAD + CHUNK) * itemsize, LINE):
-            address = builder.add(base, ir.Constant(i64, line))
-            builder.call(fn, [builder.inttoptr(address, i8p), ir.Constant(i32, 0),
-                              ir.Constant(i32, 3), ir.Constant(i32, 1)])
-        return context.get_dummy_value()
+        def codegen(context, builder, signature, args):
+            ary = context.make_array(signature.args[0])(context, builder, args[0])
+            i64 = ir.IntType(64)
+            offset = ir.Constant(i64, 0)
+            strides = cgutils.unpack_tuple(builder, ary.strides, array.ndim)
+            for k, ty in enumerate(signature.args[1]):
+                i = context.cast(builder, builder.extract_value(args[1], k), ty, types.int64)
+                offset = builder.add(offset, builder.mul(i, strides[k]))
+            base = builder.add(builder.ptrtoint(ary.data, i64), offset)
+            i8p, i32 = ir.IntType(8).as_pointer(), ir.IntType(32)
+            fn = cgutils.get_or_insert_function(
+                builder.module, ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32]),
+                "llvm.prefetch.p0i8")
+            for line in range(ahead * itemsize, (ahead + CHUNK) * itemsize, LINE):
+                address = builder.add(base, ir.Constant(i64, line))
+                builder.call(fn, [builder.inttoptr(address, i8p), ir.Constant(i32, 0),
+                                  ir.Constant(i32, 3), ir.Constant(i32, 1)])
+            return context.get_dummy_value()
 
-    return types.none(array, index), codegen
+        return types.none(array, index), codegen
+    return intrinsic(typer)
+
+
+# `prefetch_ahead(a, (i, j))`: the lines `AHEAD` elements past a[i, j], for a loop that
+# streams a; `prefetch_chunk(a, (i + 1, j))`: the lines at a[i + 1, j], for a later pass
+# of a row group over a row already in cache (the next row arrives while it computes).
+prefetch_ahead = _prefetcher(AHEAD)
+prefetch_chunk = _prefetcher(0)
