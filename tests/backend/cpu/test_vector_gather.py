@@ -1,7 +1,8 @@
 """The cpu backend's gather of single elements by vector gathers (`cpu/lib/gather.py`):
 XLA's clamping of every start into bounds (ops.gather) and NumPy's indexing
 (tracer.numpy), for each dtype it loads, lengths that leave partial vectors and
-blocks, strided operands and two-dimensional index vectors."""
+blocks, strided operands and two-dimensional index vectors; operands past
+`SCALAR_MIN_BYTES`, read by plain loads, too."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from hypothesis import strategies as st
 
 import tracer as tr
 from tracer import ops
-from tracer.backend.cpu.lib.gather import BLOCK, LANES
+from tracer.backend.cpu.lib.gather import BLOCK, LANES, SCALAR_MIN_BYTES
 
 DTYPES = ["float32", "float64", "int32", "uint64"]  # (each compiles its own module)
 _LENGTHS = st.sampled_from([0, 1, LANES - 1, LANES + 3, BLOCK, BLOCK + LANES + 1, 700])
@@ -65,3 +66,21 @@ def test_two_index_vector_gathers_elements_of_a_matrix(dtype, n, seed):
     x = _operand(rng, dtype, (7, 13))
     rows, columns = rng.integers(-7, 7, n), rng.integers(-13, 13, n)
     _same_bits(tr.jit(lambda x, r, c: x[r, c])(x, rows, columns), x[rows, columns])
+
+
+@settings(max_examples=8, deadline=None)
+@given(st.sampled_from(DTYPES), _LENGTHS, st.integers(0, 2 ** 32 - 1))
+def test_operands_past_the_l2_size_gather_by_plain_loads(dtype, n, seed):
+    """x[idx] from an operand of SCALAR_MIN_BYTES and more (plain loads): NumPy's
+    negative indices, contiguous and strided, and XLA's clamping by ops.gather."""
+    rng = np.random.default_rng(seed)
+    size = SCALAR_MIN_BYTES // np.dtype(dtype).itemsize + 5
+    base = _operand(rng, dtype, 2 * size)
+    idx = rng.integers(-size, size, n)
+    fn = tr.jit(lambda x, i: x[i])
+    for x in (base[:size], base[::2]):
+        _same_bits(fn(x, idx), x[idx])
+    wide = rng.integers(-3 * size, 3 * size, (n, 1))
+    dn = ops.GatherDimensionNumbers(**_ELEMENT)
+    clamped = tr.jit(lambda x, i: ops.gather(x, i, dn, (1,)))(base[:size], wide)
+    _same_bits(clamped, base[:size][np.clip(wide[:, 0], 0, size - 1)])
