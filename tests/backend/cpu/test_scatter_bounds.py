@@ -14,6 +14,8 @@ from hypothesis import strategies as st
 import tracer as tr
 from tests.test_ops_indexing import gather_oracle, gather_problems, scatter_oracle
 from tracer import ops
+from tracer.backend.cpu.emit.index import SCATTER_AHEAD
+from tracer.backend.cpu.lib.gather import SCALAR_MIN_BYTES
 
 SDN = ops.ScatterDimensionNumbers
 GDN = ops.GatherDimensionNumbers
@@ -99,3 +101,29 @@ def test_row_updates_skip_rows_whose_index_is_out_of_range(rows, cols, m, seed):
     got = tr.jit(lambda x, i, v: (x.at[i].add(v), x.at[i].set(v)))(x, idx, v)
     np.testing.assert_allclose(got[0], added, rtol=1e-12)
     np.testing.assert_array_equal(got[1], replaced)
+
+
+@settings(max_examples=6, deadline=None)
+@given(st.sampled_from([0, 1, SCATTER_AHEAD, SCATTER_AHEAD + 1, 1000]),
+       st.integers(0, 2 ** 32 - 1), st.sampled_from(["float32", "int64"]))
+def test_scatters_into_operands_past_the_l2_size_prefetch_and_match_numpy(m, seed, dtype):
+    """A scatter of single elements into an operand of SCALAR_MIN_BYTES and more
+    prefetches the target SCATTER_AHEAD updates on: add, set and max still follow
+    np.add.at / NumPy assignment / np.maximum.at, with negative, out-of-range and
+    duplicate indices, and fewer updates than the prefetch distance."""
+    n = SCALAR_MIN_BYTES // np.dtype(dtype).itemsize + 3
+    rng = np.random.default_rng(seed)
+    x = (rng.standard_normal(n) * 100).astype(dtype)
+    idx = rng.integers(-n - 50, n + 50, m)
+    idx[: m // 4] = idx[m // 2: m // 2 + m // 4]  # duplicates
+    v = (rng.standard_normal(m) * 100).astype(dtype)
+    inside = (idx >= -n) & (idx < n)
+    added, replaced, largest = x.copy(), x.copy(), x.copy()
+    np.add.at(added, idx[inside], v[inside])
+    replaced[idx[inside]] = v[inside]
+    np.maximum.at(largest, idx[inside], v[inside])
+    f = tr.jit(lambda x, i, v: (x.at[i].add(v), x.at[i].set(v), x.at[i].max(v)))
+    if m > SCATTER_AHEAD:
+        assert "prefetch_element(" in f.lower(x, idx, v).compile().source
+    for got, want in zip(f(x, idx, v), (added, replaced, largest), strict=True):
+        np.testing.assert_array_equal(got, want)

@@ -31,11 +31,12 @@ from ...numba.codegen import GraphEmitter, Ref, copy_array, load, store_value
 from ...numba.loops import LoopBody
 from ...numba.scalar import HALVES
 from ...numba.source import SourceWriter
-from ..lib.gather import BLOCK
+from ..lib.gather import BLOCK, SCALAR_MIN_BYTES
 from ..options import NJIT_OPTIONS
 
 Loops = list[tuple[str, str]]
 GATHER_PARALLEL_MIN = 1 << 20
+SCATTER_AHEAD = 64  # updates between a target's prefetch and its update
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _LOOP_VAR = re.compile(r"[gow][0-9]+")  # the batch, offset and window loop variables
 
@@ -247,6 +248,8 @@ def _scatter(ge: GraphEmitter, eqn: Eqn) -> None:
     w = [f"w{j}" for j in range(len(window))]
 
     def per_window() -> None:
+        if _prefetches_targets(eqn, window):
+            _prefetch_target(ge, eqn, indices, results, g[0])
         starts, sizes = _scatter_window(ge, eqn, indices, g)
         fits = [_fits(start, ge.dim(eqn.inputs[0], d), size)
                 for d, (start, size) in enumerate(zip(starts, sizes, strict=True))]
@@ -256,6 +259,31 @@ def _scatter(ge: GraphEmitter, eqn: Eqn) -> None:
     _for_each(ge, [(g[j], ge.dim(update, d)) for j, d in enumerate(scatter_dims)], per_window)
     for v, r in zip(eqn.outputs, results, strict=True):
         ge.bind(v, r)
+
+
+def _prefetches_targets(eqn: Eqn, window: list[int]) -> bool:
+    """Whether a scatter of single elements into a vector over more than a core's L2
+    prefetches its targets: each update then waits on L3 or memory, and asking for the
+    line SCATTER_AHEAD updates on keeps more misses in flight (np.add.at of 10^6 into
+    float32[10^6], one thread, interleaved rounds: 0.92x the time without; 16 ahead:
+    1.00x, 32: 0.95x, 128: 0.93x)."""
+    operand, indices = eqn.inputs[0], eqn.inputs[len(eqn.outputs)]
+    return not window and operand.aval.ndim == 1 and _signed(indices) and \
+        indices.aval.size > SCATTER_AHEAD and \
+        operand.aval.size * operand.aval.dtype.itemsize >= SCALAR_MIN_BYTES
+
+
+def _prefetch_target(ge: GraphEmitter, eqn: Eqn, indices: Atom, results: list[Ref],
+                     g: str) -> None:
+    """Prefetch the targets of update `g + SCATTER_AHEAD` (its index computed as the
+    update's own will be; a prefetch never faults, so no bounds check)."""
+    ahead = f"{g} + {SCATTER_AHEAD}"
+    count = ge.dim(eqn.inputs[len(eqn.outputs) + 1], 0)
+    helper = ge.mod.use("prefetch_element", "cpu.lib.prefetch")
+    with ge.w.block(f"if {ahead} < {count}"):
+        start = _index_vector(ge, indices, eqn.params["index_vector_dim"], [ahead], 0)
+        for r in results:
+            ge.w.line(f"{helper}({r.name}, ({start},))")
 
 
 def _fits(start: str, dim: str, size: str) -> str:

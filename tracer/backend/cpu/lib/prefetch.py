@@ -17,15 +17,15 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-__all__ = ["CHUNK", "prefetch_ahead", "prefetch_chunk"]
+__all__ = ["CHUNK", "prefetch_ahead", "prefetch_chunk", "prefetch_element"]
 
 CHUNK = 256       # elements of the innermost loop between two rounds of prefetches
 AHEAD = 2 * CHUNK  # how many elements past the chunk's start the prefetched lines begin
 LINE = 64         # bytes of a cache line
 
 
-def _prefetcher(ahead: int):
-    """An intrinsic prefetching (for reading, kept in every cache level) the `CHUNK`
+def _prefetcher(ahead: int, count: int = CHUNK):
+    """An intrinsic prefetching (for reading, kept in every cache level) the `count`
     elements' lines that start `ahead` elements past `array[index]` in memory order."""
     def typer(typingctx, array, index):
         if not isinstance(array, types.Array) or not isinstance(index, types.BaseTuple) or \
@@ -46,7 +46,7 @@ def _prefetcher(ahead: int):
             fn = cgutils.get_or_insert_function(
                 builder.module, ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32]),
                 "llvm.prefetch.p0i8")
-            for line in range(ahead * itemsize, (ahead + CHUNK) * itemsize, LINE):
+            for line in range(ahead * itemsize, (ahead + count) * itemsize, LINE):
                 address = builder.add(base, ir.Constant(i64, line))
                 builder.call(fn, [builder.inttoptr(address, i8p), ir.Constant(i32, 0),
                                   ir.Constant(i32, 3), ir.Constant(i32, 1)])
@@ -61,3 +61,5 @@ def _prefetcher(ahead: int):
 # of a row group over a row already in cache (the next row arrives while it computes).
 prefetch_ahead = _prefetcher(AHEAD)
 prefetch_chunk = _prefetcher(0)
+# `prefetch_element(a, (i,))`: the line of a[i] (a scatter's target some updates ahead)
+prefetch_element = _prefetcher(0, 1)
