@@ -79,3 +79,50 @@ def test_an_activation_is_written_over_the_product():
     nest = source[source.index("loop nest"):]
     read = re.search(r"= (\w+)\[i0, i1\]", nest).group(1)  # the product's buffer
     assert re.search(rf"^ *{read}\[i0, i1\] = ", nest, re.MULTILINE)  # written over
+
+
+# ------------------------------------------------------------------ rows in output buffers
+W = np.random.default_rng(8).standard_normal((300, 300)).astype(np.float32) / 20
+
+
+def _softmax(x, np_):
+    e = np_.exp(x - x.max(1, keepdims=True))
+    return e / e.sum(1, keepdims=True)
+
+
+def _mirrored(x, np_):  # the exponentials read at the mirrored column: a row buffer
+    e = np_.exp(x - x.max(1, keepdims=True))
+    return e[:, ::-1] / e.sum(1, keepdims=True)
+
+
+def _two_results(x, np_):  # one nest stores two values from the row held in the first
+    e = np_.exp(x - x.max(1, keepdims=True))
+    s = e.sum(1, keepdims=True)
+    return e / s, e * s - x
+
+
+def _over_the_product(x, np_):  # the last pass reads the product (an intermediate) too
+    t = x @ W
+    e = np_.exp(t - t.max(1, keepdims=True))
+    return (e / e.sum(1, keepdims=True) + t) @ W
+
+
+ROW_PROGRAMS = {_softmax: True, _mirrored: False, _two_results: True, _over_the_product: True}
+
+
+@pytest.mark.parametrize("program", ROW_PROGRAMS, ids=lambda f: f.__name__.strip("_"))
+def test_row_values_held_in_a_result_buffer_match_numpy(program):
+    """A row group's row (the exponentials of a softmax) is held in the row of the
+    result its last reader stores, where that reader reads it only at its own index
+    and the result's buffer holds no value the group reads; otherwise (a mirrored
+    read) in a row buffer. NaN and inf rows included."""
+    x = np.random.default_rng(7).standard_normal((33, 300)).astype(np.float32)
+    x[2, 5], x[4, :], x[6, 9] = np.nan, -np.inf, np.inf
+    f = tr.jit(lambda x: program(x, tnp))
+    assert ("_rows" not in f.lower(x).compile().source) == ROW_PROGRAMS[program]
+    with np.errstate(invalid="ignore"):
+        want = program(x.astype(np.float64), np)
+        got = f(x)
+    for g, w in zip(got if isinstance(got, tuple) else [got],
+                    want if isinstance(want, tuple) else [want], strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)

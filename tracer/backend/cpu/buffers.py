@@ -84,12 +84,47 @@ def _read_at_own_index(plan: Plan, step: LoopNest | RowGroup) -> list[int]:
 
 
 def writes_in_place(ge: GraphEmitter, nest: LoopNest) -> bool:
-    """Whether a store of `nest` overwrites a value the nest reads (a donated input,
-    or a pool buffer): then the nest computes every value before it stores any."""
+    """Whether a store of `nest` overwrites a value the nest reads (a donated input, a
+    pool buffer, or a row group's row kept in this value's buffer: `rows_in_buffers`):
+    then the nest computes every value before it stores any."""
     pool = _POOLS.get(ge)
     in_place = pool.in_place if pool is not None else set()
     donors = getattr(ge, "donors", {})
-    return any(id(v) in donors or id(v) in in_place for v in nest.stores)
+    rows = _ROWS_IN_PLACE.get(ge, set())
+    return any(id(v) in donors or id(v) in in_place or id(v) in rows for v in nest.stores)
+
+
+_ROWS_IN_PLACE: "weakref.WeakKeyDictionary[GraphEmitter, set[int]]" = \
+    weakref.WeakKeyDictionary()
+
+
+def rows_in_buffers(plan: Plan, group: RowGroup) -> dict[int, Var]:
+    """id(row value) -> the value whose buffer holds its rows, for a row group's values
+    held per row (more dims than the rows, read by no step outside the group) whose one
+    later reader in the group is an element-wise nest reading them only at its own
+    index and storing a value of the same type: that nest's buffer row holds the row
+    until the nest writes its own value over it (a row softmax: the exponentials in the
+    result's row, then divided in place), so no row buffer, and the row's lines are in
+    cache when the result is written."""
+    found: dict[int, Var] = {}
+    for k, nest in enumerate(group.nests):
+        for v in nest.stores:
+            if id(v) not in group.scratch or v.aval.ndim <= group.depth:
+                continue
+            readers = [n for n in group.nests[k + 1:] if id(v) in nest_reads(plan, n)]
+            if len(readers) != 1 or id(v) not in _read_at_own_index(plan, readers[0]):
+                continue
+            taken = {id(w) for w in found.values()}
+            target = next((w for w in readers[0].stores if id(w) not in group.scratch
+                           and w.aval == v.aval and id(w) not in taken), None)
+            if target is not None:
+                found[id(v)] = target
+    return found
+
+
+def mark_rows_in_place(ge: GraphEmitter, v: Var) -> None:
+    """`v`'s nest stores over a row value it reads (`rows_in_buffers`)."""
+    _ROWS_IN_PLACE.setdefault(ge, set()).add(id(v))
 
 
 def _last_reads(plan: Plan) -> dict[int, int]:
