@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass, field
+from typing import Union
 
 from ...core import Eqn, Var
-from ..numba.codegen import GraphEmitter
+from ..numba.codegen import GraphEmitter, Ref
+from ..numba.loops import LoopBody
+from ..numba.scalar import storage_dtype
 from ..numba.fusion import LoopNest, OpStep, Plan, RowGroup, nest_reads
 
 
@@ -156,3 +159,53 @@ def op_reads(plan: Plan, eqn: Eqn) -> set[int]:
         if id(v) not in plan.materialized and id(v) in plan.producers:
             stack += [a for a in plan.producers[id(v)].inputs if isinstance(a, Var)]
     return found
+
+
+# ------------------------------------------------------------------ a nest's outputs
+
+Outs = dict[int, Union[Ref, None]]  # id(var) -> where the nest writes it (None: a scalar)
+
+
+def allocate_outputs(body: LoopBody, nest: LoopNest, group: RowGroup, threads: str | None,
+              step: LoopNest | RowGroup, made: Outs, aliases: dict[int, Var]) -> Outs:
+    """Where the nest's stored values and non-scalar reduce results go: arrays from
+    the graph emitter (or a buffer no later step reads), or (for a row group's own
+    values) a scalar per outer iteration, the rows of a later value's buffer
+    (`rows_in_buffers`) or a row buffer per chunk of rows, allocated in front of the
+    loops. `made`: the buffers allocated so far for the group's values."""
+    ge, outs = body.ge, {}
+    for v in nest.stores + [v for e in nest.reduces for v in e.outputs if v.aval.ndim]:
+        if id(v) in made:
+            outs[id(v)] = made[id(v)]
+        elif id(v) not in group.scratch:
+            outs[id(v)] = made[id(v)] = _bound_buffer(body, step, v)
+        elif id(v) in aliases and _rows_in(body, step, made, aliases[id(v)]):
+            outs[id(v)] = Ref(made[id(aliases[id(v)])].name, v.aval)
+            ge.bind(v, outs[id(v)])
+        elif v.aval.ndim == group.depth:
+            outs[id(v)] = None
+        else:
+            name = body.define(ge.fresh(f"{ge.hint(v)}_rows"))
+            sizes = [body.dim(v, d) for d in range(group.depth, v.aval.ndim)]
+            body.w.line(f"{name} = np.empty(({body.outer(threads) if threads else 1}, "
+                        f"{', '.join(sizes)}), np.{storage_dtype(v.aval.dtype).name})")
+            outs[id(v)] = Ref(name, v.aval, ("chunk" if threads else "0",), group.depth)
+            ge.bind(v, outs[id(v)])
+    return outs
+
+
+def _rows_in(body: LoopBody, step: LoopNest | RowGroup, made: Outs, w: Var) -> bool:
+    """Allocate `w`'s buffer now; whether it may hold a row value until `w` is stored
+    (not when it holds a value the group reads: a donated input, a buffer in place)."""
+    made[id(w)] = made.get(id(w)) or _bound_buffer(body, step, w)
+    if writes_in_place(body.ge, LoopNest((), [w])):
+        return False
+    mark_rows_in_place(body.ge, w)
+    return True
+
+
+def _bound_buffer(body: LoopBody, step: LoopNest | RowGroup, v: Var) -> Ref:
+    """`v`'s array from the graph emitter (`nest_buffer`), bound."""
+    ref = Ref(body.outer(nest_buffer(body.ge, body.plan, step, v)), v.aval)
+    body.ge.bind(v, ref)
+    return ref

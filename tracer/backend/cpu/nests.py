@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass
-from typing import Callable, Union
+from typing import Callable
 
 import numpy as np
 
@@ -41,7 +41,7 @@ from ..numba.fusion import (
 from ..numba.loops import Index, LoopBody, RowsAhead, inner_loop
 from ..numba.scalar import alias, literal, storage_dtype
 from ..numba.source import SourceWriter
-from .buffers import mark_rows_in_place, nest_buffer, rows_in_buffers, writes_in_place
+from .buffers import Outs, allocate_outputs, nest_buffer, rows_in_buffers, writes_in_place
 from .lib.prefetch import CHUNK as PREFETCH_CHUNK
 from .options import NJIT_OPTIONS, PARALLEL_MIN_ELEMENTS, thread_count
 
@@ -90,7 +90,7 @@ def emit_loops(ge: GraphEmitter, plan: Plan, step: LoopNest | RowGroup) -> None:
         if parallel and _row_buffers(group) else None
     made: Outs = {}
     aliases = rows_in_buffers(plan, group)
-    outs = [_allocate(b, n, group, chunked, step, made, aliases)
+    outs = [allocate_outputs(b, n, group, chunked, step, made, aliases)
             for b, n in zip(bodies, group.nests, strict=True)]
     if group.depth:
         def each() -> None:
@@ -146,54 +146,6 @@ def _named(body: LoopBody, atom: Atom, index: Index) -> str:
     name = body.ge.fresh("value")
     body.w.line(f"{name} = {value}")
     return name
-
-
-Outs = dict[int, Union[Ref, None]]  # id(var) -> where the nest writes it (None: a scalar)
-
-
-def _allocate(body: LoopBody, nest: LoopNest, group: RowGroup, threads: str | None,
-              step: LoopNest | RowGroup, made: Outs, aliases: dict[int, Var]) -> Outs:
-    """Where the nest's stored values and non-scalar reduce results go: arrays from
-    the graph emitter (or a buffer no later step reads), or (for a row group's own
-    values) a scalar per outer iteration, the rows of a later value's buffer
-    (`rows_in_buffers`) or a row buffer per chunk of rows, allocated in front of the
-    loops. `made`: the buffers allocated so far for the group's values."""
-    ge, outs = body.ge, {}
-    for v in nest.stores + [v for e in nest.reduces for v in e.outputs if v.aval.ndim]:
-        if id(v) in made:
-            outs[id(v)] = made[id(v)]
-        elif id(v) not in group.scratch:
-            outs[id(v)] = made[id(v)] = _buffer(body, step, v)
-        elif id(v) in aliases and _rows_in(body, step, made, aliases[id(v)]):
-            outs[id(v)] = Ref(made[id(aliases[id(v)])].name, v.aval)
-            ge.bind(v, outs[id(v)])
-        elif v.aval.ndim == group.depth:
-            outs[id(v)] = None
-        else:
-            name = body.define(ge.fresh(f"{ge.hint(v)}_rows"))
-            sizes = [body.dim(v, d) for d in range(group.depth, v.aval.ndim)]
-            body.w.line(f"{name} = np.empty(({body.outer(threads) if threads else 1}, "
-                        f"{', '.join(sizes)}), np.{storage_dtype(v.aval.dtype).name})")
-            outs[id(v)] = Ref(name, v.aval, ("chunk" if threads else "0",), group.depth)
-            ge.bind(v, outs[id(v)])
-    return outs
-
-
-def _rows_in(body: LoopBody, step: LoopNest | RowGroup, made: Outs, w: Var) -> bool:
-    """Allocate `w`'s buffer now; whether it may hold a row value until `w` is stored
-    (not when it holds a value the group reads: a donated input, a buffer in place)."""
-    made[id(w)] = made.get(id(w)) or _buffer(body, step, w)
-    if writes_in_place(body.ge, LoopNest((), [w])):
-        return False
-    mark_rows_in_place(body.ge, w)
-    return True
-
-
-def _buffer(body: LoopBody, step: LoopNest | RowGroup, v: Var) -> Ref:
-    """`v`'s array from the graph emitter (`nest_buffer`), bound."""
-    ref = Ref(body.outer(nest_buffer(body.ge, body.plan, step, v)), v.aval)
-    body.ge.bind(v, ref)
-    return ref
 
 
 def _parallel(ge: GraphEmitter, plan: Plan, group: RowGroup) -> bool:
