@@ -92,6 +92,8 @@ def emit_loops(ge: GraphEmitter, plan: Plan, step: LoopNest | RowGroup) -> None:
     aliases = rows_in_buffers(plan, group)
     outs = [allocate_outputs(b, n, group, chunked, step, made, aliases)
             for b, n in zip(bodies, group.nests, strict=True)]
+    if chunked:  # (the chunks' loop reads it even where every row lives in a result)
+        bodies[0].outer(chunked)
     if group.depth:
         def each() -> None:
             streamed: set[str] = set()
