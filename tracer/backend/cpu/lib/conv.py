@@ -20,7 +20,8 @@ several signatures, numba #8578.)
   F(2x2, 3x3), `cpu.lib.conv_winograd`, 4 of them, for images of few 4x4 tiles or
   large ones (`winograd4_pays`).
   winograd_t, its transpose, for 3x3 outputs (kernel gradients of those),
-  `cpu.lib.conv_winograd_t`.
+  `cpu.lib.conv_winograd_t`; winograd4_t, F(4x4)'s, `cpu.lib.conv_winograd4_t`, for
+  windows of enough 4x4 blocks (`winograd4_t_pays`).
 * shifted (unit strides, few taps): a few images are written side by side into a
   zeroed padded (and lhs-dilated) grid; on it the output at every kernel tap is
   W[:, :, tap] @ grid[:, offset(tap):], accumulated: no im2col. The grid's columns
@@ -61,6 +62,7 @@ from .conv_core import (  # noqa: F401
     WINDOW,
     WINOGRAD,
     WINOGRAD4,
+    WINOGRAD4_T,
     WINOGRAD_T,
     all_equal,
     call_plan,
@@ -80,6 +82,8 @@ from .conv_phased import phased_im2col, phases_pay
 from .conv_window import window
 from .conv_winograd import winograd, winograd_pays
 from .conv_winograd4 import winograd4, winograd4_pays
+from .conv_winograd4_t import sizes as winograd4_t_sizes
+from .conv_winograd4_t import winograd4_t, winograd4_t_pays
 from .conv_winograd_t import sizes as winograd_t_sizes
 from .conv_winograd_t import reads_in_place, winograd_t, winograd_t_pays
 
@@ -272,9 +276,9 @@ def _im2col(x, out, wflat, geo, block, fgc, bgc):
 
 @_py_jit
 def _choose(mode, x, w, out, geo, groups):
-    """The plan: `mode` if forced (SHIFTED needs unit strides; WINOGRAD, WINOGRAD4 and
-    WINOGRAD_T what `winograd_pays` and `winograd_t_pays` check but the sizes; PHASED 2
-    spatial dims, no lhs dilation), else the best."""
+    """The plan: `mode` if forced (SHIFTED needs unit strides; WINOGRAD, WINOGRAD4,
+    WINOGRAD_T and WINOGRAD4_T what `winograd_pays` and `winograd_t_pays` check but the
+    sizes; PHASED 2 spatial dims, no lhs dilation), else the best."""
     in_sp, win, out_sp, st, _, _, rd = geo
     if out.size == 0 or w.shape[1] == 0 or w.shape[2] == 0:
         return EMPTY
@@ -285,8 +289,8 @@ def _choose(mode, x, w, out, geo, groups):
             else WINOGRAD
     if _shifted_pays(w.shape[2], out.shape[2], win, out_sp, st, rd):
         return SHIFTED
-    if winograd_t_pays(x, w, out, geo, groups):
-        return WINOGRAD_T  # (kernel gradients of 3x3 convolutions)
+    if winograd_t_pays(x, w, out, geo, groups):  # (kernel gradients of 3x3 convolutions)
+        return WINOGRAD4_T if winograd4_t_pays(win) else WINOGRAD_T
     if np.prod(win) > out.shape[2]:
         return WINDOW  # (kernel gradients)
     return PHASED if phases_pay(geo) else IM2COL
@@ -314,9 +318,13 @@ def run_winograd(x, w, out, geo, feature_groups, batch_groups):
 
 
 @_py_jit
-def run_winograd_t(x, w, out, geo, feature_groups, batch_groups, x_swapped, w_swapped):
-    """`entry_winograd_t`'s plan from Python (tests; swapped operands as `_unpack` has them)."""
-    _run_winograd_t(x, w, out, geo, feature_groups, batch_groups, x_swapped, w_swapped)
+def run_winograd_t(x, w, out, geo, feature_groups, batch_groups, x_swapped, w_swapped, four):
+    """`entry_winograd_t`'s plan (`entry_winograd4_t`'s where `four`) from Python (tests;
+    swapped operands as `_unpack` has them)."""
+    if four:
+        _run_winograd4_t(x, w, out, geo, feature_groups, batch_groups, x_swapped, w_swapped)
+    else:
+        _run_winograd_t(x, w, out, geo, feature_groups, batch_groups, x_swapped, w_swapped)
 
 
 @_inlined
@@ -349,6 +357,16 @@ def _run_winograd_t(x, w, out, geo, feature_groups, batch_groups, x_swapped, w_s
     chunk, batch = winograd_t_sizes(geo[1], w.shape[1], out.shape[0])
     if not winograd_t(x, out, w, geo, chunk, batch, feature_groups, batch_groups, x_swapped,
                       w_swapped):
+        x, w = unswapped(x, x_swapped), unswapped(w, w_swapped)
+        call_plan(WINDOW, x, w, out, _pack(x, w, out, geo, feature_groups, batch_groups))
+
+
+@_inlined
+def _run_winograd4_t(x, w, out, geo, feature_groups, batch_groups, x_swapped, w_swapped):
+    """F(4x4)'s transposed Winograd plan, as `_run_winograd_t`."""
+    chunk, batch = winograd4_t_sizes(geo[1], w.shape[1], out.shape[0])
+    if not winograd4_t(x, out, w, geo, chunk, batch, feature_groups, batch_groups, x_swapped,
+                       w_swapped):
         x, w = unswapped(x, x_swapped), unswapped(w, w_swapped)
         call_plan(WINDOW, x, w, out, _pack(x, w, out, geo, feature_groups, batch_groups))
 
@@ -425,7 +443,7 @@ def entry(x, w, out, meta):
             flat[i] = 0  # empty sums (or nothing at all)
         return
     previous = blas_threads(BLAS_THREADS)
-    in_place = mode == WINOGRAD_T and reads_in_place(x)
+    in_place = (mode == WINOGRAD_T or mode == WINOGRAD4_T) and reads_in_place(x)
     if not in_place and (table[SWAPPED] or table[SWAPPED + 1]):
         x, w = unswapped(x, table[SWAPPED]), unswapped(w, table[SWAPPED + 1])
         table = _pack(x, w, out, geo, fgc, bgc)
@@ -469,6 +487,11 @@ def entry_winograd4(x, w, out, meta):
 def entry_winograd_t(x, w, out, meta):
     x, w, out, geo, fgc, bgc, _, table = _unpack(x, w, out, meta)
     _run_winograd_t(x, w, out, geo, fgc, bgc, table[SWAPPED], table[SWAPPED + 1])
+
+
+def entry_winograd4_t(x, w, out, meta):
+    x, w, out, geo, fgc, bgc, _, table = _unpack(x, w, out, meta)
+    _run_winograd4_t(x, w, out, geo, fgc, bgc, table[SWAPPED], table[SWAPPED + 1])
 
 
 provide_entry_points({plan: globals()[name] for plan, name in ENTRY_POINTS.items()})
