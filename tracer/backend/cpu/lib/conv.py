@@ -18,7 +18,8 @@ several signatures, numba #8578.)
 * winograd (3x3 windows, 2 spatial dims, unit strides, no dilation, real floats):
   F(4x4, 3x3), `cpu.lib.conv_winograd4`, 2.25 multiplies per output instead of 9;
   F(2x2, 3x3), `cpu.lib.conv_winograd`, 4 of them, for images of few 4x4 tiles or
-  large ones (`winograd4_pays`).
+  large ones (`winograd4_pays`); winograd4_c, F(4x4) with the channels innermost and
+  several images a GEMM, `cpu.lib.conv_winograd4_c`, for small ones (`winograd4_c_pays`).
   winograd_t, its transpose, for 3x3 outputs (kernel gradients of those),
   `cpu.lib.conv_winograd_t`; winograd4_t, F(4x4)'s, `cpu.lib.conv_winograd4_t`, for
   windows of enough 4x4 blocks (`winograd4_t_pays`).
@@ -49,12 +50,13 @@ element from outside its window (an inf there would turn a 0 weight into a NaN).
 from __future__ import annotations
 
 import numpy as np
-from numba import carray, njit
+from numba import njit
 
 from .cblas import blas_threads
 from .conv_core import (  # noqa: F401
     AUTO,
     EMPTY,
+    SWAPPED,
     ENTRY_POINTS,
     IM2COL,
     PHASED,
@@ -62,6 +64,7 @@ from .conv_core import (  # noqa: F401
     WINDOW,
     WINOGRAD,
     WINOGRAD4,
+    WINOGRAD4_C,
     WINOGRAD4_T,
     WINOGRAD_T,
     all_equal,
@@ -69,12 +72,14 @@ from .conv_core import (  # noqa: F401
     fill_grid,
     gemm,
     image_of,
+    pack,
     pitches,
     plane_of,
     provide_entry_points,
     put_run,
     same,
     span,
+    unpack,
     unravel,
     unswapped,
 )
@@ -82,6 +87,7 @@ from .conv_phased import phased_im2col, phases_pay
 from .conv_window import window
 from .conv_winograd import winograd, winograd_pays
 from .conv_winograd4 import winograd4, winograd4_pays
+from .conv_winograd4_c import images_per_pass, winograd4_c, winograd4_c_pays
 from .conv_winograd4_t import sizes as winograd4_t_sizes
 from .conv_winograd4_t import winograd4_t, winograd4_t_pays
 from .conv_winograd_t import sizes as winograd_t_sizes
@@ -285,8 +291,9 @@ def _choose(mode, x, w, out, geo, groups):
     if mode != AUTO:
         return mode
     if winograd_pays(x, w, out, geo, groups):
-        return WINOGRAD4 if winograd4_pays(out_sp, w.shape[1], out.shape[1] // groups) \
-            else WINOGRAD
+        if not winograd4_pays(out_sp, w.shape[1], out.shape[1] // groups):
+            return WINOGRAD
+        return WINOGRAD4_C if winograd4_c_pays(out_sp) else WINOGRAD4
     if _shifted_pays(w.shape[2], out.shape[2], win, out_sp, st, rd):
         return SHIFTED
     if winograd_t_pays(x, w, out, geo, groups):  # (kernel gradients of 3x3 convolutions)
@@ -334,20 +341,32 @@ def _run_winograd(x, w, out, geo, feature_groups, batch_groups):
     half = (geo[2][1] + 1) // 2 + 1  # tiles per row of tiles
     tile_rows = max(1, WINOGRAD_BLOCK // (16 * (w.shape[1] + og) * half))
     if not winograd(x, out, w, geo, tile_rows, feature_groups, batch_groups):
-        call_plan(SHIFTED, x, w, out, _pack(x, w, out, geo, feature_groups, batch_groups))
+        call_plan(SHIFTED, x, w, out, pack(x, w, out, geo, feature_groups, batch_groups))
 
 
 @_py_jit
-def run_winograd4(x, w, out, geo, feature_groups, batch_groups):
-    """`entry_winograd4`'s plan from Python (tests)."""
-    _run_winograd4(x, w, out, geo, feature_groups, batch_groups)
+def run_winograd4(x, w, out, geo, feature_groups, batch_groups, channels_inner):
+    """`entry_winograd4`'s plan (`entry_winograd4_c`'s where `channels_inner`) from Python
+    (tests)."""
+    if channels_inner:
+        _run_winograd4_c(x, w, out, geo, feature_groups, batch_groups)
+    else:
+        _run_winograd4(x, w, out, geo, feature_groups, batch_groups)
 
 
 @_inlined
 def _run_winograd4(x, w, out, geo, feature_groups, batch_groups):
     """The F(4x4, 3x3) Winograd plan; the shifted one where it met an inf or a NaN."""
     if not winograd4(x, out, w, geo, feature_groups, batch_groups):
-        call_plan(SHIFTED, x, w, out, _pack(x, w, out, geo, feature_groups, batch_groups))
+        call_plan(SHIFTED, x, w, out, pack(x, w, out, geo, feature_groups, batch_groups))
+
+
+@_inlined
+def _run_winograd4_c(x, w, out, geo, feature_groups, batch_groups):
+    """F(4x4) with the channels innermost; the shifted plan where it met an inf or a NaN."""
+    batch = min(out.shape[0], images_per_pass(geo[2], w.shape[1]))
+    if not winograd4_c(x, out, w, geo, batch, feature_groups, batch_groups):
+        call_plan(SHIFTED, x, w, out, pack(x, w, out, geo, feature_groups, batch_groups))
 
 
 @_inlined
@@ -358,7 +377,7 @@ def _run_winograd_t(x, w, out, geo, feature_groups, batch_groups, x_swapped, w_s
     if not winograd_t(x, out, w, geo, chunk, batch, feature_groups, batch_groups, x_swapped,
                       w_swapped):
         x, w = unswapped(x, x_swapped), unswapped(w, w_swapped)
-        call_plan(WINDOW, x, w, out, _pack(x, w, out, geo, feature_groups, batch_groups))
+        call_plan(WINDOW, x, w, out, pack(x, w, out, geo, feature_groups, batch_groups))
 
 
 @_inlined
@@ -368,7 +387,7 @@ def _run_winograd4_t(x, w, out, geo, feature_groups, batch_groups, x_swapped, w_
     if not winograd4_t(x, out, w, geo, chunk, batch, feature_groups, batch_groups, x_swapped,
                        w_swapped):
         x, w = unswapped(x, x_swapped), unswapped(w, w_swapped)
-        call_plan(WINDOW, x, w, out, _pack(x, w, out, geo, feature_groups, batch_groups))
+        call_plan(WINDOW, x, w, out, pack(x, w, out, geo, feature_groups, batch_groups))
 
 
 @_inlined
@@ -392,50 +411,11 @@ def _run_phased(x, w, out, geo, feature_groups, batch_groups):
     phased_im2col(x, out, w.reshape(w.size), geo, block, feature_groups, batch_groups)
 
 
-HEADER = 15  # int64s before the geometry in `entry`'s metadata
-SWAPPED = 13  # its entries saying whether x's and w's memory has dims 0 and 1 exchanged
-
-
-@_jit
-def _pack(x, w, out, geo, feature_groups, batch_groups):
-    """The metadata of a convolution (`entry`'s layout), its plan AUTO."""
-    n = len(geo[0])
-    meta = np.empty(HEADER + 7 * n, np.int64)
-    for d in range(3):
-        meta[d], meta[3 + d], meta[6 + d] = x.shape[d], w.shape[d], out.shape[d]
-    meta[9], meta[10], meta[11], meta[12] = n, feature_groups, batch_groups, AUTO
-    meta[SWAPPED], meta[SWAPPED + 1] = 0, 0
-    for row in range(7):
-        for d in range(n):
-            meta[HEADER + row * n + d] = geo[row][d]
-    return meta
-
-
-@_jit
-def _unpack(x, w, out, meta):
-    """The operands, geometry, group counts and plan of an entry point's arguments:
-    x, w, out point at the canonical operands, meta at their 3 sizes each, the number
-    of spatial dims n, the feature and batch group counts, the plan (AUTO: the best),
-    whether x's and w's memory holds their dims 0 and 1 exchanged (SWAPPED: only
-    `winograd_t` reads such operands, `entry` copies them canonical for the other
-    plans; the arrays here have the canonical shapes either way), then the 7 geometry
-    rows of n entries each."""
-    head = carray(meta, (HEADER,))
-    n = head[9]
-    table = carray(meta, (HEADER + 7 * n,))
-    geo = (table[HEADER:HEADER + n], table[HEADER + n:HEADER + 2 * n],
-           table[HEADER + 2 * n:HEADER + 3 * n], table[HEADER + 3 * n:HEADER + 4 * n],
-           table[HEADER + 4 * n:HEADER + 5 * n], table[HEADER + 5 * n:HEADER + 6 * n],
-           table[HEADER + 6 * n:HEADER + 7 * n])
-    return (carray(x, (head[0], head[1], head[2])), carray(w, (head[3], head[4], head[5])),
-            carray(out, (head[6], head[7], head[8])), geo, head[10], head[11], head[12], table)
-
-
 def entry(x, w, out, meta):
     """The choosing C entry point behind `cpu.lib.conv_entry.convolution` (a `cfunc` per
     dtype; arguments as `_unpack` reads them): picks the plan (if meta's is AUTO) and
     runs it through its own entry point, on `BLAS_THREADS` BLAS threads."""
-    x, w, out, geo, fgc, bgc, mode, table = _unpack(x, w, out, meta)
+    x, w, out, geo, fgc, bgc, mode, table = unpack(x, w, out, meta)
     mode = _choose(mode, x, w, out, geo, max(fgc, bgc))
     if mode == EMPTY:
         flat = out.reshape(out.size)
@@ -446,7 +426,7 @@ def entry(x, w, out, meta):
     in_place = (mode == WINOGRAD_T or mode == WINOGRAD4_T) and reads_in_place(x)
     if not in_place and (table[SWAPPED] or table[SWAPPED + 1]):
         x, w = unswapped(x, table[SWAPPED]), unswapped(w, table[SWAPPED + 1])
-        table = _pack(x, w, out, geo, fgc, bgc)
+        table = pack(x, w, out, geo, fgc, bgc)
     call_plan(mode, x, w, out, table)
     blas_threads(previous)
 
@@ -455,42 +435,47 @@ def entry(x, w, out, meta):
 # takes the plan; arguments as `_unpack` reads them)
 
 def entry_shifted(x, w, out, meta):
-    x, w, out, geo, fgc, bgc, _, _ = _unpack(x, w, out, meta)
+    x, w, out, geo, fgc, bgc, _, _ = unpack(x, w, out, meta)
     _run_shifted(x, w, out, geo, fgc, bgc)
 
 
 def entry_im2col(x, w, out, meta):
-    x, w, out, geo, fgc, bgc, _, _ = _unpack(x, w, out, meta)
+    x, w, out, geo, fgc, bgc, _, _ = unpack(x, w, out, meta)
     _run_im2col(x, w, out, geo, fgc, bgc)
 
 
 def entry_phased(x, w, out, meta):
-    x, w, out, geo, fgc, bgc, _, _ = _unpack(x, w, out, meta)
+    x, w, out, geo, fgc, bgc, _, _ = unpack(x, w, out, meta)
     _run_phased(x, w, out, geo, fgc, bgc)
 
 
 def entry_window(x, w, out, meta):
-    x, w, out, geo, fgc, bgc, _, _ = _unpack(x, w, out, meta)
+    x, w, out, geo, fgc, bgc, _, _ = unpack(x, w, out, meta)
     _run_window(x, w, out, geo, fgc, bgc)
 
 
 def entry_winograd(x, w, out, meta):
-    x, w, out, geo, fgc, bgc, _, _ = _unpack(x, w, out, meta)
+    x, w, out, geo, fgc, bgc, _, _ = unpack(x, w, out, meta)
     _run_winograd(x, w, out, geo, fgc, bgc)
 
 
 def entry_winograd4(x, w, out, meta):
-    x, w, out, geo, fgc, bgc, _, _ = _unpack(x, w, out, meta)
+    x, w, out, geo, fgc, bgc, _, _ = unpack(x, w, out, meta)
     _run_winograd4(x, w, out, geo, fgc, bgc)
 
 
+def entry_winograd4_c(x, w, out, meta):
+    x, w, out, geo, fgc, bgc, _, _ = unpack(x, w, out, meta)
+    _run_winograd4_c(x, w, out, geo, fgc, bgc)
+
+
 def entry_winograd_t(x, w, out, meta):
-    x, w, out, geo, fgc, bgc, _, table = _unpack(x, w, out, meta)
+    x, w, out, geo, fgc, bgc, _, table = unpack(x, w, out, meta)
     _run_winograd_t(x, w, out, geo, fgc, bgc, table[SWAPPED], table[SWAPPED + 1])
 
 
 def entry_winograd4_t(x, w, out, meta):
-    x, w, out, geo, fgc, bgc, _, table = _unpack(x, w, out, meta)
+    x, w, out, geo, fgc, bgc, _, table = unpack(x, w, out, meta)
     _run_winograd4_t(x, w, out, geo, fgc, bgc, table[SWAPPED], table[SWAPPED + 1])
 
 
