@@ -18,8 +18,7 @@ several signatures, numba #8578.)
 * winograd (3x3 windows, 2 spatial dims, unit strides, no dilation, real floats):
   F(4x4, 3x3), `cpu.lib.conv_winograd4`, 2.25 multiplies per output instead of 9;
   F(2x2, 3x3), `cpu.lib.conv_winograd`, 4 of them, for images of few 4x4 tiles or
-  large ones (`winograd4_pays`); winograd4_c, F(4x4) with the channels innermost and
-  several images a GEMM, `cpu.lib.conv_winograd4_c`, for small ones (`winograd4_c_pays`).
+  large ones (`winograd4_pays`).
   winograd_t, its transpose, for 3x3 outputs (kernel gradients of those),
   `cpu.lib.conv_winograd_t`; winograd4_t, F(4x4)'s, `cpu.lib.conv_winograd4_t`, for
   windows of enough 4x4 blocks (`winograd4_t_pays`).
@@ -64,7 +63,6 @@ from .conv_core import (  # noqa: F401
     WINDOW,
     WINOGRAD,
     WINOGRAD4,
-    WINOGRAD4_C,
     WINOGRAD4_T,
     WINOGRAD_T,
     all_equal,
@@ -87,7 +85,6 @@ from .conv_phased import phased_im2col, phases_pay
 from .conv_window import window
 from .conv_winograd import winograd, winograd_pays
 from .conv_winograd4 import winograd4, winograd4_pays
-from .conv_winograd4_c import images_per_pass, winograd4_c, winograd4_c_pays
 from .conv_winograd4_t import sizes as winograd4_t_sizes
 from .conv_winograd4_t import winograd4_t, winograd4_t_pays
 from .conv_winograd_t import sizes as winograd_t_sizes
@@ -291,9 +288,8 @@ def _choose(mode, x, w, out, geo, groups):
     if mode != AUTO:
         return mode
     if winograd_pays(x, w, out, geo, groups):
-        if not winograd4_pays(out_sp, w.shape[1], out.shape[1] // groups):
-            return WINOGRAD
-        return WINOGRAD4_C if winograd4_c_pays(out_sp) else WINOGRAD4
+        return WINOGRAD4 if winograd4_pays(out_sp, w.shape[1], out.shape[1] // groups) \
+            else WINOGRAD
     if _shifted_pays(w.shape[2], out.shape[2], win, out_sp, st, rd):
         return SHIFTED
     if winograd_t_pays(x, w, out, geo, groups):  # (kernel gradients of 3x3 convolutions)
@@ -345,27 +341,15 @@ def _run_winograd(x, w, out, geo, feature_groups, batch_groups):
 
 
 @_py_jit
-def run_winograd4(x, w, out, geo, feature_groups, batch_groups, channels_inner):
-    """`entry_winograd4`'s plan (`entry_winograd4_c`'s where `channels_inner`) from Python
-    (tests)."""
-    if channels_inner:
-        _run_winograd4_c(x, w, out, geo, feature_groups, batch_groups)
-    else:
-        _run_winograd4(x, w, out, geo, feature_groups, batch_groups)
+def run_winograd4(x, w, out, geo, feature_groups, batch_groups):
+    """`entry_winograd4`'s plan from Python (tests)."""
+    _run_winograd4(x, w, out, geo, feature_groups, batch_groups)
 
 
 @_inlined
 def _run_winograd4(x, w, out, geo, feature_groups, batch_groups):
     """The F(4x4, 3x3) Winograd plan; the shifted one where it met an inf or a NaN."""
     if not winograd4(x, out, w, geo, feature_groups, batch_groups):
-        call_plan(SHIFTED, x, w, out, pack(x, w, out, geo, feature_groups, batch_groups))
-
-
-@_inlined
-def _run_winograd4_c(x, w, out, geo, feature_groups, batch_groups):
-    """F(4x4) with the channels innermost; the shifted plan where it met an inf or a NaN."""
-    batch = min(out.shape[0], images_per_pass(geo[2], w.shape[1]))
-    if not winograd4_c(x, out, w, geo, batch, feature_groups, batch_groups):
         call_plan(SHIFTED, x, w, out, pack(x, w, out, geo, feature_groups, batch_groups))
 
 
@@ -462,11 +446,6 @@ def entry_winograd(x, w, out, meta):
 def entry_winograd4(x, w, out, meta):
     x, w, out, geo, fgc, bgc, _, _ = unpack(x, w, out, meta)
     _run_winograd4(x, w, out, geo, fgc, bgc)
-
-
-def entry_winograd4_c(x, w, out, meta):
-    x, w, out, geo, fgc, bgc, _, _ = unpack(x, w, out, meta)
-    _run_winograd4_c(x, w, out, geo, fgc, bgc)
 
 
 def entry_winograd_t(x, w, out, meta):

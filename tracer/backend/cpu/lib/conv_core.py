@@ -46,14 +46,13 @@ _jit = njit(error_model="numpy", nogil=True, **_OPTIONS)
 
 # ------------------------------------------------------------------ the entry points
 
-(EMPTY, AUTO, SHIFTED, IM2COL, WINDOW, WINOGRAD, WINOGRAD_T, WINOGRAD4, PHASED, WINOGRAD4_T,
- WINOGRAD4_C) = range(11)
+(EMPTY, AUTO, SHIFTED, IM2COL, WINDOW, WINOGRAD, WINOGRAD_T, WINOGRAD4, PHASED,
+ WINOGRAD4_T) = range(10)
 # the `cpu.lib.conv` function behind each plan's C entry point (AUTO: the one choosing)
 ENTRY_POINTS = {AUTO: "entry", SHIFTED: "entry_shifted", IM2COL: "entry_im2col",
                 WINDOW: "entry_window", WINOGRAD: "entry_winograd",
                 WINOGRAD_T: "entry_winograd_t", WINOGRAD4: "entry_winograd4",
-                PHASED: "entry_phased", WINOGRAD4_T: "entry_winograd4_t",
-                WINOGRAD4_C: "entry_winograd4_c"}
+                PHASED: "entry_phased", WINOGRAD4_T: "entry_winograd4_t"}
 DTYPES = (types.float32, types.float64, types.complex64, types.complex128, types.int8,
           types.int16, types.int32, types.int64, types.uint8, types.uint16, types.uint32,
           types.uint64)
@@ -65,8 +64,7 @@ _FUNCTIONS: dict[int, object] = {}  # plan -> its njit entry function, given by 
 
 # the plans for floats only, and what another dtype's entry point runs instead (a plan
 # is only ever forced on those: `cpu.lib.conv._choose` never picks it)
-FLOATS_ONLY = {WINOGRAD: SHIFTED, WINOGRAD_T: WINDOW, WINOGRAD4: SHIFTED, WINOGRAD4_T: WINDOW,
-               WINOGRAD4_C: SHIFTED}
+FLOATS_ONLY = {WINOGRAD: SHIFTED, WINOGRAD_T: WINDOW, WINOGRAD4: SHIFTED, WINOGRAD4_T: WINDOW}
 
 
 def slot(plan: int, dtype: types.Type) -> int:

@@ -31,8 +31,8 @@ import numpy as np
 from numba import from_dtype, njit, types
 from numba.extending import intrinsic
 
-from . import conv
-from .conv_core import AUTO, call_slot_codegen, resolve, slot
+from . import conv  # noqa: F401 (importing it gives conv_core the plans' entry points)
+from .conv_core import AUTO, HEADER, SWAPPED, call_slot_codegen, resolve, slot
 
 
 @intrinsic
@@ -55,7 +55,7 @@ def convolution(x, w, out, in_sizes, window, out_sizes, strides, pad_low, lhs_di
     and w (C', O, T) where `w_swapped` (the transposed operands of a kernel gradient:
     the library copies them canonical for the plans that need it); the spatial
     geometry in the tuples (one entry per spatial dim)."""
-    n, head = len(in_sizes), conv.HEADER
+    n, head = len(in_sizes), HEADER
     meta = np.empty(head + 7 * n, np.int64)
     for d in range(3):  # (not a slice assignment: its error path compiles slowly)
         meta[d], meta[3 + d], meta[6 + d] = x.shape[d], w.shape[d], out.shape[d]
@@ -64,7 +64,7 @@ def convolution(x, w, out, in_sizes, window, out_sizes, strides, pad_low, lhs_di
     if w_swapped:
         meta[3], meta[4] = w.shape[1], w.shape[0]
     meta[9], meta[10], meta[11], meta[12] = n, feature_groups, batch_groups, AUTO
-    meta[conv.SWAPPED], meta[conv.SWAPPED + 1] = x_swapped, w_swapped
+    meta[SWAPPED], meta[SWAPPED + 1] = x_swapped, w_swapped
     for row, values in enumerate((in_sizes, window, out_sizes, strides, pad_low,
                                   lhs_dilation, rhs_dilation)):
         for d in range(n):
