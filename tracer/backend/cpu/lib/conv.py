@@ -21,7 +21,7 @@ several signatures, numba #8578.)
   large ones (`winograd4_pays`).
   winograd_t, its transpose, for 3x3 outputs (kernel gradients of those),
   `cpu.lib.conv_winograd_t`; winograd4_t, F(4x4)'s, `cpu.lib.conv_winograd4_t`, for
-  windows of enough 4x4 blocks (`winograd4_t_pays`).
+  windows of enough 4x4 blocks and kernels (`winograd4_t_pays`).
 * shifted (unit strides, few taps): a few images are written side by side into a
   zeroed padded (and lhs-dilated) grid; on it the output at every kernel tap is
   W[:, :, tap] @ grid[:, offset(tap):], accumulated: no im2col. The grid's columns
@@ -293,7 +293,7 @@ def _choose(mode, x, w, out, geo, groups):
     if _shifted_pays(w.shape[2], out.shape[2], win, out_sp, st, rd):
         return SHIFTED
     if winograd_t_pays(x, w, out, geo, groups):  # (kernel gradients of 3x3 convolutions)
-        return WINOGRAD4_T if winograd4_t_pays(win) else WINOGRAD_T
+        return WINOGRAD4_T if winograd4_t_pays(win, out.shape[1] // groups) else WINOGRAD_T
     if np.prod(win) > out.shape[2]:
         return WINDOW  # (kernel gradients)
     return PHASED if phases_pay(geo) else IM2COL

@@ -18,8 +18,9 @@ both GEMM operands (blocks, channels)); the padded planes are split by column mo
 4 (as `cpu.lib.conv_winograd4` splits its own), so that every patch column of a row
 of blocks is one unit-stride run. The window transform multiplies by 2, 4, 8 and
 their inverses only (exact); the input transform is F(4x4)'s; G^T is applied in
-float64. Rounding: on 16 images of 32x32 float32 standard normal data the largest
-error is about 1e-6 of the largest output (the F(2x2) transpose: 3e-7). Like it,
+float64. Rounding, float32 standard normal data against a float64 sum: the kernel
+gradient of 16x32x32x32 -> 32 is within 1.7e-6 of its largest output (F(2x2)'s
+transpose: 4.9e-7; the F(4x4) forward plan's errors are of this size too). Like it,
 `winograd4_t` reports whether every output came out finite; the caller computes the
 convolution directly when one did not.
 """
@@ -39,18 +40,23 @@ _OPTIONS = dict(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)  # (
 _jit = njit(error_model="numpy", nogil=True, **_OPTIONS)
 _inlined = njit(error_model="numpy", nogil=True, inline="always", **_OPTIONS)  # (cpu.lib.conv)
 MIN_BLOCKS = 16  # 4x4 blocks of the window below which F(2x2)'s transpose is taken
+MIN_RUN = 224  # elements of a row of blocks' transformed kernels below which likewise
 MIN_DEPTH = 128  # blocks per GEMM below which features are taken several at a time
 PASS = 1 << 18  # elements of a pass's transformed input (with the window's: in the L2 cache)
 
 
 @_jit
-def winograd4_t_pays(win):
-    """Whether F(3x3, 4x4) should run a convolution `winograd_t_pays` admits: a window
-    of MIN_BLOCKS 4x4 blocks, and at most 0.7 of F(2x2)'s multiplies (the blocks cut
-    by the edges counted whole)."""
-    blocks = ((win[0] + 3) // 4) * ((win[1] + 3) // 4)
-    tiles = ((win[0] + 1) // 2) * ((win[1] + 1) // 2)
-    return blocks >= MIN_BLOCKS and 36 * blocks <= 0.7 * 16 * tiles
+def winograd4_t_pays(win, og):
+    """Whether F(3x3, 4x4) should run a convolution `winograd_t_pays` admits, with og
+    kernels a group: a window of MIN_BLOCKS 4x4 blocks whose rows of blocks, og
+    kernels deep, make MIN_RUN elements (the transforms' loops run along them: short
+    ones cost more than the GEMMs save). Measured, F(3x3, 4x4) / F(2x2)'s transpose,
+    the kernel gradients of layers N x C x H x H -> O: 16x32x32² -> 32 0.82,
+    16x24x32² -> 24 0.90, 16x16x56² -> 16 0.86, 32x64x56² -> 64 0.62, 32x128x28² ->
+    128 0.48, 32x256x14² -> 256 0.65, 64x3x32² -> 64 0.86; 8x16x32² -> 16 1.13,
+    16x32x16² -> 32 1.09, 16x32x14² -> 32 1.36, 16x64x12² -> 64 1.09."""
+    blocks, tw = ((win[0] + 3) // 4) * ((win[1] + 3) // 4), (win[1] + 3) // 4
+    return blocks >= MIN_BLOCKS and tw * lanes_of(og) >= MIN_RUN
 
 
 @_jit
