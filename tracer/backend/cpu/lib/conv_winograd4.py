@@ -129,20 +129,30 @@ def _fill_split4(x, image, c0, cg, grid, sub, half, in_sp, lo):
     and column modulo 4 into 16 sub-planes (rows of `half` columns) of every channel:
     plane spot (4a + p, 4k + q) of channel c at sub-plane 4p + q, channel c, row a,
     column k (each sub-plane's channels one after the other, `sub` apart). Spots off
-    the plane are cropped (negative padding); the others are left as they are: zero."""
-    rows, width = 4 * (sub // half), in_sp[1]
+    the plane are cropped (negative padding); the others are left as they are: zero.
+    A source row goes by whole groups of 4 plane columns, one element to each of the 4
+    column sub-planes (a loop per sub-plane took 0.40 ms for 16x32x32x32 and 1.36 for
+    16x32x56x56, this one 0.27 and 0.69), its ends element by element."""
+    rows, width, step = 4 * (sub // half), in_sp[1], cg * sub  # (step: sub-plane to next q)
     first, stop = max(0, -lo[0]), min(in_sp[0], rows - lo[0])  # source rows on the plane
+    t0, t1 = max(0, lo[1]), min(width + lo[1], 4 * half)  # plane columns with a source
+    g0, g1 = (t0 + 3) >> 2, max((t0 + 3) >> 2, t1 >> 2)  # whole groups [4 g0, 4 g1)
     for c in range(cg):
         src = x[image, c0 + c]
         for i in range(first, stop):
             r = i + lo[0]
             row = (4 * (r % 4) * cg + c) * sub + (r // 4) * half
-            for q in range(4):  # plane column 4k + q holds source column 4k + q - lo[1]
-                k0 = max(0, (lo[1] - q + 3) // 4)
-                k1 = min(half, (width + lo[1] - q + 3) // 4)
-                at, shift = row + q * cg * sub, i * width + q - lo[1]
-                for k in range(k0, k1):
-                    grid[np.uint64(at + k)] = src[np.uint64(shift + 4 * k)]  # (no wraparound)
+            s = i * width - lo[1]  # plane column t holds src[s + t]
+            for t in range(t0, min(t1, 4 * g0)):
+                grid[np.uint64(row + (t & 3) * step + (t >> 2))] = src[np.uint64(s + t)]
+            for k in range(g0, g1):  # (unsigned: no wraparound)
+                at, put = np.uint64(s + 4 * k), np.uint64(row + k)
+                grid[put] = src[at]
+                grid[put + np.uint64(step)] = src[at + np.uint64(1)]
+                grid[put + np.uint64(2 * step)] = src[at + np.uint64(2)]
+                grid[put + np.uint64(3 * step)] = src[at + np.uint64(3)]
+            for t in range(max(t0, 4 * g1), t1):
+                grid[np.uint64(row + (t & 3) * step + (t >> 2))] = src[np.uint64(s + t)]
 
 
 @_jit
