@@ -92,35 +92,36 @@ def winograd4(x, out, w, geo, fgc, bgc):
 @_jit
 def _kernel_transform4(w, gi, og):
     """U[k, o, c] = (G g G^T)[k // 6, k % 6] of the 3x3 kernel g = w[gi * og + o, c],
-    in float64 (G: `_apply_g4`)."""
+    in float64 (G: `_apply_g4`). A kernel row's 36 values per channel are gathered in
+    `rows` first: U's planes are og * cg apart (4 KiB for 32 x 32 float32 kernels,
+    where 36 stores a kernel to planes of that pitch took twice the time)."""
     cg = w.shape[1]
     u = np.empty((36, og, cg), w.dtype)
-    gg = np.empty((6, 3))  # G g
-    col = np.empty(6)
+    rows = np.empty((cg, 36), w.dtype)
     for o in range(og):
+        g = w[gi * og + o]
         for c in range(cg):
-            g = w[gi * og + o, c]
-            for j in range(3):
-                _apply_g4(np.float64(g[j]), np.float64(g[3 + j]), np.float64(g[6 + j]), col)
-                for i in range(6):
-                    gg[i, j] = col[i]
-            for i in range(6):
-                _apply_g4(gg[i, 0], gg[i, 1], gg[i, 2], col)
+            k = g[c]
+            cols = (_apply_g4(np.float64(k[0]), np.float64(k[3]), np.float64(k[6])),
+                    _apply_g4(np.float64(k[1]), np.float64(k[4]), np.float64(k[7])),
+                    _apply_g4(np.float64(k[2]), np.float64(k[5]), np.float64(k[8])))
+            for i in range(6):  # (G g G^T)[i, :] = G (row i of G g)
+                row = _apply_g4(cols[0][i], cols[1][i], cols[2][i])
                 for j in range(6):
-                    u[6 * i + j, o, c] = col[j]
+                    rows[c, 6 * i + j] = row[j]
+        for k in range(36):
+            plane = u[k, o]
+            for c in range(cg):
+                plane[c] = rows[c, k]
     return u.reshape(u.size)
 
 
 @_jit
-def _apply_g4(g0, g1, g2, into):
-    """into[:] = G (g0, g1, g2): the kernel at the points 0, 1, -1, 1/2, -2, infinity,
-    each divided by the product of its distances to the other finite points."""
-    into[0] = g0
-    into[1] = (g0 + g1 + g2) / 3
-    into[2] = (-g0 + g1 - g2) / 3
-    into[3] = -(16 * g0 + 8 * g1 + 4 * g2) / 15
-    into[4] = (g0 - 2 * g1 + 4 * g2) / 15
-    into[5] = g2
+def _apply_g4(g0, g1, g2):
+    """G (g0, g1, g2): the kernel at the points 0, 1, -1, 1/2, -2, infinity, each
+    divided by the product of its distances to the other finite points."""
+    return (g0, (g0 + g1 + g2) / 3, (-g0 + g1 - g2) / 3, -(16 * g0 + 8 * g1 + 4 * g2) / 15,
+            (g0 - 2 * g1 + 4 * g2) / 15, g2)
 
 
 @_jit
