@@ -15,9 +15,11 @@ at import), so cached machine code stays valid in every process; generated modul
 import `convolution` from here, which registers them. `run_plan` calls the choosing
 entry point from Python with a plan forced (tests).
 
-numba keys the disk cache of the entry points by the stamp of `cpu/lib/conv.py` alone
-(the file that defines them): after editing another `cpu_lib_conv_*` file in place,
-touch `cpu/lib/conv.py` too (an install writes every file, so releases are safe).
+numba keys the disk cache of the entry points by the SHA-256 of `cpu/lib/conv.py`'s
+text alone (the file that defines them; `backend/numba/numba_cache.py`): after
+editing another `cpu/lib/conv_*.py` file, test with a fresh `TRACER_CACHE_DIR`
+(touching conv.py changes nothing), and a release that changes a plan file must
+change conv.py's text too, or caches keep the old plan's machine code.
 """
 # numba kernels: their argument types come from the call, so no annotations
 # ruff: noqa: ANN001, ANN201, ANN202
