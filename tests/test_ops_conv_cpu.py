@@ -201,22 +201,27 @@ def test_transposed_winograd4_over_several_passes_and_chunks(dtype: Any) -> None
     them over: 50 images in two passes (`conv_winograd4_t.sizes`: 48 and 2, 128
     blocks a GEMM), 5 features in GEMM chunks of 2, 4x4 blocks cut by an odd window's
     edges, uneven padding, 19 kernels (off the 16-lane step); then with two batch
-    groups."""
+    groups; then with an inf in the input (the plan falls back to the window one, on
+    canonical copies of the exchanged operands: the direct sum's inf and NaN)."""
     from tracer.backend.cpu.lib import conv as lib
     from tracer.backend.cpu.lib.conv_entry import run_plan as run
-    for groups, kernels in ((1, 19), (2, 6)):
+    for groups, kernels, inf in ((1, 19, False), (2, 6, False), (1, 3, True)):
         cfg = dict(lhs_shape=(50, 5, 29, 31), rhs_shape=(kernels * groups, 5, 29, 31),
                    strides=(1, 1), padding=((1, 1), (2, 0)), lhs_dilation=(1, 1),
                    rhs_dilation=(1, 1), feature_group_count=1, batch_group_count=groups,
                    dimension_numbers=ops.ConvDimensionNumbers(*[tuple(range(4))] * 3))
         x, w = operands(cfg, np.random.default_rng(groups), dtype)
-        want = conv_of(cfg)(x.astype(np.float64), w.astype(np.float64))
-        assert want.shape[2:] == (3, 3)
+        if inf:
+            x[7, 2, 11, 5] = np.inf
+        with np.errstate(invalid="ignore"):
+            want = conv_of(cfg)(x.astype(np.float64), w.astype(np.float64))
+        assert want.shape[2:] == (3, 3) and np.isfinite(want).all() != inf
         out = np.full(_flat3(want).shape, 77, dtype)
         swapped = [np.ascontiguousarray(_flat3(a).transpose(1, 0, 2)) for a in (x, w)]
         run(lib.WINOGRAD4_T, *swapped, out, _geometry(cfg, want.shape), 1, groups, (True, True))
+        finite = np.abs(want[np.isfinite(want)]).max()
         np.testing.assert_allclose(out.reshape(want.shape), want, rtol=0, atol=(
-            1e-5 if dtype == np.float32 else 1e-12) * np.abs(want).max())
+            1e-5 if dtype == np.float32 else 1e-12) * finite)
 
 
 def test_auto_takes_winograd_for_a_resnet_like_layer() -> None:
