@@ -73,12 +73,10 @@ def sizes(win, fg, nb):
 
 @_inlined
 def winograd4_t(x, out, w, geo, chunk, batch, fgc, bgc, x_swapped, w_swapped):
-    """out (3x3 outputs; the canonical layout of `cpu.lib.conv`) = the convolution of x
-    with the window w, per `chunk` features and `batch` images: the window's planes
-    and the input's are gathered (`_gather4`) and transformed, then 36 GEMMs (images,
-    kernels) += V[k]^T Z[k] add to S. Operands as `cpu.lib.conv_winograd_t.winograd_t`
-    takes them (`x_swapped`, `w_swapped`: read in place). Whether every output is
-    finite (else the caller redoes it)."""
+    """out (3x3 outputs, `cpu.lib.conv`'s layout) = x convolved with the window w, per
+    `chunk` features and `batch` images: planes gathered (`_gather4`), transformed,
+    36 GEMMs (images, kernels) += V[k]^T Z[k] into S. Operands as `winograd_t` takes
+    them (read in place); whether every output is finite (else the caller redoes it)."""
     in_sp, win, _, _, lo, _, _ = geo
     g, nb, o, fg = max(fgc, bgc), out.shape[0], out.shape[1], w.shape[1]
     og, th, tw = o // g, (win[0] + 3) // 4, (win[1] + 3) // 4
