@@ -139,8 +139,9 @@ def _winograd_takes(cfg: dict[str, Any]) -> bool:
        st.sampled_from([np.float32, np.float64]), st.sampled_from(["finite", "inf", "nan"]))
 def test_winograd_plans_match_the_reference(cfg: dict[str, Any], seed: int, dtype: Any,
                                             special: str) -> None:
-    """All three, forced (AUTO takes them for larger convolutions): 2x2 and 4x4 tiles
-    cut by the edges, negative padding, groups of both kinds. An inf or NaN in the
+    """All four, forced (AUTO takes them for larger convolutions): 2x2 and 4x4 tiles
+    (blocks of the window, for the transposed ones) cut by the edges, negative
+    padding, groups of both kinds. An inf or NaN in the
     input gives what the direct sum gives: the plans see a non-finite output and
     compute again."""
     from tracer.backend.cpu.lib import conv as lib
@@ -151,7 +152,8 @@ def test_winograd_plans_match_the_reference(cfg: dict[str, Any], seed: int, dtyp
             else np.nan
     with np.errstate(invalid="ignore"):
         want = conv_of(cfg)(x, w)
-    plans = [lib.WINOGRAD, lib.WINOGRAD4] if _winograd_takes(cfg) else [lib.WINOGRAD_T]
+    plans = [lib.WINOGRAD, lib.WINOGRAD4] if _winograd_takes(cfg) else [lib.WINOGRAD_T,
+                                                                          lib.WINOGRAD4_T]
     assert plans[0] != lib.WINOGRAD_T or want.shape[2:] == (3, 3)
     for plan in plans:
         out = np.full(_flat3(want).shape, 77, dtype)
@@ -193,6 +195,35 @@ def test_winograd4_over_several_passes_of_its_transforms(dtype: Any) -> None:
                                atol=(1e-5 if dtype == np.float32 else 1e-12) * np.abs(want).max())
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_transposed_winograd4_over_several_passes_and_chunks(dtype: Any) -> None:
+    """F(3x3, 4x4) on a kernel gradient's operands, exchanged in memory as jit hands
+    them over: 50 images in two passes (`conv_winograd4_t.sizes`: 48 and 2, 128
+    blocks a GEMM), 5 features in GEMM chunks of 2, 4x4 blocks cut by an odd window's
+    edges, uneven padding, 19 kernels (off the 16-lane step); then with two batch
+    groups; then with an inf in the input (the plan falls back to the window one, on
+    canonical copies of the exchanged operands: the direct sum's inf and NaN)."""
+    from tracer.backend.cpu.lib import conv as lib
+    from tracer.backend.cpu.lib.conv_entry import run_plan as run
+    for groups, kernels, inf in ((1, 19, False), (2, 6, False), (1, 3, True)):
+        cfg = dict(lhs_shape=(50, 5, 29, 31), rhs_shape=(kernels * groups, 5, 29, 31),
+                   strides=(1, 1), padding=((1, 1), (2, 0)), lhs_dilation=(1, 1),
+                   rhs_dilation=(1, 1), feature_group_count=1, batch_group_count=groups,
+                   dimension_numbers=ops.ConvDimensionNumbers(*[tuple(range(4))] * 3))
+        x, w = operands(cfg, np.random.default_rng(groups), dtype)
+        if inf:
+            x[7, 2, 11, 5] = np.inf
+        with np.errstate(invalid="ignore"):
+            want = conv_of(cfg)(x.astype(np.float64), w.astype(np.float64))
+        assert want.shape[2:] == (3, 3) and np.isfinite(want).all() != inf
+        out = np.full(_flat3(want).shape, 77, dtype)
+        swapped = [np.ascontiguousarray(_flat3(a).transpose(1, 0, 2)) for a in (x, w)]
+        run(lib.WINOGRAD4_T, *swapped, out, _geometry(cfg, want.shape), 1, groups, (True, True))
+        finite = np.abs(want[np.isfinite(want)]).max()
+        np.testing.assert_allclose(out.reshape(want.shape), want, rtol=0, atol=(
+            1e-5 if dtype == np.float32 else 1e-12) * finite)
+
+
 def test_auto_takes_winograd_for_a_resnet_like_layer() -> None:
     """3x3, stride 1, float, enough tiles and channels: Winograd (F(4x4); F(2x2) where
     too few 4x4 tiles make small GEMMs or too many make large operands), and the
@@ -220,6 +251,13 @@ def test_auto_takes_winograd_for_a_resnet_like_layer() -> None:
                                            (1, 1), (1, 1))]
     assert lib._choose(lib.AUTO, _flat3(x), _flat3(x), _flat3(gradient), tuple(geo),
                        1) == lib.WINOGRAD_T
+    # 32 kernels over a window of 8 4x4 blocks a row: F(4x4)'s transpose
+    images, kernels = np.empty((2, 8, 30, 32), np.float32), np.empty((32, 8, 30, 32), np.float32)
+    geo = [np.array(v, np.int64) for v in ((30, 32), (30, 32), (3, 3), (1, 1), (1, 1), (1, 1),
+                                           (1, 1))]
+    assert lib._choose(lib.AUTO, _flat3(images), _flat3(kernels),
+                       _flat3(np.empty((2, 32, 3, 3), np.float32)), tuple(geo),
+                       1) == lib.WINOGRAD4_T
     got = tr.jit(lambda x, w: ops.conv(x, w, (1, 1), "SAME"))(x, w)
     want = np.asarray(ops.conv(x.astype(np.float64), w.astype(np.float64), (1, 1), "SAME"))
     # F(4x4)'s float32 rounding: about 1e-6 of the largest output (cpu.lib.conv_winograd4)
@@ -319,7 +357,8 @@ def test_kernels_never_index_out_of_bounds() -> None:
         "        run = lib.run_winograd if mode == lib.WINOGRAD else lib.run_winograd4\n"
         "        return run(x, w, out, geo, *groups)\n"
         "    swapped = np.ascontiguousarray(x.transpose(1, 0, 2)).reshape(x.shape)\n"
-        "    lib.run_winograd_t(swapped, w, out, geo, *groups, True, False)\n"
+        "    lib.run_winograd_t(swapped, w, out, geo, *groups, True, False,\n"
+        "                       mode == lib.WINOGRAD4_T)\n"
         "t.run_plan = run_plan\n"
         "once(given(st.one_of(t.winograd_configs(), t.winograd_t_configs()),\n"
         "           st.integers(0, 2 ** 31), st.just(np.float64),\n"

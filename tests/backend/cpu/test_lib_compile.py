@@ -49,7 +49,8 @@ _CONV_CHILD = """
     got = tr.jit(lambda x, w: ops.conv(x, w, (1, 1), "SAME"))(x, w)
     ok = bool(np.allclose(got, ops.conv(x, w, (1, 1), "SAME"), rtol=1e-12, atol=1e-12))
     plans = {name: bool(core._ENTRIES[core.slot(getattr(lib, name), types.float64)])
-             for name in ("AUTO", "SHIFTED", "IM2COL", "WINDOW", "WINOGRAD", "WINOGRAD_T")}
+             for name in ("AUTO", "SHIFTED", "IM2COL", "WINDOW", "WINOGRAD", "WINOGRAD_T",
+                          "WINOGRAD4_T")}
     print(json.dumps(dict(ok=ok, plans=plans)))
 """
 
@@ -60,7 +61,7 @@ def test_a_convolution_compiles_only_the_plan_it_runs(tmp_path):
     got = _run_child(_CONV_CHILD, tmp_path)
     assert got["ok"]
     assert got["plans"] == dict(AUTO=True, SHIFTED=True, IM2COL=False, WINDOW=False,
-                                WINOGRAD=False, WINOGRAD_T=False)
+                                WINOGRAD=False, WINOGRAD_T=False, WINOGRAD4_T=False)
 
 
 @pytest.mark.parametrize("shape, kernel", [((LARGE + 3,), "sort_vector"),

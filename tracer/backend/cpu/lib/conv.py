@@ -20,7 +20,8 @@ several signatures, numba #8578.)
   F(2x2, 3x3), `cpu.lib.conv_winograd`, 4 of them, for images of few 4x4 tiles or
   large ones (`winograd4_pays`).
   winograd_t, its transpose, for 3x3 outputs (kernel gradients of those),
-  `cpu.lib.conv_winograd_t`.
+  `cpu.lib.conv_winograd_t`; winograd4_t, F(4x4)'s, `cpu.lib.conv_winograd4_t`, for
+  windows of enough 4x4 blocks and kernels (`winograd4_t_pays`).
 * shifted (unit strides, few taps): a few images are written side by side into a
   zeroed padded (and lhs-dilated) grid; on it the output at every kernel tap is
   W[:, :, tap] @ grid[:, offset(tap):], accumulated: no im2col. The grid's columns
@@ -48,12 +49,13 @@ element from outside its window (an inf there would turn a 0 weight into a NaN).
 from __future__ import annotations
 
 import numpy as np
-from numba import carray, njit
+from numba import njit
 
 from .cblas import blas_threads
 from .conv_core import (  # noqa: F401
     AUTO,
     EMPTY,
+    SWAPPED,
     ENTRY_POINTS,
     IM2COL,
     PHASED,
@@ -61,18 +63,21 @@ from .conv_core import (  # noqa: F401
     WINDOW,
     WINOGRAD,
     WINOGRAD4,
+    WINOGRAD4_T,
     WINOGRAD_T,
     all_equal,
     call_plan,
     fill_grid,
     gemm,
     image_of,
+    pack,
     pitches,
     plane_of,
     provide_entry_points,
     put_run,
     same,
     span,
+    unpack,
     unravel,
     unswapped,
 )
@@ -80,6 +85,8 @@ from .conv_phased import phased_im2col, phases_pay
 from .conv_window import window
 from .conv_winograd import winograd, winograd_pays
 from .conv_winograd4 import winograd4, winograd4_pays
+from .conv_winograd4_t import sizes as winograd4_t_sizes
+from .conv_winograd4_t import winograd4_t, winograd4_t_pays
 from .conv_winograd_t import sizes as winograd_t_sizes
 from .conv_winograd_t import reads_in_place, winograd_t, winograd_t_pays
 
@@ -272,9 +279,9 @@ def _im2col(x, out, wflat, geo, block, fgc, bgc):
 
 @_py_jit
 def _choose(mode, x, w, out, geo, groups):
-    """The plan: `mode` if forced (SHIFTED needs unit strides; WINOGRAD, WINOGRAD4 and
-    WINOGRAD_T what `winograd_pays` and `winograd_t_pays` check but the sizes; PHASED 2
-    spatial dims, no lhs dilation), else the best."""
+    """The plan: `mode` if forced (SHIFTED needs unit strides; WINOGRAD, WINOGRAD4,
+    WINOGRAD_T and WINOGRAD4_T what `winograd_pays` and `winograd_t_pays` check but the
+    sizes; PHASED 2 spatial dims, no lhs dilation), else the best."""
     in_sp, win, out_sp, st, _, _, rd = geo
     if out.size == 0 or w.shape[1] == 0 or w.shape[2] == 0:
         return EMPTY
@@ -285,8 +292,8 @@ def _choose(mode, x, w, out, geo, groups):
             else WINOGRAD
     if _shifted_pays(w.shape[2], out.shape[2], win, out_sp, st, rd):
         return SHIFTED
-    if winograd_t_pays(x, w, out, geo, groups):
-        return WINOGRAD_T  # (kernel gradients of 3x3 convolutions)
+    if winograd_t_pays(x, w, out, geo, groups):  # (kernel gradients of 3x3 convolutions)
+        return WINOGRAD4_T if winograd4_t_pays(win, out.shape[1] // groups) else WINOGRAD_T
     if np.prod(win) > out.shape[2]:
         return WINDOW  # (kernel gradients)
     return PHASED if phases_pay(geo) else IM2COL
@@ -314,9 +321,13 @@ def run_winograd(x, w, out, geo, feature_groups, batch_groups):
 
 
 @_py_jit
-def run_winograd_t(x, w, out, geo, feature_groups, batch_groups, x_swapped, w_swapped):
-    """`entry_winograd_t`'s plan from Python (tests; swapped operands as `_unpack` has them)."""
-    _run_winograd_t(x, w, out, geo, feature_groups, batch_groups, x_swapped, w_swapped)
+def run_winograd_t(x, w, out, geo, feature_groups, batch_groups, x_swapped, w_swapped, four):
+    """`entry_winograd_t`'s plan (`entry_winograd4_t`'s where `four`) from Python (tests;
+    swapped operands as `_unpack` has them)."""
+    if four:
+        _run_winograd4_t(x, w, out, geo, feature_groups, batch_groups, x_swapped, w_swapped)
+    else:
+        _run_winograd_t(x, w, out, geo, feature_groups, batch_groups, x_swapped, w_swapped)
 
 
 @_inlined
@@ -326,7 +337,7 @@ def _run_winograd(x, w, out, geo, feature_groups, batch_groups):
     half = (geo[2][1] + 1) // 2 + 1  # tiles per row of tiles
     tile_rows = max(1, WINOGRAD_BLOCK // (16 * (w.shape[1] + og) * half))
     if not winograd(x, out, w, geo, tile_rows, feature_groups, batch_groups):
-        call_plan(SHIFTED, x, w, out, _pack(x, w, out, geo, feature_groups, batch_groups))
+        call_plan(SHIFTED, x, w, out, pack(x, w, out, geo, feature_groups, batch_groups))
 
 
 @_py_jit
@@ -339,7 +350,7 @@ def run_winograd4(x, w, out, geo, feature_groups, batch_groups):
 def _run_winograd4(x, w, out, geo, feature_groups, batch_groups):
     """The F(4x4, 3x3) Winograd plan; the shifted one where it met an inf or a NaN."""
     if not winograd4(x, out, w, geo, feature_groups, batch_groups):
-        call_plan(SHIFTED, x, w, out, _pack(x, w, out, geo, feature_groups, batch_groups))
+        call_plan(SHIFTED, x, w, out, pack(x, w, out, geo, feature_groups, batch_groups))
 
 
 @_inlined
@@ -350,7 +361,17 @@ def _run_winograd_t(x, w, out, geo, feature_groups, batch_groups, x_swapped, w_s
     if not winograd_t(x, out, w, geo, chunk, batch, feature_groups, batch_groups, x_swapped,
                       w_swapped):
         x, w = unswapped(x, x_swapped), unswapped(w, w_swapped)
-        call_plan(WINDOW, x, w, out, _pack(x, w, out, geo, feature_groups, batch_groups))
+        call_plan(WINDOW, x, w, out, pack(x, w, out, geo, feature_groups, batch_groups))
+
+
+@_inlined
+def _run_winograd4_t(x, w, out, geo, feature_groups, batch_groups, x_swapped, w_swapped):
+    """F(4x4)'s transposed Winograd plan, as `_run_winograd_t`."""
+    chunk, batch = winograd4_t_sizes(geo[1], w.shape[1], out.shape[0])
+    if not winograd4_t(x, out, w, geo, chunk, batch, feature_groups, batch_groups, x_swapped,
+                       w_swapped):
+        x, w = unswapped(x, x_swapped), unswapped(w, w_swapped)
+        call_plan(WINDOW, x, w, out, pack(x, w, out, geo, feature_groups, batch_groups))
 
 
 @_inlined
@@ -374,50 +395,11 @@ def _run_phased(x, w, out, geo, feature_groups, batch_groups):
     phased_im2col(x, out, w.reshape(w.size), geo, block, feature_groups, batch_groups)
 
 
-HEADER = 15  # int64s before the geometry in `entry`'s metadata
-SWAPPED = 13  # its entries saying whether x's and w's memory has dims 0 and 1 exchanged
-
-
-@_jit
-def _pack(x, w, out, geo, feature_groups, batch_groups):
-    """The metadata of a convolution (`entry`'s layout), its plan AUTO."""
-    n = len(geo[0])
-    meta = np.empty(HEADER + 7 * n, np.int64)
-    for d in range(3):
-        meta[d], meta[3 + d], meta[6 + d] = x.shape[d], w.shape[d], out.shape[d]
-    meta[9], meta[10], meta[11], meta[12] = n, feature_groups, batch_groups, AUTO
-    meta[SWAPPED], meta[SWAPPED + 1] = 0, 0
-    for row in range(7):
-        for d in range(n):
-            meta[HEADER + row * n + d] = geo[row][d]
-    return meta
-
-
-@_jit
-def _unpack(x, w, out, meta):
-    """The operands, geometry, group counts and plan of an entry point's arguments:
-    x, w, out point at the canonical operands, meta at their 3 sizes each, the number
-    of spatial dims n, the feature and batch group counts, the plan (AUTO: the best),
-    whether x's and w's memory holds their dims 0 and 1 exchanged (SWAPPED: only
-    `winograd_t` reads such operands, `entry` copies them canonical for the other
-    plans; the arrays here have the canonical shapes either way), then the 7 geometry
-    rows of n entries each."""
-    head = carray(meta, (HEADER,))
-    n = head[9]
-    table = carray(meta, (HEADER + 7 * n,))
-    geo = (table[HEADER:HEADER + n], table[HEADER + n:HEADER + 2 * n],
-           table[HEADER + 2 * n:HEADER + 3 * n], table[HEADER + 3 * n:HEADER + 4 * n],
-           table[HEADER + 4 * n:HEADER + 5 * n], table[HEADER + 5 * n:HEADER + 6 * n],
-           table[HEADER + 6 * n:HEADER + 7 * n])
-    return (carray(x, (head[0], head[1], head[2])), carray(w, (head[3], head[4], head[5])),
-            carray(out, (head[6], head[7], head[8])), geo, head[10], head[11], head[12], table)
-
-
 def entry(x, w, out, meta):
     """The choosing C entry point behind `cpu.lib.conv_entry.convolution` (a `cfunc` per
     dtype; arguments as `_unpack` reads them): picks the plan (if meta's is AUTO) and
     runs it through its own entry point, on `BLAS_THREADS` BLAS threads."""
-    x, w, out, geo, fgc, bgc, mode, table = _unpack(x, w, out, meta)
+    x, w, out, geo, fgc, bgc, mode, table = unpack(x, w, out, meta)
     mode = _choose(mode, x, w, out, geo, max(fgc, bgc))
     if mode == EMPTY:
         flat = out.reshape(out.size)
@@ -425,10 +407,10 @@ def entry(x, w, out, meta):
             flat[i] = 0  # empty sums (or nothing at all)
         return
     previous = blas_threads(BLAS_THREADS)
-    in_place = mode == WINOGRAD_T and reads_in_place(x)
+    in_place = (mode == WINOGRAD_T or mode == WINOGRAD4_T) and reads_in_place(x)
     if not in_place and (table[SWAPPED] or table[SWAPPED + 1]):
         x, w = unswapped(x, table[SWAPPED]), unswapped(w, table[SWAPPED + 1])
-        table = _pack(x, w, out, geo, fgc, bgc)
+        table = pack(x, w, out, geo, fgc, bgc)
     call_plan(mode, x, w, out, table)
     blas_threads(previous)
 
@@ -437,38 +419,43 @@ def entry(x, w, out, meta):
 # takes the plan; arguments as `_unpack` reads them)
 
 def entry_shifted(x, w, out, meta):
-    x, w, out, geo, fgc, bgc, _, _ = _unpack(x, w, out, meta)
+    x, w, out, geo, fgc, bgc, _, _ = unpack(x, w, out, meta)
     _run_shifted(x, w, out, geo, fgc, bgc)
 
 
 def entry_im2col(x, w, out, meta):
-    x, w, out, geo, fgc, bgc, _, _ = _unpack(x, w, out, meta)
+    x, w, out, geo, fgc, bgc, _, _ = unpack(x, w, out, meta)
     _run_im2col(x, w, out, geo, fgc, bgc)
 
 
 def entry_phased(x, w, out, meta):
-    x, w, out, geo, fgc, bgc, _, _ = _unpack(x, w, out, meta)
+    x, w, out, geo, fgc, bgc, _, _ = unpack(x, w, out, meta)
     _run_phased(x, w, out, geo, fgc, bgc)
 
 
 def entry_window(x, w, out, meta):
-    x, w, out, geo, fgc, bgc, _, _ = _unpack(x, w, out, meta)
+    x, w, out, geo, fgc, bgc, _, _ = unpack(x, w, out, meta)
     _run_window(x, w, out, geo, fgc, bgc)
 
 
 def entry_winograd(x, w, out, meta):
-    x, w, out, geo, fgc, bgc, _, _ = _unpack(x, w, out, meta)
+    x, w, out, geo, fgc, bgc, _, _ = unpack(x, w, out, meta)
     _run_winograd(x, w, out, geo, fgc, bgc)
 
 
 def entry_winograd4(x, w, out, meta):
-    x, w, out, geo, fgc, bgc, _, _ = _unpack(x, w, out, meta)
+    x, w, out, geo, fgc, bgc, _, _ = unpack(x, w, out, meta)
     _run_winograd4(x, w, out, geo, fgc, bgc)
 
 
 def entry_winograd_t(x, w, out, meta):
-    x, w, out, geo, fgc, bgc, _, table = _unpack(x, w, out, meta)
+    x, w, out, geo, fgc, bgc, _, table = unpack(x, w, out, meta)
     _run_winograd_t(x, w, out, geo, fgc, bgc, table[SWAPPED], table[SWAPPED + 1])
+
+
+def entry_winograd4_t(x, w, out, meta):
+    x, w, out, geo, fgc, bgc, _, table = unpack(x, w, out, meta)
+    _run_winograd4_t(x, w, out, geo, fgc, bgc, table[SWAPPED], table[SWAPPED + 1])
 
 
 provide_entry_points({plan: globals()[name] for plan, name in ENTRY_POINTS.items()})

@@ -33,7 +33,7 @@ import sys
 
 import numpy as np
 from llvmlite import binding, ir
-from numba import cfunc, njit, types
+from numba import carray, cfunc, njit, types
 from numba.core import cgutils
 from numba.core.compiler_lock import global_compiler_lock
 from numba.extending import intrinsic, overload
@@ -46,12 +46,13 @@ _jit = njit(error_model="numpy", nogil=True, **_OPTIONS)
 
 # ------------------------------------------------------------------ the entry points
 
-EMPTY, AUTO, SHIFTED, IM2COL, WINDOW, WINOGRAD, WINOGRAD_T, WINOGRAD4, PHASED = range(9)
+(EMPTY, AUTO, SHIFTED, IM2COL, WINDOW, WINOGRAD, WINOGRAD_T, WINOGRAD4, PHASED,
+ WINOGRAD4_T) = range(10)
 # the `cpu.lib.conv` function behind each plan's C entry point (AUTO: the one choosing)
 ENTRY_POINTS = {AUTO: "entry", SHIFTED: "entry_shifted", IM2COL: "entry_im2col",
                 WINDOW: "entry_window", WINOGRAD: "entry_winograd",
                 WINOGRAD_T: "entry_winograd_t", WINOGRAD4: "entry_winograd4",
-                PHASED: "entry_phased"}
+                PHASED: "entry_phased", WINOGRAD4_T: "entry_winograd4_t"}
 DTYPES = (types.float32, types.float64, types.complex64, types.complex128, types.int8,
           types.int16, types.int32, types.int64, types.uint8, types.uint16, types.uint32,
           types.uint64)
@@ -63,7 +64,7 @@ _FUNCTIONS: dict[int, object] = {}  # plan -> its njit entry function, given by 
 
 # the plans for floats only, and what another dtype's entry point runs instead (a plan
 # is only ever forced on those: `cpu.lib.conv._choose` never picks it)
-FLOATS_ONLY = {WINOGRAD: SHIFTED, WINOGRAD_T: WINDOW, WINOGRAD4: SHIFTED}
+FLOATS_ONLY = {WINOGRAD: SHIFTED, WINOGRAD_T: WINDOW, WINOGRAD4: SHIFTED, WINOGRAD4_T: WINDOW}
 
 
 def slot(plan: int, dtype: types.Type) -> int:
@@ -323,3 +324,44 @@ def put_run(col, at, src, s0, base, start, step, ld, size, span, count):
     for j in range(count):
         i = start + j * step
         col[at + j] = src[s0 + base + i // ld] if 0 <= i < size * ld and i % ld == 0 else 0
+
+
+# ------------------------------------------------------------------ the metadata
+
+HEADER = 15  # int64s before the geometry in `cpu.lib.conv.entry`'s metadata
+SWAPPED = 13  # its entries saying whether x's and w's memory has dims 0 and 1 exchanged
+
+
+@_jit
+def pack(x, w, out, geo, feature_groups, batch_groups):
+    """The metadata of a convolution (`cpu.lib.conv.entry`'s layout), its plan AUTO."""
+    n = len(geo[0])
+    meta = np.empty(HEADER + 7 * n, np.int64)
+    for d in range(3):
+        meta[d], meta[3 + d], meta[6 + d] = x.shape[d], w.shape[d], out.shape[d]
+    meta[9], meta[10], meta[11], meta[12] = n, feature_groups, batch_groups, AUTO
+    meta[SWAPPED], meta[SWAPPED + 1] = 0, 0
+    for row in range(7):
+        for d in range(n):
+            meta[HEADER + row * n + d] = geo[row][d]
+    return meta
+
+
+@_jit
+def unpack(x, w, out, meta):
+    """The operands, geometry, group counts and plan of an entry point's arguments:
+    x, w, out point at the canonical operands, meta at their 3 sizes each, the number
+    of spatial dims n, the feature and batch group counts, the plan (AUTO: the best),
+    whether x's and w's memory holds their dims 0 and 1 exchanged (SWAPPED: only the
+    transposed Winograd plans read such operands, `cpu.lib.conv.entry` copies them
+    canonical for the others; the arrays here have the canonical shapes either way),
+    then the 7 geometry rows of n entries each."""
+    head = carray(meta, (HEADER,))
+    n = head[9]
+    table = carray(meta, (HEADER + 7 * n,))
+    geo = (table[HEADER:HEADER + n], table[HEADER + n:HEADER + 2 * n],
+           table[HEADER + 2 * n:HEADER + 3 * n], table[HEADER + 3 * n:HEADER + 4 * n],
+           table[HEADER + 4 * n:HEADER + 5 * n], table[HEADER + 5 * n:HEADER + 6 * n],
+           table[HEADER + 6 * n:HEADER + 7 * n])
+    return (carray(x, (head[0], head[1], head[2])), carray(w, (head[3], head[4], head[5])),
+            carray(out, (head[6], head[7], head[8])), geo, head[10], head[11], head[12], table)

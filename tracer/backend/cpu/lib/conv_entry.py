@@ -15,9 +15,11 @@ at import), so cached machine code stays valid in every process; generated modul
 import `convolution` from here, which registers them. `run_plan` calls the choosing
 entry point from Python with a plan forced (tests).
 
-numba keys the disk cache of the entry points by the stamp of `cpu/lib/conv.py` alone
-(the file that defines them): after editing another `cpu_lib_conv_*` file in place,
-touch `cpu/lib/conv.py` too (an install writes every file, so releases are safe).
+numba keys the disk cache of the entry points by the SHA-256 of `cpu/lib/conv.py`'s
+text alone (the file that defines them; `backend/numba/numba_cache.py`): after
+editing another `cpu/lib/conv_*.py` file, test with a fresh `TRACER_CACHE_DIR`
+(touching conv.py changes nothing), and a release that changes a plan file must
+change conv.py's text too, or caches keep the old plan's machine code.
 """
 # numba kernels: their argument types come from the call, so no annotations
 # ruff: noqa: ANN001, ANN201, ANN202
@@ -31,8 +33,8 @@ import numpy as np
 from numba import from_dtype, njit, types
 from numba.extending import intrinsic
 
-from . import conv
-from .conv_core import AUTO, call_slot_codegen, resolve, slot
+from . import conv  # noqa: F401 (importing it gives conv_core the plans' entry points)
+from .conv_core import AUTO, HEADER, SWAPPED, call_slot_codegen, resolve, slot
 
 
 @intrinsic
@@ -55,7 +57,7 @@ def convolution(x, w, out, in_sizes, window, out_sizes, strides, pad_low, lhs_di
     and w (C', O, T) where `w_swapped` (the transposed operands of a kernel gradient:
     the library copies them canonical for the plans that need it); the spatial
     geometry in the tuples (one entry per spatial dim)."""
-    n, head = len(in_sizes), conv.HEADER
+    n, head = len(in_sizes), HEADER
     meta = np.empty(head + 7 * n, np.int64)
     for d in range(3):  # (not a slice assignment: its error path compiles slowly)
         meta[d], meta[3 + d], meta[6 + d] = x.shape[d], w.shape[d], out.shape[d]
@@ -64,7 +66,7 @@ def convolution(x, w, out, in_sizes, window, out_sizes, strides, pad_low, lhs_di
     if w_swapped:
         meta[3], meta[4] = w.shape[1], w.shape[0]
     meta[9], meta[10], meta[11], meta[12] = n, feature_groups, batch_groups, AUTO
-    meta[conv.SWAPPED], meta[conv.SWAPPED + 1] = x_swapped, w_swapped
+    meta[SWAPPED], meta[SWAPPED + 1] = x_swapped, w_swapped
     for row, values in enumerate((in_sizes, window, out_sizes, strides, pad_low,
                                   lhs_dilation, rhs_dilation)):
         for d in range(n):
