@@ -364,7 +364,10 @@ def test_kernels_never_index_out_of_bounds() -> None:
         "           st.integers(0, 2 ** 31), st.just(np.float64),\n"
         "           st.sampled_from(['finite', 'inf']))(\n"
         "    t.test_winograd_plans_match_the_reference.hypothesis.inner_test))()\n")
-    env = dict(os.environ, NUMBA_BOUNDSCHECK="1", NUMBA_CACHE_DIR=_boundscheck_cache())
+    # (the library's machine code lives under TRACER_CACHE_DIR: a shared one would
+    # hand the child the builds without checks)
+    cache = _boundscheck_cache()
+    env = dict(os.environ, NUMBA_BOUNDSCHECK="1", NUMBA_CACHE_DIR=cache, TRACER_CACHE_DIR=cache)
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
                           text=True, timeout=900, cwd=os.path.dirname(os.path.dirname(__file__)))
     assert done.returncode == 0, done.stderr[-3000:]

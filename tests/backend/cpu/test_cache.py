@@ -16,6 +16,7 @@ import pytest
 
 import tracer as tr
 from tracer.backend.cpu import cache as cpu_cache
+from tracer.backend.numba import library_sources, numba_cache
 
 REPO = str(pathlib.Path(__file__).resolve().parents[3])  # the repository root
 
@@ -93,10 +94,10 @@ PROBE = "tracer.backend.cpu.lib.keyed_probe"
 @pytest.fixture
 def probe_library(tmp_path, monkeypatch):
     path = tmp_path / "keyed_probe.py"
-    monkeypatch.setitem(cpu_cache._LIBRARIES, PROBE, str(path))
+    monkeypatch.setitem(library_sources.LIBRARIES, PROBE, str(path))
     yield path
     sys.modules.pop(PROBE, None)
-    cpu_cache._SOURCES.pop(PROBE, None)
+    library_sources.SOURCES.pop(PROBE, None)
     if hasattr(tr.backend.cpu.lib, "keyed_probe"):
         delattr(tr.backend.cpu.lib, "keyed_probe")
 
@@ -107,12 +108,13 @@ def test_a_library_is_keyed_by_the_source_it_was_imported_from(probe_library):
     source = f"from {PROBE} import probe\n"
     key = cpu_cache.module_key(source)  # (imports the library, recording its source)
     module = sys.modules[PROBE]
-    assert cpu_cache.library_source(PROBE).imports == ("tracer.backend.numba.lib.scalar_math",)
+    imports = library_sources.library_source(PROBE).imports
+    assert imports == ("tracer.backend.numba.lib.scalar_math",)
     probe_library.write_text("def probe():\n    return 2\n")  # edited while the process runs
     assert cpu_cache.module_key(source) == key and module.probe() == 1
     # a new process imports the new source, and keys it differently
     del sys.modules[PROBE]
-    del cpu_cache._SOURCES[PROBE]
+    del library_sources.SOURCES[PROBE]
     assert cpu_cache.module_key(source) != key and sys.modules[PROBE].probe() == 2
 
 
@@ -120,9 +122,32 @@ def test_a_key_covers_the_libraries_a_used_library_imports(monkeypatch):
     source = "from tracer.backend.numba.lib.rng import threefry2x32_fill\n"
     key = cpu_cache.module_key(source)
     mathlib = "tracer.backend.numba.lib.scalar_math"
-    assert mathlib in cpu_cache.library_source("tracer.backend.numba.lib.rng").imports
+    assert mathlib in library_sources.library_source("tracer.backend.numba.lib.rng").imports
     unused = "tracer.backend.cpu.lib.sort"
-    monkeypatch.setitem(cpu_cache._SOURCES, unused, cpu_cache.LibrarySource("0" * 64, ()))
+    fake = library_sources.LibrarySource("0" * 64, ())
+    monkeypatch.setitem(library_sources.SOURCES, unused, fake)
     assert cpu_cache.module_key(source) == key
-    monkeypatch.setitem(cpu_cache._SOURCES, mathlib, cpu_cache.LibrarySource("0" * 64, ()))
+    monkeypatch.setitem(library_sources.SOURCES, mathlib, fake)
     assert cpu_cache.module_key(source) != key
+
+
+def test_a_library_cache_stamp_covers_the_libraries_it_imports(monkeypatch):
+    """numba links a callee's machine code into its caller's: the cached conv entry
+    points must be compiled again when a plan file they import changes."""
+    from tracer.backend.cpu.lib import conv
+
+    function = next(v for v in vars(conv).values()
+                    if hasattr(v, "py_func") and v.py_func.__module__ == conv.__name__)
+
+    def stamp():
+        locator = numba_cache.TracerLocator.from_function(function.py_func, conv.__file__)
+        return locator.get_source_stamp()
+
+    before = stamp()
+    unrelated, plan = "tracer.backend.cpu.lib.sort", "tracer.backend.cpu.lib.conv_winograd4_t"
+    assert plan in library_sources.library_source(conv.__name__).imports
+    monkeypatch.setitem(library_sources.SOURCES, unrelated,
+                        library_sources.LibrarySource("1" * 64, ()))
+    assert stamp() == before
+    monkeypatch.setitem(library_sources.SOURCES, plan, library_sources.LibrarySource("0" * 64, ()))
+    assert stamp() != before

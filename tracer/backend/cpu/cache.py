@@ -24,10 +24,7 @@ from __future__ import annotations
 import functools
 import glob
 import hashlib
-import importlib.abc
-import importlib.machinery
 import importlib.metadata
-import importlib.util
 import os
 import re
 import sys
@@ -44,7 +41,7 @@ import numpy as np
 from ..._version import __version__ as tracer_version
 from ...config import config
 from ...errors import CacheError
-from ..numba import numba_cache
+from ..numba import library_sources, numba_cache
 from . import split, threads
 
 _LOCK = threading.RLock()
@@ -92,101 +89,18 @@ def _version_of(distribution: str) -> str:
         return "absent"
 
 
-def helper_library_files() -> dict[str, str]:
-    """The njit libraries generated modules import (`numba/lib/`, `cpu/lib/`): module name
-    -> file."""
-    backend = os.path.dirname(os.path.dirname(__file__))
-    files = {}
-    for folder in ("numba/lib", "cpu/lib"):
-        for path in sorted(glob.glob(os.path.join(backend, folder, "*.py"))):
-            name = os.path.basename(path)[:-3]
-            if name != "__init__":
-                files[f"{_BACKEND}.{folder.replace('/', '.')}.{name}"] = path
-    return files
-
-
 def module_key(source: str) -> str:
     return hashlib.sha256((_versions(source) + "\n" + source).encode()).hexdigest()
 
 
 # ------------------------------------------------------------------ helper library sources
 
-_LIBRARIES = helper_library_files()
 _IMPORT = re.compile(r"^from tracer\.backend\.([\w.]+) import", re.MULTILINE)
-_RELATIVE = re.compile(r"^from (\.+[\w.]*) import ([\w, ]*)", re.MULTILINE)
-
-
-@dataclass(frozen=True)
-class LibrarySource:
-    digest: str                # sha256 of the source the module was compiled from
-    imports: tuple[str, ...]   # the helper libraries it imports (module names)
-
-
-_SOURCES: dict[str, LibrarySource] = {}
-
-
-def _record(name: str, source: bytes) -> None:
-    package, imports = name.rsplit(".", 1)[0], set()
-    for module, names in _RELATIVE.findall(source.decode()):
-        base = importlib.util.resolve_name(module, package)
-        imports |= {base, *(f"{base}.{n.strip()}" for n in names.split(",") if n.strip())}
-    _SOURCES[name] = LibrarySource(hashlib.sha256(source).hexdigest(),
-                                   tuple(sorted(imports & set(_LIBRARIES))))
-
-
-class _RecordingLoader(importlib.machinery.SourceFileLoader):
-    """Compiles a helper library from its source file (never a .pyc), recording the
-    hash of exactly the bytes it compiled."""
-
-    def get_code(self, fullname: str) -> types.CodeType:
-        source = self.get_data(self.path)
-        _record(fullname, source)
-        return self.source_to_code(source, self.path)
-
-
-class _LibraryFinder(importlib.abc.MetaPathFinder):
-    """Imports the helper libraries through `_RecordingLoader` (other modules: not ours)."""
-
-    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
-        file = _LIBRARIES.get(fullname)
-        if file is None:
-            return None
-        return importlib.util.spec_from_file_location(fullname, file,
-                                                      loader=_RecordingLoader(fullname, file))
-
-
-# (one finder, this module's, also when the module is reloaded)
-sys.meta_path[:] = [f for f in sys.meta_path if type(f).__name__ != "_LibraryFinder"]
-sys.meta_path.insert(0, _LibraryFinder())
-
-
-def library_source(name: str) -> LibrarySource:
-    """What helper library `name` (`tracer.backend.numba.lib.scalar_math`) was compiled from in this
-    process; importing it now if it is not loaded yet."""
-    if name not in _SOURCES:
-        try:
-            importlib.import_module(name)
-        except ImportError:  # (a generated module that imports it fails the same way)
-            pass
-        if name not in _SOURCES:  # loaded before this module installed its finder
-            with open(_LIBRARIES[name], "rb") as f:
-                _record(name, f.read())
-    return _SOURCES[name]
 
 
 def _helpers_digest(source: str) -> str:
     """The hash of the helper libraries a generated module imports, directly or not."""
-    todo = [f"{_BACKEND}.{m}" for m in _IMPORT.findall(source)]
-    seen: set[str] = set()
-    while todo:
-        name = todo.pop()
-        if name in _LIBRARIES and name not in seen:
-            seen.add(name)
-            todo += library_source(name).imports
-    digest = hashlib.sha256()
-    for name in sorted(seen):
-        digest.update(f"{name} {library_source(name).digest}\n".encode())
-    return digest.hexdigest()[:16]
+    return library_sources.closure_digest(f"{_BACKEND}.{m}" for m in _IMPORT.findall(source))
 
 
 _ANY_IMPORT = re.compile(r"^from (tracer[\w.]*) import", re.MULTILINE)
@@ -199,7 +113,7 @@ def portable(source: str) -> bool:
     """Whether another process can compile `source` to the same code: it imports only
     helper libraries, none of this process's registries (custom-call targets, the
     reference fallbacks' and host callbacks' table)."""
-    return all(name in _LIBRARIES and name not in _PROCESS_LOCAL
+    return all(name in library_sources.LIBRARIES and name not in _PROCESS_LOCAL
                for name in _ANY_IMPORT.findall(source))
 
 

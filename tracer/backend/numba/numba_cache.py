@@ -11,7 +11,9 @@ claims exactly these files:
 - a generated module's machine code lives next to it (`cpu/__pycache__`), stamped
   with its content-addressed name (no file needs to exist: a module that could not
   be written is compiled from memory);
-- a library's lives in `<cache_dir>/lib/<module>/`, stamped with its source hash.
+- a library's lives in `<cache_dir>/lib/<module>/`, stamped with the hash of its
+  source and of the libraries it imports, directly or not (numba links their machine
+  code into its own: `library_sources.closure_digest`).
 
 For these files only, `Cache.load_overload` and `save_overload` are wrapped: a
 cache entry that cannot be read or rebuilt is removed and counts as a miss; one
@@ -21,9 +23,7 @@ stays compiled in memory). numba's handling of every other function is unchanged
 
 from __future__ import annotations
 
-import functools
 import glob
-import hashlib
 import os
 import shutil
 import threading
@@ -33,6 +33,7 @@ from typing import Any
 from numba.core import caching
 
 from ...config import config
+from . import library_sources
 
 _BACKEND_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _LIBRARY_DIRS = (os.path.join(_BACKEND_DIR, "numba", "lib"),
@@ -87,10 +88,10 @@ class TracerLocator(caching._CacheLocator):
         if path in _GENERATED:
             return cls(py_func, path, os.path.join(os.path.dirname(path), "__pycache__"),
                        os.path.basename(path))
-        if os.path.dirname(path) in _LIBRARY_DIRS:
-            module = py_func.__module__
+        module = py_func.__module__
+        if os.path.dirname(path) in _LIBRARY_DIRS and module in library_sources.LIBRARIES:
             cache = os.path.join(os.path.expanduser(config.cache_dir), "lib", module)
-            return cls(py_func, path, cache, _source_hash(path))
+            return cls(py_func, path, cache, library_sources.closure_digest([module]))
         return None
 
     def get_cache_path(self) -> str:
@@ -101,21 +102,6 @@ class TracerLocator(caching._CacheLocator):
 
     def get_disambiguator(self) -> str:
         return str(self._lineno)  # (two lambdas of one function share a name)
-
-
-def _source_hash(path: str) -> str:
-    """The SHA-256 of a library's source: its machine code is valid wherever that text
-    is (a new checkout or install keeps the cache; an edit invalidates it)."""
-    st = os.stat(path)
-    return _content_hash(path, st.st_mtime_ns, st.st_size)
-
-
-@functools.lru_cache(maxsize=64)
-def _content_hash(path: str, mtime_ns: int, size: int) -> str:
-    """The SHA-256 of one version of a file, read once (a library's functions all ask
-    as it is imported)."""
-    with open(path, "rb") as f:
-        return hashlib.sha256(f.read()).hexdigest()
 
 
 def _ours(cache: Any) -> bool:

@@ -15,11 +15,9 @@ at import), so cached machine code stays valid in every process; generated modul
 import `convolution` from here, which registers them. `run_plan` calls the choosing
 entry point from Python with a plan forced (tests).
 
-numba keys the disk cache of the entry points by the SHA-256 of `cpu/lib/conv.py`'s
-text alone (the file that defines them; `backend/numba/numba_cache.py`): after
-editing another `cpu/lib/conv_*.py` file, test with a fresh `TRACER_CACHE_DIR`
-(touching conv.py changes nothing), and a release that changes a plan file must
-change conv.py's text too, or caches keep the old plan's machine code.
+numba's disk cache of the entry points is stamped with the sources of `cpu/lib/conv.py`
+and of every library it imports, the plan files included
+(`backend/numba/library_sources.closure_digest`): editing a plan compiles them again.
 """
 # numba kernels: their argument types come from the call, so no annotations
 # ruff: noqa: ANN001, ANN201, ANN202
