@@ -48,6 +48,17 @@ def test_masked_array_is_a_type_error_not_its_data(call):
     assert isinstance(info.value, TypeError)
 
 
+def test_an_array_passes_while_another_thread_is_importing_numpy_ma(monkeypatch):
+    """numpy.ma half imported (in sys.modules, its classes not defined yet: another
+    thread is running its import): no value can be a MaskedArray, the call runs."""
+    import sys
+    import types
+    for name in ("numpy.ma", "numpy.ma.core"):
+        monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
+    out = tr.jit(lambda x: x + 1, backend="interpreter")(np.ones(3))
+    np.testing.assert_array_equal(out, np.full(3, 2.0))
+
+
 def test_jit_cache_keeps_the_most_recently_used_signatures():
     f = tr.jit(lambda x: x * 2, backend="interpreter")
     with tr.config.override(jit_cache_size=3):

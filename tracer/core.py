@@ -94,8 +94,10 @@ TOKEN = TokenAval()
 def reject_masked(x: Any, where: str) -> None:
     """A NumPy masked array cannot enter tracer: its arrays have no mask, and
     `np.asarray` would silently use the masked-out values (TracerTypeError instead)."""
-    # (numpy.ma is not imported by numpy: without it no value can be a MaskedArray)
-    if "numpy.ma" in sys.modules and isinstance(x, sys.modules["numpy.ma"].MaskedArray):
+    # (numpy.ma is not imported by numpy: without it no value can be a MaskedArray; and
+    # while another thread imports it, the class may not be defined yet, nor any value)
+    masked = getattr(sys.modules.get("numpy.ma.core"), "MaskedArray", None)
+    if masked is not None and isinstance(x, masked):
         raise TracerTypeError(
             f"{where}: got a numpy.ma.MaskedArray {x.dtype}{list(x.shape)}; tracer arrays "
             f"have no mask, so its masked-out values would be used. Pass "
