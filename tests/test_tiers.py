@@ -163,6 +163,30 @@ def test_the_worker_exits_with_the_process(tmp_path):
         time.sleep(0.05)
 
 
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc to see its signals")
+def test_an_interrupt_leaves_the_worker_to_end_with_its_stdin():
+    """SIGINT (Ctrl-C, Jupyter interrupting the kernel's process group) is for the
+    caller: the worker keeps going, and exits quietly once its stdin closes."""
+    worker = subprocess.Popen([sys.executable, "-m", "tracer.compile_worker"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while not _ignores_sigint(worker.pid):  # (its imports done, its handler set)
+        assert worker.poll() is None and time.monotonic() < deadline
+        time.sleep(0.05)
+    worker.send_signal(signal.SIGINT)
+    time.sleep(0.5)
+    assert worker.poll() is None
+    _, err = worker.communicate(timeout=60)  # closes stdin
+    assert worker.returncode == 0 and b"Traceback" not in err, err.decode()
+
+
+def _ignores_sigint(pid: int) -> bool:
+    with open(f"/proc/{pid}/status") as f:
+        mask = next(line for line in f if line.startswith("SigIgn:")).split()[1]
+    return bool(int(mask, 16) & (1 << (signal.SIGINT - 1)))
+
+
 def test_a_worker_whose_caller_stopped_reading_exits_quietly(tmp_path):
     """The caller exited mid-compile: the reply's pipe is broken. The worker's loop ends
     (no traceback in the user's terminal), after finishing the request it had."""

@@ -19,6 +19,7 @@ from __future__ import annotations
 import atexit
 import os
 import pickle
+import signal
 import struct
 import subprocess
 import sys
@@ -139,6 +140,9 @@ def serve(requests: IO[bytes], replies: IO[bytes]) -> None:
 
 
 def _main() -> None:
+    # Ctrl-C in the user's terminal, or Jupyter interrupting its kernel's process group,
+    # is meant for the caller: the worker ends when its stdin closes, with no traceback
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     replies = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # anything numba prints goes to stderr, not into the reply stream
     serve(sys.stdin.buffer, replies)
