@@ -17,7 +17,7 @@ from hypothesis.extra import numpy as hnp
 import tracer as tr
 import tracer.numpy as tnp
 from tests.checks import like_numpy, matches, raises_like_numpy
-from tests.test_numpy_core import REAL, arrays, assert_same, compare, run_both
+from tests.numpy_compare import REAL, arrays, assert_same, compare, run_both
 from tracer.core import ShapedArray
 from tracer.errors import TracerError, TracerTypeError
 
