@@ -113,3 +113,18 @@ def arrays(dtype, shape, **kw):
 def array_and_dtype(draw, dtypes=ALL, shapes=SHAPES, **kw):
     dtype = draw(st.sampled_from(dtypes))
     return draw(arrays(dtype, draw(shapes), **kw))
+
+
+# arrays of rank >= 1 with an axis, for the functions that take one
+NUMERIC = ["int8", "int32", "int64", "uint8", "float16", "float32", "float64"]
+SHAPES_1D_UP = hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=5)
+
+
+@st.composite
+def array_axis(draw, dtypes=NUMERIC, shapes=SHAPES_1D_UP, nan=False, lo=-9, hi=9):
+    dt = draw(st.sampled_from(dtypes))
+    x = draw(arrays(dt, shapes, lo=lo, hi=hi, special=False))
+    if nan and x.dtype.kind == "f" and x.size:
+        mask = draw(hnp.arrays(np.bool_, x.shape))
+        x = np.where(mask, np.nan, x).astype(x.dtype)
+    return x, draw(st.integers(-x.ndim, x.ndim - 1))
