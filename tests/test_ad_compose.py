@@ -62,7 +62,7 @@ def scalar_of(vec: Any) -> Any:
 def all_transforms(vec: Any, x: Any, xs: Any, v: Any, u: Any, cheap: bool = False
                    ) -> dict[str, Any]:
     """Every composition (`cheap`: without grad(grad) and value_and_grad, which
-    tests/test_ad.py already compiles on cpu)."""
+    tests/test_ad_forward_reverse.py already compiles on cpu)."""
     scalar = scalar_of(vec)
     _, lin = linearize(vec, x)
     _, pullback = vjp(vec, x)

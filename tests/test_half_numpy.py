@@ -230,7 +230,7 @@ def test_bfloat16_fft_is_the_float32_transform(backend):
 def test_more_float_functions_of_bfloat16_compute_in_float32():
     x = _FINITE
     # (not sinc: pi * x and sin(pi * x) round to the dtype as NumPy's array steps do,
-    # which for bfloat16 gives JAX's bits; see test_numpy_core's float16 sinc test)
+    # which for bfloat16 gives JAX's bits; see test_numpy_ufuncs' float16 sinc test)
     for fn in (tnp.i0, tnp.gradient, tnp.arcsinh, tnp.unwrap,
                lambda v: tnp.linspace(v[0], v[3], 7), lambda v: tnp.linspace(v[1], v[6], 9)):
         same_bits(fn(x), _in_f32(fn, x))

@@ -12,7 +12,7 @@ from hypothesis.extra import numpy as hnp
 
 import tracer as tr
 import tracer.numpy as tnp
-from tests.test_numpy_core import assert_same
+from tests.numpy_compare import assert_same
 from tracer.errors import ConcretizationError, TracerTypeError
 from tracer.tracing import Tracer
 

@@ -12,7 +12,7 @@ from hypothesis.extra import numpy as hnp
 import tracer as tr
 import tracer.numpy as tnp
 from tests.checks import like_numpy
-from tests.test_numpy_core import arrays, assert_same, compare
+from tests.numpy_compare import arrays, assert_same, compare
 
 METHODS = ["inverted_cdf", "averaged_inverted_cdf", "closest_observation",
            "interpolated_inverted_cdf", "hazen", "weibull", "linear", "median_unbiased",

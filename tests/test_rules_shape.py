@@ -1,4 +1,4 @@
-"""Rules of the shape ops, dot_general and reduce (tracer/ops/shape_rules.py).
+"""Rules of the shape ops, dot_general and reduce (tracer/ops/shape_rules.py, reduce_rules.py).
 
 JVPs against central finite differences in float64, transposes through the
 inner-product identity <ct, L(v)> = <L^T(ct), v> on random v and ct, batching

@@ -36,6 +36,7 @@ from . import callbacks as _callbacks  # noqa: F401  (the callback op records)
 from . import elementwise_rules  # noqa: F401,E402
 from . import control_batch_rules  # noqa: F401,E402
 from . import shape_rules  # noqa: F401,E402
+from . import reduce_rules  # noqa: F401,E402
 from . import indexing_rules  # noqa: F401,E402
 from . import sort_rules  # noqa: F401,E402
 from . import misc_rules  # noqa: F401,E402

@@ -33,8 +33,8 @@ from .indexing import (GatherDimensionNumbers, ScatterDimensionNumbers, dynamic_
 from .reduce import reduce_p
 from .scatter import scatter_p
 from .shape import broadcast_in_dim_p, concatenate_p, iota_p, reshape_p
-from .shape_rules import (add_computation, at_front, batch_size, full_like, kind_error,
-                          move_axis, output_kinds)
+from .reduce_rules import kind_error, output_kinds
+from .shape_rules import add_computation, at_front, batch_size, full_like, move_axis
 
 Dims = tuple[int, ...]
 

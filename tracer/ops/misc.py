@@ -30,7 +30,7 @@ from ..errors import ParamError, TracerIndexError, TracerTypeError, TracerValueE
 from ..interpret import run_graph
 from ..tree_util import tree_flatten, tree_unflatten
 from .common import check_arity, check_avals, wrapper_error
-from .control import _aval, _cast, _trace
+from .control_util import _aval, _cast, _trace
 from .registry import define_op
 
 __all__ = ["tuple", "get_tuple_element", "composite", "custom_call", "register_custom_call",

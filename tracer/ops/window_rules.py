@@ -1,7 +1,7 @@
 """JVP / transpose / batching rules of reduce_window, select_and_scatter and map.
 
 reduce_window is differentiated per output by what its computation does with
-that output's own (accumulator, element) pair, as `reduce` is (shape_rules):
+that output's own (accumulator, element) pair, as `reduce` is (reduce_rules):
 
 - `add` is linear: the tangent is the same window sum of the tangents, and the
   transpose pads the cotangent (interior = stride - 1) and sums it over windows
@@ -43,7 +43,8 @@ from ..tracing import Tracer, bind, trace_flat
 from . import elementwise as ew
 from .ad import UndefinedPrimal, Zero, add_tangents, aval_of_value, instantiate
 from .shape import broadcast_in_dim_p, concatenate_p, pad_p, reshape_p, slice_p
-from .shape_rules import add_computation, at_front, batch_size, kind_error, sum_dims
+from .reduce_rules import kind_error
+from .shape_rules import add_computation, at_front, batch_size, sum_dims
 from .window import dilated, map_p, reduce_window_p, select_and_scatter_p
 
 Geo = dict[str, Any]

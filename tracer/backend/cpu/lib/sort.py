@@ -1,19 +1,12 @@
 """Sort kernels for the cpu backend: a sorting network for many short rows, a
 stable LSD radix sort for the others, both on total-order keys.
 
-The default comparator (ascending, float total order) on one key needs no
-comparisons: each value maps to an unsigned integer of its width whose order is
-the total order (`to_key`: floats flip all bits when negative and the sign bit
-otherwise, so -NaN < -Inf < ... < -0 < +0 < ... < +NaN; signed ints flip the sign
-bit; bools and unsigned ints are their own keys). `from_key` maps a sorted key
-back to its value, so sorting one array never moves an index.
-
-Many rows of at most NETWORK_MAX keys go through a bitonic sorting network, a tile
-of rows at once: row t is lane t of one 64-byte vector per position, so each
-compare-exchange is one vector min and max. Other rows get a least-significant-
-digit radix sort on bytes: one counting pass builds every byte's histogram, then
-one stable scatter pass per byte, skipping bytes where every key has the same
-digit; short rows use insertion sort instead.
+The keys (`to_key` / `from_key`, one unsigned integer per value whose order is the
+total order) are in `sort_keys`, the sorting network that many rows of at most
+NETWORK_MAX keys go through, a tile of rows at once, in `sort_network`. Other rows
+get a least-significant-digit radix sort on bytes here: one counting pass builds
+every byte's histogram, then one stable scatter pass per byte, skipping bytes where
+every key has the same digit; short rows use insertion sort instead.
 
 Arrays arrive as (outer, n, inner) views: rows are the n elements at one (outer,
 inner) position, sorted independently; the `*_parallel` kernels run them on threads
@@ -28,91 +21,15 @@ those bits as an IEEE half. Generated modules import these functions by name.
 from __future__ import annotations
 
 import numpy as np
-from llvmlite import ir
-from numba import njit, prange, types
-from numba.core import cgutils
-from numba.extending import intrinsic, overload
+from numba import njit, prange
 
-_OPTIONS = dict(cache=True, error_model="numpy", nogil=True)
-# the kernels without a parallel loop are called from compiled code only: no Python or
-# C wrapper to generate (a tenth of a second of compile time each)
-_SERIAL = dict(_OPTIONS, no_cpython_wrapper=True, no_cfunc_wrapper=True)
-_INLINED = dict(_SERIAL, inline="always")  # small helpers typed inside their callers
+from .sort_keys import _INLINED, _OPTIONS, _SERIAL, from_key, half_from_key, half_key
+from .sort_keys import key_buffer, to_key
+from .sort_network import BLOCK, LANE_BYTES, _lane_buffer, _lanes, _network_tile, _use_network
+
 PARALLEL_MIN_ELEMENTS = 1 << 15  # below this, threads cost more than they save
 SMALL = 32  # rows up to this length use insertion sort
 TILE = 16  # adjacent rows (inner positions) loaded and stored together
-_MAX_U64 = np.uint64(0xFFFFFFFFFFFFFFFF)  # +max padding key (truncated for uint32 lanes)
-
-
-# ---------------------------------------------------------------- keys
-
-def _width(x: types.Type) -> int:
-    return 8 if isinstance(x, types.Boolean) else x.bitwidth
-
-
-def _key_codegen(width: int, kind: str, inverse: bool):
-    """LLVM code mapping a value of `kind` ("f" float bits, "i", "u", "b") to its
-    unsigned total-order key, or (inverse) a key back to the value's bits."""
-    def codegen(context, builder, signature, args):
-        ity = ir.IntType(width)
-        sign, ones = ir.Constant(ity, 1 << (width - 1)), ir.Constant(ity, (1 << width) - 1)
-        v = args[0]
-        if not inverse:
-            v = builder.bitcast(v, ity) if v.type != ity and kind == "f" else v
-            v = builder.zext(v, ity) if kind == "b" else v
-        if kind == "i":
-            v = builder.xor(v, sign)
-        elif kind == "f":
-            # forward: negative bits flip all, others the sign; inverse: keys with the sign
-            # bit set were non-negative (flip the sign), others negative (flip all)
-            test = builder.icmp_signed(">=" if inverse else "<", v, ir.Constant(ity, 0))
-            v = builder.xor(v, builder.select(test, ones, sign))
-        if inverse:
-            target = context.get_value_type(signature.return_type)
-            if kind == "b":
-                return builder.icmp_unsigned("!=", v, ir.Constant(ity, 0))
-            return builder.bitcast(v, target) if target != ity else v
-        return v
-    return codegen
-
-
-def _kind(x: types.Type, half: bool) -> str:
-    if isinstance(x, types.Boolean):
-        return "b"
-    if half or isinstance(x, types.Float):
-        return "f"
-    return "i" if x.signed else "u"
-
-
-def _key_intrinsic(half: bool):
-    def impl(typingctx, x):  # numba intrinsic protocol
-        if not isinstance(x, (types.Float, types.Integer, types.Boolean)):
-            return None
-        width = _width(x)
-        return getattr(types, f"uint{width}")(x), _key_codegen(width, _kind(x, half), False)
-    return intrinsic(impl)
-
-
-def _value_intrinsic(half: bool):
-    def impl(typingctx, key, like):
-        if not isinstance(like, (types.Float, types.Integer, types.Boolean)):
-            return None
-        return like(key, like), _key_codegen(_width(like), _kind(like, half), True)
-    return intrinsic(impl)
-
-
-to_key, half_key = _key_intrinsic(False), _key_intrinsic(True)
-from_key, half_from_key = _value_intrinsic(False), _value_intrinsic(True)
-
-
-def key_buffer(shape, like):
-    """An uninitialised array of keys for values like `like` (unsigned, same width)."""
-
-
-@overload(key_buffer, jit_options=_SERIAL)
-def _key_buffer(shape, like):
-    dtype = getattr(np, f"uint{_width(like)}")
-    return lambda shape, like: np.empty(shape, dtype)
 
 
 # ---------------------------------------------------------------- one row
@@ -194,170 +111,6 @@ def _radix(keys, idx, counts, spare, spare_idx, with_idx):
         src, dst, src_idx, dst_idx = dst, src, dst_idx, src_idx
     return src, src_idx
 
-
-# ---------------------------------------------------------------- the sorting network
-
-LANE_BYTES = 64  # one AVX-512 register (two AVX2 ones): the network's lanes
-NETWORK_MAX = 4096  # longer rows: the radix sort (the network does n log2(n)^2 work)
-NETWORK_MIN_ROWS = 4  # with fewer rows most lanes would idle
-BLOCK = 16  # positions whose exchanges run in registers (16 vectors)
-
-
-def _exchanges(pairs: list[tuple[int, int]], offsets):
-    """LLVM code loading the vectors of LANE_BYTES at element `offsets(builder, args,
-    lanes)` of the array args[0], running the compare-exchanges `pairs` on them in
-    registers (unsigned min to the first, max to the second) and storing them back:
-    numba's own indexing, with its negative-index checks, does not vectorize."""
-    def codegen(context, builder, signature, args):
-        dtype = signature.args[0].dtype
-        width = dtype.bitwidth // 8
-        data = context.make_array(signature.args[0])(context, builder, args[0]).data
-        vector = ir.VectorType(context.get_value_type(dtype), LANE_BYTES // width)
-        at = [builder.bitcast(cgutils.gep(builder, data, k), vector.as_pointer())
-              for k in offsets(builder, args, LANE_BYTES // width)]
-        v = [builder.load(p, align=width) for p in at]
-        for i, j in pairs:
-            less = builder.icmp_unsigned("<", v[i], v[j])
-            v[i], v[j] = builder.select(less, v[i], v[j]), builder.select(less, v[j], v[i])
-        for p, value in zip(at, v):
-            builder.store(value, p, align=width)
-        return context.get_dummy_value()
-    return codegen
-
-
-@intrinsic
-def _exchange(typingctx, buf, i, j):
-    """One compare-exchange of the network in every lane: positions at elements i, j."""
-    return types.void(buf, i, j), _exchanges([(0, 1)], lambda builder, args, lanes: args[1:])
-
-
-def _block_pairs(sizes: tuple[int, ...]) -> list[tuple[int, int]]:
-    """The exchanges of the merges of `sizes` within one block (size 0: only the
-    half-cleaners of steps BLOCK/2 .. 1, the end of every longer merge)."""
-    pairs = []
-    for size in sizes:
-        for b in range(0, BLOCK, size or BLOCK):
-            pairs += [(b + t, b + size - 1 - t) for t in range(size // 2)]
-        step = size // 4 if size else BLOCK // 2
-        while step:
-            pairs += [(i, i + step) for i in range(BLOCK) if not i & step]
-            step //= 2
-    return pairs
-
-
-def _block_intrinsic(pairs: list[tuple[int, int]]):
-    """An intrinsic running `pairs` on the BLOCK positions from element `start`."""
-    def offsets(builder, args, lanes):
-        return [builder.add(args[1], ir.Constant(args[1].type, k * lanes)) for k in range(BLOCK)]
-
-    def impl(typingctx, buf, start):
-        return types.void(buf, start), _exchanges(pairs, offsets)
-    return intrinsic(impl)
-
-
-_sort_block = _block_intrinsic(_block_pairs((2, 4, 8, 16)))
-_clean_block = _block_intrinsic(_block_pairs((0,)))
-
-
-@njit(**_SERIAL)
-def _network(buf, n):
-    """Sort every column of `buf` seen as (n, lanes), n a multiple of BLOCK: Batcher's
-    bitonic sort in the form whose exchanges all put the smaller key first (each merge
-    starts by comparing mirrored positions), so exchanges with virtual positions >= n
-    (+max keys) change nothing and are skipped: n need not be a power of 2. Work that
-    stays inside a block of BLOCK positions runs in registers."""
-    lanes = LANE_BYTES // buf.itemsize
-    for b in range(0, n, BLOCK):
-        _sort_block(buf, b * lanes)
-    size = 2 * BLOCK
-    while size < 2 * n:
-        _merge_steps(buf, n, size)
-        for b in range(0, n, BLOCK):
-            _clean_block(buf, b * lanes)
-        size *= 2
-
-
-@njit(**_SERIAL)
-def _merge_steps(buf, n, size):
-    """The merge of sorted runs of size/2 into runs of `size`, down to the step BLOCK:
-    the mirrored exchanges, then the half-cleaners (i against i + step, i // step even)."""
-    lanes = LANE_BYTES // buf.itemsize
-    for b in range(0, n, size):
-        for t in range(max(0, b + size - n), size // 2):
-            _exchange(buf, (b + t) * lanes, (b + size - 1 - t) * lanes)
-    step = size // 4
-    while step >= BLOCK:
-        for b in range(0, n - step, 2 * step):
-            for i in range(b, min(b + step, n - step)):
-                _exchange(buf, i * lanes, (i + step) * lanes)
-        step //= 2
-
-
-@njit(**_SERIAL)
-def _lanes(x, with_idx):
-    """Rows per network tile: keys up to 32 bits go in uint32 lanes; 64-bit keys, and
-    keys packed with their position, in uint64 lanes."""
-    return LANE_BYTES // (8 if with_idx or x.itemsize > 4 else 4)
-
-
-@njit(**_SERIAL)
-def _use_network(x, with_idx):
-    outer, n, inner = x.shape
-    return outer * inner >= NETWORK_MIN_ROWS and 2 <= n <= NETWORK_MAX and \
-        not (with_idx and x.itemsize > 4)
-
-
-def _lane_buffer(n, like):
-    """An uninitialised (n * lanes) buffer of uint32 keys (uint64 for 64-bit values)."""
-
-
-@overload(_lane_buffer, jit_options=_SERIAL)
-def _lane_buffer_impl(n, like):
-    dtype = np.uint64 if _width(like) > 32 else np.uint32
-    lanes = LANE_BYTES // np.dtype(dtype).itemsize
-    return lambda n, like: np.empty(n * lanes, dtype)
-
-
-def _narrow(key, like):
-    """A widened key back at the width of values like `like` (for from_key)."""
-
-
-@overload(_narrow, jit_options=_SERIAL)
-def _narrow_impl(key, like):
-    narrow = getattr(np, f"uint{_width(like)}")
-    return lambda key, like: narrow(key)
-
-
-@njit(**_SERIAL)
-def _network_tile(x, out, perm, r0, half, with_idx, buf):
-    """Rows r0 .. r0 + lanes - 1 (row r is (r // inner, r % inner)) sorted together:
-    their keys are the lanes of `buf` seen as (positions, lanes), +max keys from
-    position n on and in rows past the end. with_idx (uint64 lanes): a lane holds
-    (key << 32) | position, so ties keep their order (the stable order) and the
-    position rides along into perm."""
-    outer, n, inner = x.shape
-    lanes = LANE_BYTES // buf.itemsize
-    buf[n * lanes:] = _MAX_U64
-    m = min(lanes, outer * inner - r0)
-    for t in range(lanes):
-        o, i = (r0 + t) // inner, (r0 + t) % inner
-        for j in range(n):
-            if t < m:
-                k = half_key(x[o, j, i]) if half else to_key(x[o, j, i])
-                buf[j * lanes + t] = (np.uint64(k) << np.uint64(32)) | np.uint64(j) \
-                    if with_idx else k
-            else:
-                buf[j * lanes + t] = _MAX_U64
-    _network(buf, buf.size // lanes)
-    like = out[0, 0, 0]
-    for t in range(m):
-        o, i = (r0 + t) // inner, (r0 + t) % inner
-        for j in range(n):
-            v = buf[j * lanes + t]
-            k = _narrow(v >> np.uint64(32) if with_idx else v, like)
-            out[o, j, i] = half_from_key(k, like) if half else from_key(k, like)
-            if with_idx:
-                perm[o, j, i] = np.int64(v & np.uint64(0xFFFFFFFF))
 
 
 # ---------------------------------------------------------------- tiles of (outer, n, inner) views
