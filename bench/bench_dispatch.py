@@ -111,11 +111,11 @@ def call_parts() -> None:
     plain = numba.njit(lambda a, b, c: a * b + c)
     rows = [("numpy (x * y + z)", lambda: x * y + z),
             ("numba njit a*b+c", lambda: plain(*args)),
-            ("numba entry point, out passed", lambda: host(x, y, z, out, dims)),
-            ("np.empty + EagerArray view", lambda: np.empty((4,), np.float32).view(EagerArray)),
-            ("Python guard (checks+launch)", lambda: py._last.guard(args)),
-            ("Python-guarded whole call", lambda: py(*args)),
-            ("C guard (checks+launch)", lambda: f._last.guard(args)),
+            ("(numba entry point, out passed)", lambda: host(x, y, z, out, dims)),
+            ("(np.empty + EagerArray view)", lambda: np.empty((4,), np.float32).view(EagerArray)),
+            ("(Python guard: checks+launch)", lambda: py._last.guard(args)),
+            ("(Python-guarded whole call)", lambda: py(*args)),
+            ("(C guard: checks+launch)", lambda: f._last.guard(args)),
             ("tracer[cpu] a*b+c (whole call)", lambda: f(*args))]
     report("where a cached call of a*b+c on 3 float32[4] goes (paired rounds)",
            _paired(rows, check=False), "numpy (x * y + z)")
