@@ -14,6 +14,14 @@ import tracer as tr
 from tracer.core import Graph, subgraphs
 
 
+def threaded() -> bool:
+    """Whether the cpu backend may emit parallel code in this process: at one thread
+    (NUMBA_NUM_THREADS=1, TRACER_NUM_THREADS=1, one core) no code is parallel, and the
+    tests that look for threaded kernels assert that instead."""
+    from tracer.backend.cpu.options import thread_count
+    return thread_count() > 1
+
+
 def raises(cls: type[BaseException], fn: Callable[[], Any]) -> str:
     """The message of the `cls` that `fn()` raises, which must also be a TracerError."""
     with pytest.raises(cls) as info:

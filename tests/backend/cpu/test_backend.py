@@ -32,6 +32,7 @@ from tracer.interpret import run_graph
 from tracer.ops import OPS
 from tracer.tracing import trace_flat
 from tracer.tree_util import tree_flatten
+from tests.checks import threaded
 
 if "cpu" not in backend_names():
     register_backend("cpu", NumbaCpuBackend)
@@ -199,8 +200,10 @@ def test_row_groups_and_parallel_kernels_match_the_interpreter():
             want = run_graph(graph, _inputs(args))
         for got, w in zip(exe(*_inputs(args)), want, strict=True):
             _check(got, w, 2e-5, 1e-6, fn.__name__)
-    assert all("numba.prange" in s for k, s in enumerate(sources) if k != 3)
-    assert "for chunk in numba.prange" in sources[0]  # softmax's row buffer per chunk
+    parallel = [("numba.prange" in s) for k, s in enumerate(sources) if k != 3]
+    assert parallel == [threaded()] * len(parallel)
+    # softmax: its row buffer per chunk of rows
+    assert ("for chunk in numba.prange" in sources[0]) == threaded()
     assert sources[1].count("for i0 in") == 1  # logsumexp: one pass over the rows
 
 

@@ -16,6 +16,7 @@ import tracer.numpy as tnp
 from tracer import ops
 from tracer.backend.cpu.emit import index as cpu_emit_index
 from tracer.backend.cpu.options import PARALLEL_MIN_ELEMENTS
+from tests.checks import threaded
 
 
 def _both(fn, *args):
@@ -37,7 +38,7 @@ def test_a_threaded_gather_in_a_loop_body_gets_its_output_buffer():
         return ops.fori_loop(0, 3, body, np.zeros(idx.shape, np.float32))
 
     got, want, source = _both(f, x, idx)
-    assert "parallel_gather" in source
+    assert ("parallel_gather" in source) == threaded()
     np.testing.assert_allclose(got, want, rtol=1e-6)
 
 
@@ -65,12 +66,12 @@ def test_a_rank_1_window_fold_is_no_parallel_kernel_but_a_rank_2_one_is():
         return ops.reduce_window(x, np.float32(-np.inf), ops.max, (3,) * x.ndim,
                                  (1,) * x.ndim, "SAME")
 
-    for shape, threaded in (((PARALLEL_MIN_ELEMENTS + 3,), False), ((64, 1025), True)):
+    for shape, rows in (((PARALLEL_MIN_ELEMENTS + 3,), False), ((64, 1025), True)):
         x = rng.standard_normal(shape).astype(np.float32)
         with warnings.catch_warnings():
             warnings.simplefilter("error", numba.NumbaPerformanceWarning)
             got, want, source = _both(f, x)
-        assert ("parallel=True" in source) == threaded
+        assert ("parallel=True" in source) == (rows and threaded())
         np.testing.assert_array_equal(got, want)
 
 

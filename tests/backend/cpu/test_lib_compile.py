@@ -23,6 +23,7 @@ import pytest
 import tracer as tr
 import tracer.numpy as tnp
 from tracer import ops
+from tests.checks import threaded
 
 REPO = str(pathlib.Path(__file__).resolve().parents[3])  # the repository root
 LARGE = 1 << 15  # cpu/lib/sort.py and numba/lib/rng.py: PARALLEL_MIN_ELEMENTS
@@ -74,6 +75,8 @@ def test_sort_compiles_the_kernel_its_shape_needs(shape, kernel):
     x.reshape(-1)[::7] = -0.0
     fn = tr.jit(lambda v: (tnp.sort(v), tnp.argsort(v)))
     source = fn.lower(x).compile().source
+    if not threaded():  # one thread: the serial kernel of the same shape
+        kernel = kernel.removesuffix("_parallel")
     assert f"{kernel}(" in source
     assert "_parallel(" not in source or kernel.endswith("_parallel")
     values, order = fn(x)
@@ -108,8 +111,9 @@ _PARALLEL_SORT_CHILD = """
 def test_cached_code_calling_the_parallel_sort_kernel_loads_in_a_new_process(tmp_path):
     """(numba #8578: a cached host function calling a parallel library kernel used to
     run before numba's thread pool started, and crash.)"""
-    first = _run_child(_PARALLEL_SORT_CHILD, tmp_path)
-    second = _run_child(_PARALLEL_SORT_CHILD, tmp_path)
+    threads = dict(NUMBA_NUM_THREADS="2", TRACER_NUM_THREADS="2")  # (even on one core)
+    first = _run_child(_PARALLEL_SORT_CHILD, tmp_path, **threads)
+    second = _run_child(_PARALLEL_SORT_CHILD, tmp_path, **threads)
     assert first["ok"] and first["compiles"] == 1
     assert second["ok"] and second["disk_hits"] == 1 and second["compiles"] == 0
 
@@ -145,7 +149,7 @@ def test_random_bits_pick_the_kernel_by_size_and_agree(shape):
     key = tr.random.key(3)
     fn = tr.jit(lambda k: tr.random.bits(k, shape))
     source = fn.lower(key).compile().source
-    assert ("_parallel(" in source) == (np.prod(shape) >= LARGE)
+    assert ("_parallel(" in source) == (np.prod(shape) >= LARGE and threaded())
     np.testing.assert_array_equal(fn(key), tr.jit(lambda k: tr.random.bits(k, shape),
                                                   backend="interpreter")(key))
 
@@ -154,7 +158,7 @@ def test_threefry2x32_picks_the_kernel_by_size_and_agrees():
     n = LARGE + 1
     x = np.arange(n, dtype=np.uint32)
     fn = tr.jit(lambda x: ops.threefry2x32(np.uint32(5), np.uint32(7), x, x ^ np.uint32(9)))
-    assert "threefry2x32_fill_parallel(" in fn.lower(x).compile().source
+    assert ("threefry2x32_fill_parallel(" in fn.lower(x).compile().source) == threaded()
     want = tr.jit(lambda x: ops.threefry2x32(np.uint32(5), np.uint32(7), x,
                                              x ^ np.uint32(9)), backend="interpreter")(x)
     for got, expected in zip(fn(x), want, strict=True):
