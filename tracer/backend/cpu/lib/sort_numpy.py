@@ -33,6 +33,7 @@ from numba import njit, prange, types
 from numba.extending import overload
 
 from .sort import from_key, key_buffer, to_key
+from .sort_counting import copy_and_count
 
 _OPTIONS = dict(cache=True, error_model="numpy", nogil=True)
 _SERIAL = dict(_OPTIONS, no_cpython_wrapper=True, no_cfunc_wrapper=True)
@@ -199,12 +200,26 @@ def _repair_rows(x, out, o0, o1, i0, i1, nan_keys, marked):
 
 
 @njit(**_SERIAL)
+def _sort_int_rows(x, out, o0, o1):
+    """Contiguous integer rows o0 .. o1 - 1 in chunks of about CHUNK_BYTES: each
+    copied, then sorted by counting when all its rows span few values
+    (`sort_counting`), else by NumPy."""
+    step = max(1, CHUNK_BYTES // (x.shape[1] * x.itemsize))
+    for c0 in range(o0, o1, step):
+        c1 = min(c0 + step, o1)
+        if not copy_and_count(x, out, c0, c1):
+            _numpy_sort_in_place(out[c0:c1])
+
+
+@njit(**_SERIAL)
 def _sort_block(x, out, o0, o1, i0, i1, nan_keys):
     """Rows (o0 .. o1 - 1, i0 .. i1 - 1): NumPy's sort, then the repairs of the rows
     that may need one. Contiguous float rows go in chunks of about CHUNK_BYTES, each
     copied, sorted and repaired while it is in the core's cache (np.sort copies the
     whole array first, then reads it back from farther away to sort it)."""
-    if not _floats(x):
+    if not _floats(x) and x.shape[2] == 1:
+        _sort_int_rows(x, out, o0, o1)
+    elif not _floats(x):
         _numpy_sort(x[o0:o1, :, i0:i1], out[o0:o1, :, i0:i1])
     elif x.shape[2] > 1:
         _numpy_sort(x[o0:o1, :, i0:i1], out[o0:o1, :, i0:i1])
