@@ -76,16 +76,17 @@ def copy_and_count(x, out, o0, o1) -> bool:
     `countable`: returns whether it sorted them."""
     spans = np.empty(o1 - o0, np.int64)
     lows = np.empty(o1 - o0, x.dtype)
-    small = True
+    small, widest = True, 0
     for o in range(o0, o1):
         extent, lo = _copy_span(x, out, o)
         # (extent + 1 would wrap to 0 for a row holding both ends of uint64)
         small &= extent < np.uint64(SPAN_MAX) and countable(np.int64(extent) + 1, x.shape[1])
         spans[o - o0] = np.int64(extent) + 1 if small else 0
         lows[o - o0] = lo
+        widest = max(widest, spans[o - o0])  # (not spans.max(): a second to compile)
     if not small:
         return False
-    counts = np.empty(spans.max(), np.int32)
+    counts = np.empty(widest, np.int32)
     for o in range(o0, o1):
         _count_row(out, o, lows[o - o0], spans[o - o0], counts)
     return True
