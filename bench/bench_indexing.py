@@ -179,8 +179,8 @@ def take_along_rows() -> None:
 
 WORKLOADS: dict[str, Callable[[], None]] = {
     "sort_1d": sort_1d, "sort_rows": sort_rows, "sort_columns": sort_columns,
-    "sort_labels": sort_labels, "argsort_1d": argsort_1d, "gather": gather, "gather_rows": gather_rows,
-    "take_along_rows": take_along_rows, "scatter_add": scatter_add,
+    "sort_labels": sort_labels, "argsort_1d": argsort_1d, "gather": gather,
+    "gather_rows": gather_rows, "take_along_rows": take_along_rows, "scatter_add": scatter_add,
 }
 
 
