@@ -15,8 +15,9 @@ once), then restore what NumPy does not keep of the total order `ops.sort` asks 
   the total order puts -0.0 first. A row with zeros gets as many -0.0 as the operand
   row has, then +0.0 (`_signed_zeros`).
 
-Both repairs read the operand; integers need no repair. With `nan_keys` (a sort of
-NumPy-order keys, `numba.lower.fold_nan_keys_into_sorts`: every NaN counts as +NaN)
+Both repairs read the operand; integers need no repair, and contiguous integer rows
+whose values span few integers are counted instead (`sort_counting`). With
+`nan_keys` (a sort of NumPy-order keys, `numba.lower.fold_nan_keys_into_sorts`: every NaN counts as +NaN)
 the NaN tail is NumPy's order already and only gets the default +NaN written over it:
 `tnp.sort` then costs what `np.sort` does, a copy and NumPy's sort. Arrays arrive as
 (outer, n, inner) views, rows along axis 1. Not for compiled C libraries
