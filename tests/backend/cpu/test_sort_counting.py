@@ -67,9 +67,9 @@ def test_rows_of_the_whole_dtype_are_not_counted(dtype):
 
 
 def test_chunks_are_counted_or_sorted_by_numpy_on_their_own():
-    """Rows go in L2-sized chunks; a chunk with one wide row goes to NumPy, the
-    others are counted: a wide row in the middle of 300 rows, sorted rows, along
-    rows and (strided, NumPy's path) columns, 1-D."""
+    """Rows go in blocks (the parallel kernel's, at this size) of L2-sized chunks; a
+    chunk with one wide row goes to NumPy, the others are counted: a wide row in the
+    middle of 300 rows, along rows and (strided, NumPy's path) columns, and 1-D."""
     rng = np.random.default_rng(4)
     x = rng.integers(-40, 40, (300, 700))
     x[150, 3] = 2 ** 40
