@@ -49,8 +49,8 @@ def _simd_itemsizes() -> tuple[int, ...]:
     """The key widths whose NumPy sort beats `cpu.lib.sort`'s kernels here: 32 and 64
     bits, and 16 bits where NumPy was built with and runs x86-simd-sort's AVX-512 ICL
     or SPR kernels (2-3x faster than the sorting network on rows of 32 .. 4096 int16
-    keys; elsewhere NumPy sorts 16-bit keys with a scalar introsort, and bytes always:
-    the radix sort is 20x faster on 10^6 int8 keys)."""
+    keys; elsewhere its 16-bit sort may be a scalar introsort, as its sort of bytes
+    always is: the radix sort is 20x faster on 10^6 int8 keys)."""
     icl = any(t in __cpu_dispatch__ and __cpu_features__.get(t) for t in ("AVX512_ICL",
                                                                            "AVX512_SPR"))
     return (2, 4, 8) if icl else (4, 8)
