@@ -110,6 +110,17 @@ def sort_columns() -> None:
     _run(f"np.sort axis=0, float32[1000,{N // 1000}]", rows, "numpy")
 
 
+def sort_labels() -> None:
+    """Integer keys from a small set (labels, bins, small counts): 10^6 int64 values in
+    [0, 1000), the case `cpu.lib.sort_counting` counts instead of calling NumPy."""
+    x = _data()[1] % 1000
+    f = tr.jit(tnp.sort)
+    rows = _tracer_rows(lambda: f(x)) + [("numpy", lambda: np.sort(x))]
+    rows += _peers(lambda torch, x: torch.sort(x).values, lambda pt, x: pt.sort(x), x)
+    _run(f"np.sort, int64[{N}] of 1000 values",
+         rows + _jax_rows(lambda np_, x: np_.sort(x), x), "numpy")
+
+
 def argsort_1d() -> None:
     x = _data()[0]
     f = tr.jit(lambda x: tnp.argsort(x, kind="stable"))
@@ -168,8 +179,8 @@ def take_along_rows() -> None:
 
 WORKLOADS: dict[str, Callable[[], None]] = {
     "sort_1d": sort_1d, "sort_rows": sort_rows, "sort_columns": sort_columns,
-    "argsort_1d": argsort_1d, "gather": gather, "gather_rows": gather_rows,
-    "take_along_rows": take_along_rows, "scatter_add": scatter_add,
+    "sort_labels": sort_labels, "argsort_1d": argsort_1d, "gather": gather,
+    "gather_rows": gather_rows, "take_along_rows": take_along_rows, "scatter_add": scatter_add,
 }
 
 

@@ -15,7 +15,7 @@ import tracer as tr
 import tracer.numpy as tnp
 from tracer import ops
 from tracer.backend.cpu.generate import generate
-from tracer.backend.cpu.lib.sort_numpy import MIN_LENGTH, numpy_sort_rows_parallel
+from tracer.backend.cpu.lib.sort_numpy import ITEMSIZES, MIN_LENGTH, numpy_sort_rows_parallel
 from tracer.backend.numba.lower import fold_nan_keys_into_sorts, lower
 from tracer.ops.sort import total_order_key
 
@@ -164,3 +164,20 @@ def test_c_library_code_keeps_the_radix_sort():
     assert "numpy_sort_rows(" in lowered.compile().source
     c_source = generate(lower(lowered.graph), parallel_ok=False, objmode_ok=False).source
     assert "numpy_sort" not in c_source and "sort_vector(" in c_source
+
+
+@pytest.mark.parametrize("dtype", ["int16", "uint16"])
+def test_16_bit_keys_take_numpys_sort_where_it_is_simd(dtype):
+    """16-bit integer rows from MIN_LENGTH on go to NumPy's sort where it runs
+    x86-simd-sort's 16-bit kernels (`ITEMSIZES`), else to the radix kernels: either way
+    np.sort's values, along rows, strided columns, and rows of few values (counted)."""
+    rng = np.random.default_rng(6)
+    info = np.iinfo(dtype)
+    x = rng.integers(info.min, info.max, (40, 300), dtype=dtype, endpoint=True)
+    source = tr.jit(tnp.sort).lower(x).compile().source
+    assert ("numpy_sort_rows(" in source) == (2 in ITEMSIZES)
+    for axis in (1, 0):
+        np.testing.assert_array_equal(tr.jit(lambda v: tnp.sort(v, axis=axis))(x),
+                                      np.sort(x, axis=axis))
+    few = (x % 50).astype(dtype)
+    np.testing.assert_array_equal(tr.jit(tnp.sort)(few), np.sort(few))

@@ -5,7 +5,8 @@ code path serves every rank and dimension. Two strategies:
 
 - The default comparator (ascending, total order, `num_keys` keys; recognised by
   `tracer.ops.sort.default_num_keys`) never calls a comparator. One operand of 32 or
-  64 bits (not complex) in rows of at least `sort_numpy.MIN_LENGTH` is sorted by
+  64 bits (16 where NumPy sorts those with SIMD: `sort_numpy.ITEMSIZES`; not complex,
+  not float16) in rows of at least `sort_numpy.MIN_LENGTH` is sorted by
   NumPy's SIMD sort (`cpu.lib.sort_numpy`, which repairs NaN and signed-zero order),
   except in code for a C library. Otherwise the kernels of
   `cpu.lib.sort` (a vectorized sorting network for many short rows, else a radix

@@ -1,4 +1,5 @@
-"""Key sorts of 32- and 64-bit values by NumPy's own sort, called from compiled code.
+"""Key sorts of 32- and 64-bit values (and 16-bit ones where NumPy sorts those with
+SIMD: `ITEMSIZES`) by NumPy's own sort, called from compiled code.
 
 NumPy 2 sorts these dtypes with SIMD quicksorts (x86-simd-sort on AVX-512, Highway's
 vqsort or x86-simd-sort on AVX2), two to five times faster than the radix sort of
@@ -15,10 +16,11 @@ once), then restore what NumPy does not keep of the total order `ops.sort` asks 
   the total order puts -0.0 first. A row with zeros gets as many -0.0 as the operand
   row has, then +0.0 (`_signed_zeros`).
 
-Both repairs read the operand; integers need no repair. With `nan_keys` (a sort of
-NumPy-order keys, `numba.lower.fold_nan_keys_into_sorts`: every NaN counts as +NaN)
-the NaN tail is NumPy's order already and only gets the default +NaN written over it:
-`tnp.sort` then costs what `np.sort` does, a copy and NumPy's sort. Arrays arrive as
+Both repairs read the operand; integers need no repair, and contiguous integer rows
+whose values span few integers are counted instead (`sort_counting`). With `nan_keys`
+(a sort of NumPy-order keys, `numba.lower.fold_nan_keys_into_sorts`: every NaN counts
+as +NaN) the NaN tail is NumPy's order already and only gets the default +NaN written
+over it: `tnp.sort` then costs what `np.sort` does, a copy and NumPy's sort. Arrays arrive as
 (outer, n, inner) views, rows along axis 1. Not for compiled C libraries
 (`tracer.aot`): those have no Python to call.
 """
@@ -31,15 +33,30 @@ import numba
 import numpy as np
 from numba import njit, prange, types
 from numba.extending import overload
+from numpy._core._multiarray_umath import __cpu_dispatch__, __cpu_features__
 
 from .sort import from_key, key_buffer, to_key
+from .sort_counting import copy_and_count
 
 _OPTIONS = dict(cache=True, error_model="numpy", nogil=True)
 _SERIAL = dict(_OPTIONS, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 # (an object-mode block compiled with nogil=True warns that it cannot run in parallel:
 # it takes the GIL whatever the flag says, and NumPy releases it while sorting)
 _HOLDS_GIL = dict(_SERIAL, nogil=False)
-ITEMSIZES = (4, 8)  # the widths NumPy's SIMD sorts beat the radix sort on
+
+
+def _simd_itemsizes() -> tuple[int, ...]:
+    """The key widths whose NumPy sort beats `cpu.lib.sort`'s kernels here: 32 and 64
+    bits, and 16 bits where NumPy was built with and runs x86-simd-sort's AVX-512 ICL
+    or SPR kernels (2-3x faster than the sorting network on rows of 32 .. 4096 int16
+    keys; elsewhere its 16-bit sort may be a scalar introsort, as its sort of bytes
+    always is: the radix sort is 20x faster on 10^6 int8 keys)."""
+    icl = any(t in __cpu_dispatch__ and __cpu_features__.get(t) for t in ("AVX512_ICL",
+                                                                           "AVX512_SPR"))
+    return (2, 4, 8) if icl else (4, 8)
+
+
+ITEMSIZES = _simd_itemsizes()
 MIN_LENGTH = 128  # shorter rows: `cpu.lib.sort`'s sorting network is faster (the emitter picks)
 # blocks of rows the `_parallel` kernel hands its threads (numba.get_num_threads would
 # keep the kernel out of numba's disk cache: a ctypes pointer)
@@ -155,9 +172,23 @@ def _place_nans(x, out, o, i, start):
         out[o, at, i] = from_key(keys[j], like)
 
 
-@njit(**_SERIAL)
 def _total_order_row(x, out, o, i, nan_keys):
-    """Row (o, i) of out, sorted by NumPy, put in the total order (see the module)."""
+    """Row (o, i) of out, sorted by NumPy, put in the total order (see the module);
+    integer rows need no repair."""
+
+
+@overload(_total_order_row, jit_options=_SERIAL)
+def _total_order_row_impl(x, out, o, i, nan_keys):
+    # (an overload, so that integer sorts do not compile the repairs, as both branches
+    # of an `if` on `_floats` would: with the counting sort added, a first int64 sort
+    # compiles in 2.9 s of CPU instead of 3.5. The float body is the implementation
+    # itself: a wrapper calling it, jitted, cost float sorts 0.8 s more)
+    if isinstance(x.dtype, types.Float):
+        return _float_row_in_total_order
+    return lambda x, out, o, i, nan_keys: None
+
+
+def _float_row_in_total_order(x, out, o, i, nan_keys):
     n = out.shape[1]
     last = out[o, n - 1, i]
     end = _nan_start(out, o, i) if last != last else n
@@ -198,13 +229,37 @@ def _repair_rows(x, out, o0, o1, i0, i1, nan_keys, marked):
                 _total_order_row(x, out, o, i, nan_keys)
 
 
+def _sort_int_rows(x, out, o0, o1):
+    """Contiguous integer rows o0 .. o1 - 1 in chunks of about CHUNK_BYTES: each
+    copied, then sorted by counting when all its rows span few values
+    (`sort_counting`), else by NumPy."""
+
+
+@overload(_sort_int_rows, jit_options=_SERIAL)
+def _sort_int_rows_impl(x, out, o0, o1):
+    if isinstance(x.dtype, types.Float):
+        # (never called for floats: an overload, so that float sorts do not compile
+        # the counting sort, as both branches of an `if` on `_floats` would)
+        return lambda x, out, o0, o1: None
+
+    def impl(x, out, o0, o1):
+        step = max(1, CHUNK_BYTES // (x.shape[1] * x.itemsize))
+        for c0 in range(o0, o1, step):
+            c1 = min(c0 + step, o1)
+            if not copy_and_count(x, out, c0, c1):
+                _numpy_sort_in_place(out[c0:c1])
+    return impl
+
+
 @njit(**_SERIAL)
 def _sort_block(x, out, o0, o1, i0, i1, nan_keys):
     """Rows (o0 .. o1 - 1, i0 .. i1 - 1): NumPy's sort, then the repairs of the rows
     that may need one. Contiguous float rows go in chunks of about CHUNK_BYTES, each
     copied, sorted and repaired while it is in the core's cache (np.sort copies the
     whole array first, then reads it back from farther away to sort it)."""
-    if not _floats(x):
+    if not _floats(x) and x.shape[2] == 1:
+        _sort_int_rows(x, out, o0, o1)
+    elif not _floats(x):
         _numpy_sort(x[o0:o1, :, i0:i1], out[o0:o1, :, i0:i1])
     elif x.shape[2] > 1:
         _numpy_sort(x[o0:o1, :, i0:i1], out[o0:o1, :, i0:i1])
