@@ -33,7 +33,7 @@ import numba
 import numpy as np
 from numba import njit, prange, types
 from numba.extending import overload
-from numpy._core._multiarray_umath import __cpu_dispatch__, __cpu_features__
+from numpy._core import _multiarray_umath
 
 from .sort import from_key, key_buffer, to_key
 from .sort_counting import copy_and_count
@@ -51,8 +51,11 @@ def _simd_itemsizes() -> tuple[int, ...]:
     or SPR kernels (2-3x faster than the sorting network on rows of 32 .. 4096 int16
     keys; elsewhere its 16-bit sort may be a scalar introsort, as its sort of bytes
     always is: the radix sort is 20x faster on 10^6 int8 keys)."""
-    icl = any(t in __cpu_dispatch__ and __cpu_features__.get(t) for t in ("AVX512_ICL",
-                                                                           "AVX512_SPR"))
+    # (NumPy's private dispatch tables: read with defaults, so that a NumPy without them
+    # only keeps 16-bit keys on tracer's kernels)
+    dispatch = getattr(_multiarray_umath, "__cpu_dispatch__", ())
+    features = getattr(_multiarray_umath, "__cpu_features__", {})
+    icl = any(t in dispatch and features.get(t) for t in ("AVX512_ICL", "AVX512_SPR"))
     return (2, 4, 8) if icl else (4, 8)
 
 
