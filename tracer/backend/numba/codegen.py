@@ -146,6 +146,8 @@ class GraphEmitter(ABC):
         self.outputs: list[int] = []  # ids of the top-level graph's output vars
         self.consts: dict[int, Ref] = {}
         self.plan: Plan | None = None  # of the graph being emitted
+        # ids of the plan's steps an op's emitter wrote with its own (an epilogue nest)
+        self.absorbed: set[int] = set()
 
     # ---- values
     def ref(self, atom: Atom) -> Ref:
@@ -203,6 +205,8 @@ class GraphEmitter(ABC):
             self.bind(v, r)
         plan = self.plan = plan_graph(graph, self.mod.fuse, self.inline_indices)
         for step in plan.steps:
+            if id(step) in self.absorbed:
+                continue
             if isinstance(step, OpStep):
                 self.w.comment(describe(step.eqn))
                 self.emit_op(step.eqn)
