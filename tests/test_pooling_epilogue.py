@@ -110,9 +110,9 @@ def test_large_pool_epilogue_in_a_parallel_kernel() -> None:
     rng = np.random.default_rng(9)
     x, s = _non_finite(rng, (6, 5, 40, 42), np.float32), np.asarray(0.25, np.float32)
 
-    def scaled_pool(x: Any, s: Any) -> Any:
+    def scaled_pool(x: Any, s: Any) -> list[Any]:
         p = ops.reduce_window(x, np.float32(0), ops.add, (1, 1, 3, 3), (1, 1, 2, 2), "VALID")
-        return ops.mul(p, ops.broadcast_in_dim(s, p.shape, ()))
+        return [ops.mul(p, ops.broadcast_in_dim(s, p.shape, ()))]
     code = _source(scaled_pool, x, s)
     assert "def parallel_reduce_window" in code and FUSED in code
     _compare(scaled_pool, [x, s], CPU)

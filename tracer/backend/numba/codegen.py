@@ -93,6 +93,11 @@ class ModuleBuilder:
         """Where a scalar helper named without its module comes from."""
         return SCALAR_MATH
 
+    def wide_vectors(self, loop_body: str) -> str | None:
+        """A statement that a loop whose body is `loop_body` runs first, giving the
+        function holding it wider vectors (None: the backend has none to give)."""
+        return None
+
     def size(self, key: tuple, value: int, hint: str = "n") -> str:
         """The symbol holding a static int (`dims[k]` in the host function)."""
         if key not in self.size_names:
