@@ -61,6 +61,14 @@ class CpuModuleBuilder(ModuleBuilder):
         """Vectorizable exp/log/tanh come from `cpu.lib.fastmath`, the rest from scalar math."""
         return "cpu.lib.fastmath" if helper in FAST_HELPERS else super().default_module(helper)
 
+    def wide_vectors(self, loop_body: str) -> str | None:
+        """`prefer_wide_vectors()` (`cpu.lib.vectors`) for a loop that evaluates one of
+        `fastmath`'s polynomials: it is bound by their instructions, which 512-bit
+        vectors halve."""
+        if not used_names(FAST_HELPERS, loop_body):
+            return None
+        return f"{self.use('prefer_wide_vectors', 'cpu.lib.vectors')}()"
+
 
 class CpuGraphEmitter(GraphEmitter):
     inline_indices = True

@@ -93,6 +93,11 @@ class ModuleBuilder:
         """Where a scalar helper named without its module comes from."""
         return SCALAR_MATH
 
+    def wide_vectors(self, loop_body: str) -> str | None:
+        """A statement that a loop whose body is `loop_body` runs first, giving the
+        function holding it wider vectors (None: the backend has none to give)."""
+        return None
+
     def size(self, key: tuple, value: int, hint: str = "n") -> str:
         """The symbol holding a static int (`dims[k]` in the host function)."""
         if key not in self.size_names:
@@ -146,6 +151,8 @@ class GraphEmitter(ABC):
         self.outputs: list[int] = []  # ids of the top-level graph's output vars
         self.consts: dict[int, Ref] = {}
         self.plan: Plan | None = None  # of the graph being emitted
+        # ids of the plan's steps an op's emitter wrote with its own (an epilogue nest)
+        self.absorbed: set[int] = set()
 
     # ---- values
     def ref(self, atom: Atom) -> Ref:
@@ -203,6 +210,8 @@ class GraphEmitter(ABC):
             self.bind(v, r)
         plan = self.plan = plan_graph(graph, self.mod.fuse, self.inline_indices)
         for step in plan.steps:
+            if id(step) in self.absorbed:
+                continue
             if isinstance(step, OpStep):
                 self.w.comment(describe(step.eqn))
                 self.emit_op(step.eqn)

@@ -304,6 +304,12 @@ def inner_loop(body: LoopBody, var: str, size: str, inside: Callable[[], None],
     body.inner, body.hoist, body.hoisted = var, SourceWriter(), {}
     body.streams = {} if prefetch else None
     inside()  # the survey: written aside, kept if nothing is to be split
+    wide = body.ge.mod.wide_vectors(body.w.text())
+    if wide is not None:  # (first in the loop's body: it reaches a prange's function too)
+        inside = _first(body, wide, inside)
+        surveyed, body.w = body.w, SourceWriter()
+        body.w.line(wide)
+        body.w.embed(surveyed)
     surveyed, sites, front, streams = body.w, body.sites, body.hoist, body.streams
     body.w, body.sites, body.hoist, body.streams = w, None, None, None
     w.embed(front)
@@ -317,6 +323,14 @@ def inner_loop(body: LoopBody, var: str, size: str, inside: Callable[[], None],
     else:
         _runs(body, var, size, sites, combos, cache, inside)
     body.cache, body.unit, body.assume, body.inner = cache, {}, {}, None
+
+
+def _first(body: LoopBody, statement: str, inside: Callable[[], None]) -> Callable[[], None]:
+    """`inside`, writing `statement` first."""
+    def both() -> None:
+        body.w.line(statement)
+        inside()
+    return both
 
 
 def _prefetched(body: LoopBody, var: str, size: str, streams: dict[str, Index],

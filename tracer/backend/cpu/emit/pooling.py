@@ -34,6 +34,7 @@ from ...numba.codegen import GraphEmitter, Ref, load, store_value
 from ...numba.scalar import alias, literal
 from ...numba.source import SourceWriter
 from . import window
+from .epilogue import Epilogue, epilogue_nest
 from .window import _emit, _inline, _named, _nested, _parallel, _scalar, fold_kind
 
 UNROLL_TAPS = 32  # larger windows keep the general loops (the unrolled body grows with taps)
@@ -82,13 +83,20 @@ def _reduce_window(ge: GraphEmitter, eqn: Eqn) -> None:
         return
     x, init = ge.ref(eqn.inputs[0]), ge.ref(eqn.inputs[1])
     out = eqn.outputs[0]
-    target = Ref(ge.alloc(out), out.aval)
+    nest = epilogue_nest(ge, eqn)  # (an average pool's divide: computed at the stores)
+    epilogue = Epilogue(ge, nest, out) if nest is not None else None
+    target = Ref(ge.alloc(out), out.aval) if epilogue is None else None
     o = [ge.fresh(f"o{d}") for d in range(out.aval.ndim)]
     parallel = len(o) > 1 and _parallel(
         ge, out.aval.size * math.prod(eqn.params["window_dimensions"]))
-    _emit(ge, parallel, "reduce_window", [x.name, target.name],
-          lambda w: _ReduceRows(ge, eqn, x, init, target, o).write(w, parallel))
-    ge.bind(out, target)
+    host = [x.name] + ([target.name] if target else [])
+
+    def write(w: SourceWriter) -> None:
+        _ReduceRows(ge, eqn, x, init, target or epilogue, o).write(w, parallel)
+        host.extend(epilogue.free if epilogue else ())  # (read by a parallel kernel)
+    _emit(ge, parallel, "reduce_window", host, write)
+    if target is not None:
+        ge.bind(out, target)
 
 
 class _ReduceRows:
@@ -98,7 +106,7 @@ class _ReduceRows:
     along the row never check bounds. Padding along the last dim: the spots of `col` off
     the operand take the computation over the init values of all those taps."""
 
-    def __init__(self, ge: GraphEmitter, eqn: Eqn, x: Ref, init: Ref, target: Ref,
+    def __init__(self, ge: GraphEmitter, eqn: Eqn, x: Ref, init: Ref, target: Ref | Epilogue,
                  o: list[str]):
         self.ge, self.eqn, self.x, self.init, self.target, self.o = ge, eqn, x, init, target, o
         last = len(o) - 1
@@ -211,6 +219,10 @@ class _ReduceRows:
             self.store(w, _inline(ge, w, self.graph, [self.init, acc])[0])
 
     def store(self, w: SourceWriter, value: Ref) -> None:
+        """The result at `o`: into its array, or into the epilogue nest's values."""
+        if isinstance(self.target, Epilogue):
+            self.target.store(w, self.o, value.name)
+            return
         w.line(f"{self.target.name}[{', '.join(self.o)}] = "
                f"{store_value(value.name, self.target.aval.dtype, self.ge.mod)}")
 
