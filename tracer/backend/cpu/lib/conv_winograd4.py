@@ -157,31 +157,34 @@ def _fill_split4(x, image, c0, cg, grid, sub, half, in_sp, lo):
 
 
 @_jit
-def _apply_bt4(d0, d1, d2, d3, d4, d5, out, at, stride, count):
-    """B^T along one axis, for i < count: out[at + q * stride + i] = (B^T d)[q] of
-    d = (d0[i], ..., d5[i]); B^T's rows: (1, -3/2, -2, 3/2, 1, 0), (0, -1, 1/2, 5/2,
-    1, 0), (0, 1, -5/2, 1/2, 1, 0), (0, -2, -1, 2, 1, 0), (0, 1/2, -1, -1/2, 1, 0),
-    (0, 1, -3/2, -2, 3/2, 1)."""
+def _apply_bt4(d, s0, s1, s2, s3, s4, s5, out, at, stride, count):
+    """B^T along one axis, for i < count: out[at + q * stride + i] = (B^T d)[q] of the
+    six values d[s0 + i], ..., d[s5 + i]; B^T's rows: (1, -3/2, -2, 3/2, 1, 0),
+    (0, -1, 1/2, 5/2, 1, 0), (0, 1, -5/2, 1/2, 1, 0), (0, -2, -1, 2, 1, 0),
+    (0, 1/2, -1, -1/2, 1, 0), (0, 1, -3/2, -2, 3/2, 1). Offsets into whole arrays, no
+    views: the 12 views a call made cost two atomic reference counts each, a tenth of
+    the training step's time where the runs are short (`cpu.lib.conv_winograd4_t`)."""
     # (constants of out's dtype: a float64 one would make float32 arithmetic float64)
     kind = out.dtype.type
     h, one5, two5, two = kind(0.5), kind(1.5), kind(2.5), kind(2.0)
-    r0, r1 = out[at:at + count], out[at + stride:at + stride + count]
-    r2, r3 = out[at + 2 * stride:at + 2 * stride + count], out[at + 3 * stride:]
-    r4, r5 = out[at + 4 * stride:at + 4 * stride + count], out[at + 5 * stride:]
+    u = np.uint64  # (unsigned indices: no wraparound code in the loops)
+    s0, s1, s2, s3, s4, s5, n = u(s0), u(s1), u(s2), u(s3), u(s4), u(s5), u(count)
+    r0, r1, r2 = u(at), u(at + stride), u(at + 2 * stride)
+    r3, r4, r5 = u(at + 3 * stride), u(at + 4 * stride), u(at + 5 * stride)
     # (a loop per output row: one that wrote all six would need more run-time overlap
     # checks than LLVM vectorizes with, and ran scalar)
-    for i in range(count):
-        r0[i] = d0[i] + d4[i] - d2[i] * two + (d3[i] - d1[i]) * one5
-    for i in range(count):
-        r1[i] = d4[i] - d1[i] + d2[i] * h + d3[i] * two5
-    for i in range(count):
-        r2[i] = d4[i] + d1[i] - d2[i] * two5 + d3[i] * h
-    for i in range(count):
-        r3[i] = d4[i] - d2[i] + (d3[i] - d1[i]) * two
-    for i in range(count):
-        r4[i] = d4[i] - d2[i] + (d1[i] - d3[i]) * h
-    for i in range(count):
-        r5[i] = d5[i] + d1[i] - d3[i] * two + (d4[i] - d2[i]) * one5
+    for i in range(n):
+        out[r0 + i] = d[s0 + i] + d[s4 + i] - d[s2 + i] * two + (d[s3 + i] - d[s1 + i]) * one5
+    for i in range(n):
+        out[r1 + i] = d[s4 + i] - d[s1 + i] + d[s2 + i] * h + d[s3 + i] * two5
+    for i in range(n):
+        out[r2 + i] = d[s4 + i] + d[s1 + i] - d[s2 + i] * two5 + d[s3 + i] * h
+    for i in range(n):
+        out[r3 + i] = d[s4 + i] - d[s2 + i] + (d[s3 + i] - d[s1 + i]) * two
+    for i in range(n):
+        out[r4 + i] = d[s4 + i] - d[s2 + i] + (d[s1 + i] - d[s3 + i]) * h
+    for i in range(n):
+        out[r5 + i] = d[s5 + i] + d[s1 + i] - d[s3 + i] * two + (d[s4 + i] - d[s2 + i]) * one5
 
 
 @_jit
@@ -197,31 +200,33 @@ def _input_transform4(grid, cg, sub, half, chunk, h, v):
         f0, n = c0 * sub, min(chunk, cg - c0) * sub
         for p in range(4):
             at = 4 * p * span + f0
-            _apply_bt4(grid[at:], grid[at + span:], grid[at + 2 * span:], grid[at + 3 * span:],
-                       grid[at + 1:], grid[at + span + 1:], h, 6 * p * stride, stride, n + half)
+            _apply_bt4(grid, at, at + span, at + 2 * span, at + 3 * span, at + 1, at + span + 1,
+                       h, 6 * p * stride, stride, n + half)
         for s in range(6):
             at = s * stride
-            _apply_bt4(h[at:], h[6 * stride + at:], h[12 * stride + at:], h[18 * stride + at:],
-                       h[at + half:], h[6 * stride + at + half:], v, s * span + f0, 6 * span, n)
+            _apply_bt4(h, at, 6 * stride + at, 12 * stride + at, 18 * stride + at, at + half,
+                       6 * stride + at + half, v, s * span + f0, 6 * span, n)
 
 
 @_jit
-def _apply_at4(m0, m1, m2, m3, m4, m5, out, at, stride, count):
-    """A^T along one axis, for i < count: out[at + q * stride + i] = (A^T m)[q]; A^T's
-    rows: (1, 1, 1, 1, 1, 0), (0, 1, -1, 1/2, -2, 0), (0, 1, 1, 1/4, 4, 0),
-    (0, 1, -1, 1/8, -8, 1)."""
+def _apply_at4(m, s0, s1, s2, s3, s4, s5, out, at, stride, count):
+    """A^T along one axis, for i < count: out[at + q * stride + i] = (A^T m)[q] of the six
+    values m[s0 + i], ..., m[s5 + i]; A^T's rows: (1, 1, 1, 1, 1, 0), (0, 1, -1, 1/2,
+    -2, 0), (0, 1, 1, 1/4, 4, 0), (0, 1, -1, 1/8, -8, 1). (Offsets: see `_apply_bt4`.)"""
     kind = out.dtype.type  # (as in `_apply_bt4`)
     h, q4, e8, two = kind(0.5), kind(0.25), kind(0.125), kind(2.0)
-    y0, y1 = out[at:at + count], out[at + stride:at + stride + count]
-    y2, y3 = out[at + 2 * stride:at + 2 * stride + count], out[at + 3 * stride:]
-    for i in range(count):  # (a loop per output row: see `_apply_bt4`)
-        y0[i] = m0[i] + (m1[i] + m2[i]) + m3[i] + m4[i]
-    for i in range(count):
-        y1[i] = (m1[i] - m2[i]) + m3[i] * h - m4[i] * two
-    for i in range(count):
-        y2[i] = (m1[i] + m2[i]) + m3[i] * q4 + m4[i] * (two * two)
-    for i in range(count):
-        y3[i] = m5[i] + (m1[i] - m2[i]) + m3[i] * e8 - m4[i] * (two * two * two)
+    u = np.uint64
+    s0, s1, s2, s3, s4, s5, n = u(s0), u(s1), u(s2), u(s3), u(s4), u(s5), u(count)
+    y0, y1, y2, y3 = u(at), u(at + stride), u(at + 2 * stride), u(at + 3 * stride)
+    for i in range(n):  # (a loop per output row: see `_apply_bt4`)
+        out[y0 + i] = m[s0 + i] + (m[s1 + i] + m[s2 + i]) + m[s3 + i] + m[s4 + i]
+    for i in range(n):
+        out[y1 + i] = (m[s1 + i] - m[s2 + i]) + m[s3 + i] * h - m[s4 + i] * two
+    for i in range(n):
+        out[y2 + i] = (m[s1 + i] + m[s2 + i]) + m[s3 + i] * q4 + m[s4 + i] * (two * two)
+    for i in range(n):
+        out[y3 + i] = m[s5 + i] + (m[s1 + i] - m[s2 + i]) + m[s3 + i] * e8 \
+            - m[s4 + i] * (two * two * two)
 
 
 @_jit
@@ -238,26 +243,29 @@ def _output_transform4(m, og, tiles, half, chunk, out, b, o0, out_sp, p):
         y = p[24 * n:]
         for r in range(6):
             at = 6 * r * step + f0 * tiles
-            _apply_at4(m[at:], m[at + step:], m[at + 2 * step:], m[at + 3 * step:],
-                       m[at + 4 * step:], m[at + 5 * step:], p, r * n, 6 * n, n)
+            _apply_at4(m, at, at + step, at + 2 * step, at + 3 * step, at + 4 * step,
+                       at + 5 * step, p, r * n, 6 * n, n)
         for j in range(4):
             at = 6 * j * n
-            _apply_at4(p[at:], p[at + n:], p[at + 2 * n:], p[at + 3 * n:], p[at + 4 * n:],
-                       p[at + 5 * n:], y, j * n, 4 * n, n)
+            _apply_at4(p, at, at + n, at + 2 * n, at + 3 * n, at + 4 * n, at + 5 * n, y,
+                       j * n, 4 * n, n)
         all_finite = all_finite and finite(y[:16 * n])
+        oflat, plane = out.reshape(out.size), out.shape[2]
         for o in range(n // tiles):
-            _copy_out4(out[b, o0 + f0 + o], y[o * tiles:], n, half, out_sp)
+            _copy_out4(oflat, ((b * out.shape[1]) + o0 + f0 + o) * plane, y, o * tiles, n, half,
+                       out_sp)
     return all_finite
 
 
 @_jit
-def _copy_out4(dst, y, step, half, out_sp):
-    """dst = the outputs y[i, j] of the tiles t, at y[(4 i + j) * step + t]. Flat
-    indices, no row views (a view per 32-wide row cost a fifth of the copy)."""
+def _copy_out4(dst, d_at, y, y_at, step, half, out_sp):
+    """The output plane dst[d_at:] = the outputs y[i, j] of the tiles t, at
+    y[y_at + (4 i + j) * step + t]. Flat indices, no views (a view per 32-wide row
+    cost a fifth of the copy)."""
     oh, ow = out_sp[0], out_sp[1]
     full = ow // 4
     for r in range(oh):
-        s0, d0 = 4 * (r % 4) * step + (r // 4) * half, r * ow
+        s0, d0 = y_at + 4 * (r % 4) * step + (r // 4) * half, d_at + r * ow
         for b in range(full):  # (unsigned: no wraparound)
             s, d = np.uint64(s0 + b), np.uint64(d0 + 4 * b)
             dst[d] = y[s]
