@@ -33,6 +33,7 @@ from numba import njit
 
 from .conv_core import gemm, image_of
 from .conv_winograd import finite
+from .simd_rows import rows_map
 
 _OPTIONS = dict(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)  # (see cpu.lib.conv)
 _jit = njit(error_model="numpy", nogil=True, **_OPTIONS)
@@ -156,35 +157,18 @@ def _fill_split4(x, image, c0, cg, grid, sub, half, in_sp, lo):
                 grid[np.uint64(row + (t & 3) * step + (t >> 2))] = src[np.uint64(s + t)]
 
 
-@_jit
-def _apply_bt4(d, s0, s1, s2, s3, s4, s5, out, at, stride, count):
-    """B^T along one axis, for i < count: out[at + q * stride + i] = (B^T d)[q] of the
-    six values d[s0 + i], ..., d[s5 + i]; B^T's rows: (1, -3/2, -2, 3/2, 1, 0),
-    (0, -1, 1/2, 5/2, 1, 0), (0, 1, -5/2, 1/2, 1, 0), (0, -2, -1, 2, 1, 0),
-    (0, 1/2, -1, -1/2, 1, 0), (0, 1, -3/2, -2, 3/2, 1). Offsets into whole arrays, no
-    views: the 12 views a call made cost two atomic reference counts each, a tenth of
-    the training step's time where the runs are short (`cpu.lib.conv_winograd4_t`)."""
-    # (constants of out's dtype: a float64 one would make float32 arithmetic float64)
-    kind = out.dtype.type
-    h, one5, two5, two = kind(0.5), kind(1.5), kind(2.5), kind(2.0)
-    u = np.uint64  # (unsigned indices: no wraparound code in the loops)
-    s0, s1, s2, s3, s4, s5, n = u(s0), u(s1), u(s2), u(s3), u(s4), u(s5), u(count)
-    r0, r1, r2 = u(at), u(at + stride), u(at + 2 * stride)
-    r3, r4, r5 = u(at + 3 * stride), u(at + 4 * stride), u(at + 5 * stride)
-    # (a loop per output row: one that wrote all six would need more run-time overlap
-    # checks than LLVM vectorizes with, and ran scalar)
-    for i in range(n):
-        out[r0 + i] = d[s0 + i] + d[s4 + i] - d[s2 + i] * two + (d[s3 + i] - d[s1 + i]) * one5
-    for i in range(n):
-        out[r1 + i] = d[s4 + i] - d[s1 + i] + d[s2 + i] * h + d[s3 + i] * two5
-    for i in range(n):
-        out[r2 + i] = d[s4 + i] + d[s1 + i] - d[s2 + i] * two5 + d[s3 + i] * h
-    for i in range(n):
-        out[r3 + i] = d[s4 + i] - d[s2 + i] + (d[s3 + i] - d[s1 + i]) * two
-    for i in range(n):
-        out[r4 + i] = d[s4 + i] - d[s2 + i] + (d[s1 + i] - d[s3 + i]) * h
-    for i in range(n):
-        out[r5 + i] = d[s5 + i] + d[s1 + i] - d[s3 + i] * two + (d[s4 + i] - d[s2 + i]) * one5
+def _bt4(d0, d1, d2, d3, d4, d5):
+    """B^T d along one axis; B^T's rows: (1, -3/2, -2, 3/2, 1, 0), (0, -1, 1/2, 5/2, 1,
+    0), (0, 1, -5/2, 1/2, 1, 0), (0, -2, -1, 2, 1, 0), (0, 1/2, -1, -1/2, 1, 0),
+    (0, 1, -3/2, -2, 3/2, 1)."""
+    return (d0 + d4 - d2 * 2.0 + (d3 - d1) * 1.5, d4 - d1 + d2 * 0.5 + d3 * 2.5,
+            d4 + d1 - d2 * 2.5 + d3 * 0.5, d4 - d2 + (d3 - d1) * 2.0,
+            d4 - d2 + (d1 - d3) * 0.5, d5 + d1 - d3 * 2.0 + (d4 - d2) * 1.5)
+
+
+# `_apply_bt4(d, starts, out, at, stride, count)`: for i < count, out[at + q * stride +
+# i] = (B^T d)[q] of the six values d[starts[0] + i], ..., d[starts[5] + i]
+_apply_bt4 = rows_map(_bt4, 6)
 
 
 @_jit
@@ -200,33 +184,23 @@ def _input_transform4(grid, cg, sub, half, chunk, h, v):
         f0, n = c0 * sub, min(chunk, cg - c0) * sub
         for p in range(4):
             at = 4 * p * span + f0
-            _apply_bt4(grid, at, at + span, at + 2 * span, at + 3 * span, at + 1, at + span + 1,
+            _apply_bt4(grid, (at, at + span, at + 2 * span, at + 3 * span, at + 1, at + span + 1),
                        h, 6 * p * stride, stride, n + half)
         for s in range(6):
             at = s * stride
-            _apply_bt4(h, at, 6 * stride + at, 12 * stride + at, 18 * stride + at, at + half,
-                       6 * stride + at + half, v, s * span + f0, 6 * span, n)
+            _apply_bt4(h, (at, 6 * stride + at, 12 * stride + at, 18 * stride + at, at + half,
+                           6 * stride + at + half), v, s * span + f0, 6 * span, n)
 
 
-@_jit
-def _apply_at4(m, s0, s1, s2, s3, s4, s5, out, at, stride, count):
-    """A^T along one axis, for i < count: out[at + q * stride + i] = (A^T m)[q] of the six
-    values m[s0 + i], ..., m[s5 + i]; A^T's rows: (1, 1, 1, 1, 1, 0), (0, 1, -1, 1/2,
-    -2, 0), (0, 1, 1, 1/4, 4, 0), (0, 1, -1, 1/8, -8, 1). (Offsets: see `_apply_bt4`.)"""
-    kind = out.dtype.type  # (as in `_apply_bt4`)
-    h, q4, e8, two = kind(0.5), kind(0.25), kind(0.125), kind(2.0)
-    u = np.uint64
-    s0, s1, s2, s3, s4, s5, n = u(s0), u(s1), u(s2), u(s3), u(s4), u(s5), u(count)
-    y0, y1, y2, y3 = u(at), u(at + stride), u(at + 2 * stride), u(at + 3 * stride)
-    for i in range(n):  # (a loop per output row: see `_apply_bt4`)
-        out[y0 + i] = m[s0 + i] + (m[s1 + i] + m[s2 + i]) + m[s3 + i] + m[s4 + i]
-    for i in range(n):
-        out[y1 + i] = (m[s1 + i] - m[s2 + i]) + m[s3 + i] * h - m[s4 + i] * two
-    for i in range(n):
-        out[y2 + i] = (m[s1 + i] + m[s2 + i]) + m[s3 + i] * q4 + m[s4 + i] * (two * two)
-    for i in range(n):
-        out[y3 + i] = m[s5 + i] + (m[s1 + i] - m[s2 + i]) + m[s3 + i] * e8 \
-            - m[s4 + i] * (two * two * two)
+def _at4(m0, m1, m2, m3, m4, m5):
+    """A^T m along one axis; A^T's rows: (1, 1, 1, 1, 1, 0), (0, 1, -1, 1/2, -2, 0),
+    (0, 1, 1, 1/4, 4, 0), (0, 1, -1, 1/8, -8, 1)."""
+    return (m0 + (m1 + m2) + m3 + m4, (m1 - m2) + m3 * 0.5 - m4 * 2.0,
+            (m1 + m2) + m3 * 0.25 + m4 * 4.0, m5 + (m1 - m2) + m3 * 0.125 - m4 * 8.0)
+
+
+# `_apply_at4(m, starts, out, at, stride, count)`: A^T as `_apply_bt4` applies B^T
+_apply_at4 = rows_map(_at4, 6)
 
 
 @_jit
@@ -243,11 +217,11 @@ def _output_transform4(m, og, tiles, half, chunk, out, b, o0, out_sp, p):
         y = p[24 * n:]
         for r in range(6):
             at = 6 * r * step + f0 * tiles
-            _apply_at4(m, at, at + step, at + 2 * step, at + 3 * step, at + 4 * step,
-                       at + 5 * step, p, r * n, 6 * n, n)
+            _apply_at4(m, (at, at + step, at + 2 * step, at + 3 * step, at + 4 * step,
+                           at + 5 * step), p, r * n, 6 * n, n)
         for j in range(4):
             at = 6 * j * n
-            _apply_at4(p, at, at + n, at + 2 * n, at + 3 * n, at + 4 * n, at + 5 * n, y,
+            _apply_at4(p, (at, at + n, at + 2 * n, at + 3 * n, at + 4 * n, at + 5 * n), y,
                        j * n, 4 * n, n)
         all_finite = all_finite and finite(y[:16 * n])
         oflat, plane = out.reshape(out.size), out.shape[2]

@@ -34,6 +34,7 @@ from numba import njit
 
 from .conv_core import image_of
 from .conv_winograd4 import _apply_bt4
+from .simd_rows import rows_map
 from .conv_winograd_t import LANES, _finite, _gemm_tn, _plane, lanes_of
 
 _OPTIONS = dict(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)  # (see cpu.lib.conv)
@@ -143,11 +144,11 @@ def _input_transform4(planes, th, tw, lanes, v, t0, depth, rows):
     pitch, run, step = 4 * quarter * lanes, tw * lanes, depth * lanes
     for a in range(th):
         r = 4 * a * pitch
-        _apply_bt4(planes, r, r + pitch, r + 2 * pitch, r + 3 * pitch, r + 4 * pitch,
-                   r + 5 * pitch, rows, 0, pitch, pitch)
+        _apply_bt4(planes, (r, r + pitch, r + 2 * pitch, r + 3 * pitch, r + 4 * pitch,
+                            r + 5 * pitch), rows, 0, pitch, pitch)
         for i in range(6):
             e, q = i * pitch, quarter * lanes
-            _apply_bt4(rows, e, e + q, e + 2 * q, e + 3 * q, e + lanes, e + q + lanes, v,
+            _apply_bt4(rows, (e, e + q, e + 2 * q, e + 3 * q, e + lanes, e + q + lanes), v,
                        (6 * i * depth + t0 + a * tw) * lanes, step, run)
 
 
@@ -160,38 +161,24 @@ def _window_transform4(window, th, tw, lanes, z, t0, depth, rows):
     pitch, run, step = 4 * tw * lanes, tw * lanes, depth * lanes
     for a in range(th):
         r = 4 * a * pitch
-        _apply_a4(window, r, r + pitch, r + 2 * pitch, r + 3 * pitch, rows, 0, pitch, pitch)
+        _apply_a4(window, (r, r + pitch, r + 2 * pitch, r + 3 * pitch), rows, 0, pitch, pitch)
         for i in range(6):
             e = i * pitch
-            _apply_a4(rows, e, e + run, e + 2 * run, e + 3 * run, z,
+            _apply_a4(rows, (e, e + run, e + 2 * run, e + 3 * run), z,
                       (6 * i * depth + t0 + a * tw) * lanes, step, run)
 
 
-@_jit
-def _apply_a4(y, s0, s1, s2, s3, out, at, stride, count):
-    """A along one axis, for i < count: out[at + p * stride + i] = (A y)[p] of the four
-    values y[s0 + i], ..., y[s3 + i], A y = (y0, y0 + y1 + y2 + y3, y0 - y1 + y2 - y3,
-    y0 + y1 / 2 + y2 / 4 + y3 / 8, y0 - 2 y1 + 4 y2 - 8 y3, y3):
-    `cpu.lib.conv_winograd4`'s A^T transposed (offsets, no views: see its `_apply_bt4`)."""
-    kind = out.dtype.type  # (constants of out's dtype, as in `_apply_bt4`)
-    h, q4, e8, two = kind(0.5), kind(0.25), kind(0.125), kind(2.0)
-    u = np.uint64  # (unsigned indices: no wraparound code in the loops)
-    s0, s1, s2, s3, n = u(s0), u(s1), u(s2), u(s3), u(count)
-    r0, r1, r2 = u(at), u(at + stride), u(at + 2 * stride)
-    r3, r4, r5 = u(at + 3 * stride), u(at + 4 * stride), u(at + 5 * stride)
-    for i in range(n):  # (a loop per output row: see `_apply_bt4`)
-        out[r0 + i] = y[s0 + i]
-    for i in range(n):
-        out[r1 + i] = (y[s0 + i] + y[s2 + i]) + (y[s1 + i] + y[s3 + i])
-    for i in range(n):
-        out[r2 + i] = (y[s0 + i] + y[s2 + i]) - (y[s1 + i] + y[s3 + i])
-    for i in range(n):
-        out[r3 + i] = y[s0 + i] + y[s1 + i] * h + y[s2 + i] * q4 + y[s3 + i] * e8
-    for i in range(n):
-        out[r4 + i] = y[s0 + i] - y[s1 + i] * two + y[s2 + i] * (two * two) \
-            - y[s3 + i] * (two * two * two)
-    for i in range(n):
-        out[r5 + i] = y[s3 + i]
+def _a4(y0, y1, y2, y3):
+    """A y along one axis, A y = (y0, y0 + y1 + y2 + y3, y0 - y1 + y2 - y3, y0 + y1 / 2 +
+    y2 / 4 + y3 / 8, y0 - 2 y1 + 4 y2 - 8 y3, y3): `cpu.lib.conv_winograd4`'s A^T
+    transposed."""
+    return (y0, (y0 + y2) + (y1 + y3), (y0 + y2) - (y1 + y3),
+            y0 + y1 * 0.5 + y2 * 0.25 + y3 * 0.125, y0 - y1 * 2.0 + y2 * 4.0 - y3 * 8.0, y3)
+
+
+# `_apply_a4(y, starts, out, at, stride, count)`: for i < count, out[at + p * stride +
+# i] = (A y)[p] of the four values y[starts[0] + i], ..., y[starts[3] + i]
+_apply_a4 = rows_map(_a4, 4)
 
 
 @_jit

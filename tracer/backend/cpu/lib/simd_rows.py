@@ -1,0 +1,125 @@
+"""Linear combinations of rows in explicit 512-bit vectors, for the Winograd
+transforms of `cpu.lib.conv_winograd4` and `cpu.lib.conv_winograd4_t`.
+
+`rows_map(formula, inputs)` makes an intrinsic `combine(src, starts, out, at, stride,
+count)`: for i < count, out[at + q * stride + i] = formula(src[starts[0] + i], ...)[q].
+The formula is a Python function of the input values returning the output values
+(sums, differences and products by constants), evaluated once at compile time on LLVM
+values: each loop step loads every input once (`VECTOR_BYTES` of lanes), forms every
+output from them and stores it; a scalar loop takes the last elements.
+
+Why not numba's loops: LLVM vectorizes a loop only after run-time checks that its
+stores overlap none of its loads, and gives up past 8 such checks, so a loop per
+output row was needed (26 loads for the six rows of B^T, where one loop needs 6);
+the rows of the transposed plans' transforms are short runs (256 elements), where
+each loop's setup counts too. Against those loops, one call over 6 rows of 2,025
+float32: 1.23 us against 1.65; of 256: 0.100 against 0.189 (the conv grad step:
+docs/performance.md, `bench_conv`).
+
+The caller guarantees that the output rows overlap no input row (each step loads
+before it stores, so an overlap would read values of this call's own outputs).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+__all__ = ["rows_map"]
+# bytes a vector: 256-bit vectors beat 512-bit ones on these transforms (a call over
+# 6 rows of 2,025 float32: 1.23 us against 1.83; 256 elements: 0.100 against 0.081)
+VECTOR_BYTES = 32
+
+
+class _Value:
+    """An LLVM value under construction: +, - and * by a Python number emit IR."""
+
+    def __init__(self, builder: ir.IRBuilder, value: ir.Value) -> None:
+        self.builder, self.value = builder, value
+
+    def _constant(self, number: float) -> ir.Value:
+        kind = self.value.type
+        if isinstance(kind, ir.VectorType):
+            return ir.Constant(kind, [ir.Constant(kind.element, number)] * kind.count)
+        return ir.Constant(kind, number)
+
+    def __add__(self, other: _Value) -> _Value:
+        return _Value(self.builder, self.builder.fadd(self.value, other.value))
+
+    def __sub__(self, other: _Value) -> _Value:
+        return _Value(self.builder, self.builder.fsub(self.value, other.value))
+
+    def __mul__(self, number: float) -> _Value:
+        return _Value(self.builder, self.builder.fmul(self.value, self._constant(number)))
+
+
+def _step(builder: ir.IRBuilder, formula: Callable[..., tuple], inputs: list[ir.Value],
+          outputs: list[ir.Value], i: ir.Value, kind: ir.Type, align: int) -> None:
+    """One loop step at element i: every input loaded as `kind` (a vector or a scalar),
+    the formula's outputs stored."""
+    def at(base: ir.Value) -> ir.Value:
+        return builder.bitcast(builder.gep(base, [i]), kind.as_pointer())
+
+    values = [_Value(builder, builder.load(at(p), align=align)) for p in inputs]
+    for target, result in zip(outputs, formula(*values), strict=True):
+        builder.store(result.value, at(target), align=align)
+
+
+def rows_map(formula: Callable[..., tuple], inputs: int) -> Any:
+    """The intrinsic `combine(src, starts, out, at, stride, count)` of `formula` (a
+    function of `inputs` values; `starts` a tuple of as many int offsets into src)."""
+    def typer(typingctx: Any, src: types.Type, starts: types.Type, out: types.Type,
+              at: types.Type, stride: types.Type, count: types.Type) -> Any:
+        floats = (types.float32, types.float64)
+        if not (isinstance(src, types.Array) and isinstance(out, types.Array)
+                and src.dtype == out.dtype and src.dtype in floats
+                and isinstance(starts, types.BaseTuple) and len(starts) == inputs):
+            return None
+
+        def codegen(context: Any, builder: ir.IRBuilder, signature: Any, args: list) -> Any:
+            def int64(value: ir.Value, kind: types.Type) -> ir.Value:
+                return context.cast(builder, value, kind, types.int64)
+
+            src_data = context.make_array(src)(context, builder, args[0]).data
+            out_data = context.make_array(out)(context, builder, args[2]).data
+            begin = [builder.gep(src_data, [int64(v, t)])
+                     for v, t in zip(cgutils.unpack_tuple(builder, args[1]), starts)]
+            first, pitch, n = (int64(args[k], signature.args[k]) for k in (3, 4, 5))
+            rows = len(formula(*[_Probe()] * inputs))
+            targets = [builder.gep(out_data, [builder.add(first, builder.mul(
+                pitch, ir.Constant(ir.IntType(64), q)))]) for q in range(rows)]
+            _loops(builder, formula, begin, targets, n, context.get_value_type(src.dtype),
+                   src.dtype.bitwidth // 8)
+            return context.get_dummy_value()
+
+        return types.void(src, starts, out, at, stride, count), codegen
+    return intrinsic(typer)
+
+
+def _loops(builder: ir.IRBuilder, formula: Callable[..., tuple], inputs: list[ir.Value],
+           outputs: list[ir.Value], n: ir.Value, element: ir.Type, size: int) -> None:
+    """The vector loop over the whole vectors of n elements, then the scalar one."""
+    i64 = ir.IntType(64)
+    lanes = VECTOR_BYTES // size
+    whole = builder.mul(builder.sdiv(n, ir.Constant(i64, lanes)), ir.Constant(i64, lanes))
+    with cgutils.for_range_slice(builder, ir.Constant(i64, 0), whole,
+                                 ir.Constant(i64, lanes)) as (i, _):
+        _step(builder, formula, inputs, outputs, i, ir.VectorType(element, lanes), size)
+    with cgutils.for_range_slice(builder, whole, n, ir.Constant(i64, 1)) as (i, _):
+        _step(builder, formula, inputs, outputs, i, element, size)
+
+
+class _Probe:
+    """A stand-in value: counting a formula's outputs without emitting IR."""
+
+    def __add__(self, other: _Probe) -> _Probe:
+        return self
+
+    __sub__ = __add__
+
+    def __mul__(self, number: float) -> _Probe:
+        return self
