@@ -1,7 +1,8 @@
 """`cpu.lib.simd_rows`: the explicit-vector row combinations behind the F(4x4) Winograd
 transforms, against the same formulas evaluated by NumPy (bit for bit: the same
 operations in the same order, one rounding each), over counts that end in a partial
-vector and offsets that are not vector-aligned, float32 and float64.
+vector and offsets that are not vector-aligned, float32 and float64; and its
+four-row interleave against NumPy's stack.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from numba import njit
 
 from tracer.backend.cpu.lib.conv_winograd4 import _at4, _bt4
 from tracer.backend.cpu.lib.conv_winograd4_t import _a4
-from tracer.backend.cpu.lib.simd_rows import rows_map
+from tracer.backend.cpu.lib.simd_rows import interleave4, rows_map
 
 _BT4, _AT4, _A4 = rows_map(_bt4, 6), rows_map(_at4, 6), rows_map(_a4, 4)
 
@@ -53,4 +54,24 @@ def test_row_combinations_match_numpy(name: str, dtype: Any, count: int, skew: i
     want = np.full_like(out, 7.0)
     for q, row in enumerate(rows):
         want[at + q * stride:at + q * stride + count] = row
+    np.testing.assert_array_equal(out, want)
+
+
+@njit
+def _interleave(src, starts, out, at, count):  # noqa: ANN001, ANN202
+    interleave4(src, starts, out, at, count)
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.sampled_from([np.float32, np.float64]), st.integers(0, 40), st.integers(0, 9),
+       st.integers(0, 5), st.integers(0, 2 ** 31))
+def test_interleave4_matches_numpy(dtype: Any, count: int, skew: int, at: int,
+                                   seed: int) -> None:
+    pitch = count + skew
+    src = np.random.default_rng(seed).standard_normal(skew + 4 * pitch + 1).astype(dtype)
+    starts = tuple(skew + j * pitch for j in range(4))
+    out = np.full(at + 4 * count + 3, 7.0, dtype)
+    _interleave(src, starts, out, at, count)
+    want = np.full_like(out, 7.0)
+    want[at:at + 4 * count] = np.stack([src[s:s + count] for s in starts], axis=1).ravel()
     np.testing.assert_array_equal(out, want)

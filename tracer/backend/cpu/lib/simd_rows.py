@@ -16,6 +16,10 @@ each loop's setup counts too. Against those loops, one call over 6 rows of 2,025
 float32: 1.23 us against 1.65; of 256: 0.100 against 0.189 (the conv grad step:
 docs/performance.md, `bench_conv`).
 
+`interleave4(src, starts, out, at, count)` writes out[at + 4 b + j] = src[starts[j] + b]
+for b < count, j < 4: four rows interleaved (the F(4x4) output tiles' rows, `j` the
+column in a tile), by vector shuffles where a scalar loop took a cycle an element.
+
 The caller guarantees that the output rows overlap no input row (each step loads
 before it stores, so an overlap would read values of this call's own outputs).
 """
@@ -29,7 +33,7 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-__all__ = ["rows_map"]
+__all__ = ["interleave4", "rows_map"]
 # bytes a vector: 256-bit vectors beat 512-bit ones on these transforms (a call over
 # 6 rows of 2,025 float32: 1.23 us against 1.83; 256 elements: 0.100 against 0.081)
 VECTOR_BYTES = 32
@@ -123,3 +127,65 @@ class _Probe:
 
     def __mul__(self, number: float) -> _Probe:
         return self
+
+
+@intrinsic
+def interleave4(typingctx: Any, src: types.Type, starts: types.Type, out: types.Type,
+                at: types.Type, count: types.Type) -> Any:
+    """out[at + 4 b + j] = src[starts[j] + b] for b < count, j < 4 (see the module)."""
+    if not (isinstance(src, types.Array) and isinstance(out, types.Array)
+            and src.dtype == out.dtype and src.dtype in (types.float32, types.float64)
+            and isinstance(starts, types.BaseTuple) and len(starts) == 4):
+        return None
+
+    def codegen(context: Any, builder: ir.IRBuilder, signature: Any, args: list) -> Any:
+        def int64(value: ir.Value, kind: types.Type) -> ir.Value:
+            return context.cast(builder, value, kind, types.int64)
+
+        src_data = context.make_array(src)(context, builder, args[0]).data
+        out_data = context.make_array(out)(context, builder, args[2]).data
+        rows = [builder.gep(src_data, [int64(v, t)])
+                for v, t in zip(cgutils.unpack_tuple(builder, args[1]), starts)]
+        target = builder.gep(out_data, [int64(args[3], signature.args[3])])
+        size, i64 = src.dtype.bitwidth // 8, ir.IntType(64)
+        lanes, n = VECTOR_BYTES // size, int64(args[4], signature.args[4])
+        whole = builder.mul(builder.sdiv(n, ir.Constant(i64, lanes)), ir.Constant(i64, lanes))
+        element = context.get_value_type(src.dtype)
+        with cgutils.for_range_slice(builder, ir.Constant(i64, 0), whole,
+                                     ir.Constant(i64, lanes)) as (b, _):
+            _interleave_step(builder, rows, target, b, ir.VectorType(element, lanes), size)
+        with cgutils.for_range_slice(builder, whole, n, ir.Constant(i64, 1)) as (b, _):
+            _interleave_step(builder, rows, target, b, element, size)
+        return context.get_dummy_value()
+
+    return types.void(src, starts, out, at, count), codegen
+
+
+def _interleave_step(builder: ir.IRBuilder, rows: list[ir.Value], target: ir.Value,
+                     b: ir.Value, kind: ir.Type, size: int) -> None:
+    """out[4 (b + k) + j] = row j's element b + k, for every lane k of `kind` (a vector
+    or a scalar): pairs of rows interleaved, then the two pairs, one store."""
+    def load(row: ir.Value) -> ir.Value:
+        return builder.load(builder.bitcast(builder.gep(row, [b]), kind.as_pointer()),
+                            align=size)
+
+    values = [load(row) for row in rows]
+    start = builder.gep(target, [builder.mul(b, ir.Constant(ir.IntType(64), 4))])
+    if not isinstance(kind, ir.VectorType):
+        for j, value in enumerate(values):
+            builder.store(value, builder.gep(start, [ir.Constant(ir.IntType(64), j)]),
+                          align=size)
+        return
+    lanes = kind.count
+    zip_two = [x for k in range(lanes) for x in (k, lanes + k)]
+    pairs = [_shuffle(builder, values[0], values[1], zip_two),
+             _shuffle(builder, values[2], values[3], zip_two)]
+    order = [x for k in range(lanes) for x in (2 * k, 2 * k + 1, 2 * lanes + 2 * k,
+                                                2 * lanes + 2 * k + 1)]
+    whole = _shuffle(builder, pairs[0], pairs[1], order)
+    builder.store(whole, builder.bitcast(start, whole.type.as_pointer()), align=size)
+
+
+def _shuffle(builder: ir.IRBuilder, a: ir.Value, b: ir.Value, order: list[int]) -> ir.Value:
+    mask = ir.Constant(ir.VectorType(ir.IntType(32), len(order)), order)
+    return builder.shuffle_vector(a, b, mask)
