@@ -2,7 +2,7 @@
 transforms, against the same formulas evaluated by NumPy (bit for bit: the same
 operations in the same order, one rounding each), over counts that end in a partial
 vector and offsets that are not vector-aligned, float32 and float64; and its
-four-row interleave against NumPy's stack.
+four-row interleave and 8x8 block transpose against NumPy's.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from numba import njit
 
 from tracer.backend.cpu.lib.conv_winograd4 import _at4, _bt4
 from tracer.backend.cpu.lib.conv_winograd4_t import _a4
-from tracer.backend.cpu.lib.simd_rows import interleave4, rows_map
+from tracer.backend.cpu.lib.simd_rows import interleave4, rows_map, transpose8
 
 _BT4, _AT4, _A4 = rows_map(_bt4, 6), rows_map(_at4, 6), rows_map(_a4, 4)
 
@@ -74,4 +74,25 @@ def test_interleave4_matches_numpy(dtype: Any, count: int, skew: int, at: int,
     _interleave(src, starts, out, at, count)
     want = np.full_like(out, 7.0)
     want[at:at + 4 * count] = np.stack([src[s:s + count] for s in starts], axis=1).ravel()
+    np.testing.assert_array_equal(out, want)
+
+
+@njit
+def _transpose(src, start, apart, out, spots, lane):  # noqa: ANN001, ANN202
+    transpose8(src, start, apart, out, spots, lane)
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.sampled_from([np.float32, np.float64]), st.integers(0, 7), st.integers(8, 20),
+       st.permutations(range(8)), st.integers(0, 3), st.integers(0, 2 ** 31))
+def test_transpose8_matches_numpy(dtype: Any, start: int, apart: int, order: list[int],
+                                  lane: int, seed: int) -> None:
+    src = np.random.default_rng(seed).standard_normal(start + 8 * apart).astype(dtype)
+    spots = tuple(11 * m for m in order)  # runs of 8 (+ lane), 11 apart, in any order
+    out = np.full(11 * 8 + lane + 8, 7.0, dtype)
+    _transpose(src, start, apart, out, spots, lane)
+    block = src[start:start + 8 * apart].reshape(8, apart)[:, :8]  # block[k, m]
+    want = np.full_like(out, 7.0)
+    for m, spot in enumerate(spots):
+        want[spot + lane:spot + lane + 8] = block[:, m]
     np.testing.assert_array_equal(out, want)

@@ -20,6 +20,11 @@ docs/performance.md, `bench_conv`).
 for b < count, j < 4: four rows interleaved (the F(4x4) output tiles' rows, `j` the
 column in a tile), by vector shuffles where a scalar loop took a cycle an element.
 
+`transpose8(src, start, apart, out, spots, lane)` moves an 8x8 block:
+out[spots[m] + lane + k] = src[start + k * apart + m] for k, m < 8 (8 rows of 8
+elements `apart` from each other become 8 runs of 8, by shuffles where a scalar loop
+took a load and a store an element).
+
 The caller guarantees that the output rows overlap no input row (each step loads
 before it stores, so an overlap would read values of this call's own outputs).
 """
@@ -33,7 +38,7 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-__all__ = ["interleave4", "rows_map"]
+__all__ = ["interleave4", "rows_map", "transpose8"]
 # bytes a vector: 256-bit vectors beat 512-bit ones on these transforms (a call over
 # 6 rows of 2,025 float32: 1.23 us against 1.83; 256 elements: 0.100 against 0.081)
 VECTOR_BYTES = 32
@@ -189,3 +194,52 @@ def _interleave_step(builder: ir.IRBuilder, rows: list[ir.Value], target: ir.Val
 def _shuffle(builder: ir.IRBuilder, a: ir.Value, b: ir.Value, order: list[int]) -> ir.Value:
     mask = ir.Constant(ir.VectorType(ir.IntType(32), len(order)), order)
     return builder.shuffle_vector(a, b, mask)
+
+
+@intrinsic
+def transpose8(typingctx: Any, src: types.Type, start: types.Type, apart: types.Type,
+               out: types.Type, spots: types.Type, lane: types.Type) -> Any:
+    """out[spots[m] + lane + k] = src[start + k * apart + m] for k, m < 8 (the module)."""
+    if not (isinstance(src, types.Array) and isinstance(out, types.Array)
+            and src.dtype == out.dtype and src.dtype in (types.float32, types.float64)
+            and isinstance(spots, types.BaseTuple) and len(spots) == 8):
+        return None
+
+    def codegen(context: Any, builder: ir.IRBuilder, signature: Any, args: list) -> Any:
+        def int64(value: ir.Value, kind: types.Type) -> ir.Value:
+            return context.cast(builder, value, kind, types.int64)
+
+        size = src.dtype.bitwidth // 8
+        kind = ir.VectorType(context.get_value_type(src.dtype), 8)
+        src_data = context.make_array(src)(context, builder, args[0]).data
+        out_data = context.make_array(out)(context, builder, args[3]).data
+        first, pitch = int64(args[1], signature.args[1]), int64(args[2], signature.args[2])
+        rows = []
+        for k in range(8):
+            at = builder.add(first, builder.mul(pitch, ir.Constant(ir.IntType(64), k)))
+            pointer = builder.bitcast(builder.gep(src_data, [at]), kind.as_pointer())
+            rows.append(builder.load(pointer, align=size))
+        lane = int64(args[5], signature.args[5])
+        columns = _transposed(builder, rows)
+        for spot, column, spot_kind in zip(cgutils.unpack_tuple(builder, args[4]), columns,
+                                           spots):
+            at = builder.add(int64(spot, spot_kind), lane)
+            pointer = builder.bitcast(builder.gep(out_data, [at]), kind.as_pointer())
+            builder.store(column, pointer, align=size)
+        return context.get_dummy_value()
+
+    return types.void(src, start, apart, out, spots, lane), codegen
+
+
+def _transposed(builder: ir.IRBuilder, rows: list[ir.Value]) -> list[ir.Value]:
+    """The 8 columns of the 8 vectors `rows`: rows zipped in pairs, pairs of pairs, then
+    all (element 8 m + k of the last is rows[k][m]), cut into its 8 columns."""
+    pairs = [_shuffle(builder, rows[2 * j], rows[2 * j + 1],
+                      [x for m in range(8) for x in (m, 8 + m)]) for j in range(4)]
+    fours = [_shuffle(builder, pairs[2 * j], pairs[2 * j + 1],
+                      [x for m in range(8) for x in (2 * m, 2 * m + 1, 16 + 2 * m, 17 + 2 * m)])
+             for j in range(2)]
+    whole = _shuffle(builder, fours[0], fours[1],
+                     [x for m in range(8) for x in (*range(4 * m, 4 * m + 4),
+                                                    *range(32 + 4 * m, 36 + 4 * m))])
+    return [_shuffle(builder, whole, whole, list(range(8 * m, 8 * m + 8))) for m in range(8)]
