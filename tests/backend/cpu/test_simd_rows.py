@@ -2,7 +2,7 @@
 transforms, against the same formulas evaluated by NumPy (bit for bit: the same
 operations in the same order, one rounding each), over counts that end in a partial
 vector and offsets that are not vector-aligned, float32 and float64; and its
-four-row interleave and 8x8 block transpose against NumPy's.
+four-row interleave, its reverse and 8x8 block transpose against NumPy's.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from numba import njit
 
 from tracer.backend.cpu.lib.conv_winograd4 import _at4, _bt4
 from tracer.backend.cpu.lib.conv_winograd4_t import _a4
-from tracer.backend.cpu.lib.simd_rows import interleave4, rows_map, transpose8
+from tracer.backend.cpu.lib.simd_rows import deinterleave4, interleave4, rows_map, transpose8
 
 _BT4, _AT4, _A4 = rows_map(_bt4, 6), rows_map(_at4, 6), rows_map(_a4, 4)
 
@@ -95,4 +95,24 @@ def test_transpose8_matches_numpy(dtype: Any, start: int, apart: int, order: lis
     want = np.full_like(out, 7.0)
     for m, spot in enumerate(spots):
         want[spot + lane:spot + lane + 8] = block[:, m]
+    np.testing.assert_array_equal(out, want)
+
+
+@njit
+def _deinterleave(src, start, out, spots, count):  # noqa: ANN001, ANN202
+    deinterleave4(src, start, out, spots, count)
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.sampled_from([np.float32, np.float64]), st.integers(0, 40), st.integers(0, 9),
+       st.permutations(range(4)), st.integers(0, 2 ** 31))
+def test_deinterleave4_matches_numpy(dtype: Any, count: int, start: int, order: list[int],
+                                     seed: int) -> None:
+    src = np.random.default_rng(seed).standard_normal(start + 4 * count + 3).astype(dtype)
+    spots = tuple((count + 2) * q + 1 for q in order)  # rows count + 2 apart, any order
+    out = np.full(4 * (count + 2) + 1, 7.0, dtype)
+    _deinterleave(src, start, out, spots, count)
+    want = np.full_like(out, 7.0)
+    for j, spot in enumerate(spots):
+        want[spot:spot + count] = src[start + j:start + 4 * count:4]
     np.testing.assert_array_equal(out, want)

@@ -18,7 +18,9 @@ docs/performance.md, `bench_conv`).
 
 `interleave4(src, starts, out, at, count)` writes out[at + 4 b + j] = src[starts[j] + b]
 for b < count, j < 4: four rows interleaved (the F(4x4) output tiles' rows, `j` the
-column in a tile), by vector shuffles where a scalar loop took a cycle an element.
+column in a tile), by vector shuffles where a scalar loop took a cycle an element;
+`deinterleave4(src, start, out, spots, count)` the reverse, out[spots[j] + b] =
+src[start + 4 b + j] (an input row split by column modulo 4).
 
 `transpose8(src, start, apart, out, spots, lane)` moves an 8x8 block:
 out[spots[m] + lane + k] = src[start + k * apart + m] for k, m < 8 (8 rows of 8
@@ -38,7 +40,7 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-__all__ = ["interleave4", "rows_map", "transpose8"]
+__all__ = ["deinterleave4", "interleave4", "rows_map", "transpose8"]
 # bytes a vector: 256-bit vectors beat 512-bit ones on these transforms (a call over
 # 6 rows of 2,025 float32: 1.23 us against 1.83; 256 elements: 0.100 against 0.081)
 VECTOR_BYTES = 32
@@ -243,3 +245,57 @@ def _transposed(builder: ir.IRBuilder, rows: list[ir.Value]) -> list[ir.Value]:
                      [x for m in range(8) for x in (*range(4 * m, 4 * m + 4),
                                                     *range(32 + 4 * m, 36 + 4 * m))])
     return [_shuffle(builder, whole, whole, list(range(8 * m, 8 * m + 8))) for m in range(8)]
+
+
+@intrinsic
+def deinterleave4(typingctx: Any, src: types.Type, start: types.Type, out: types.Type,
+                  spots: types.Type, count: types.Type) -> Any:
+    """out[spots[j] + b] = src[start + 4 b + j] for b < count, j < 4 (see the module)."""
+    if not (isinstance(src, types.Array) and isinstance(out, types.Array)
+            and src.dtype == out.dtype and src.dtype in (types.float32, types.float64)
+            and isinstance(spots, types.BaseTuple) and len(spots) == 4):
+        return None
+
+    def codegen(context: Any, builder: ir.IRBuilder, signature: Any, args: list) -> Any:
+        def int64(value: ir.Value, kind: types.Type) -> ir.Value:
+            return context.cast(builder, value, kind, types.int64)
+
+        src_data = context.make_array(src)(context, builder, args[0]).data
+        out_data = context.make_array(out)(context, builder, args[2]).data
+        source = builder.gep(src_data, [int64(args[1], signature.args[1])])
+        rows = [builder.gep(out_data, [int64(v, t)])
+                for v, t in zip(cgutils.unpack_tuple(builder, args[3]), spots)]
+        size, i64 = src.dtype.bitwidth // 8, ir.IntType(64)
+        lanes, n = VECTOR_BYTES // size, int64(args[4], signature.args[4])
+        whole = builder.mul(builder.sdiv(n, ir.Constant(i64, lanes)), ir.Constant(i64, lanes))
+        element = context.get_value_type(src.dtype)
+        with cgutils.for_range_slice(builder, ir.Constant(i64, 0), whole,
+                                     ir.Constant(i64, lanes)) as (b, _):
+            _deinterleave_step(builder, source, rows, b, ir.VectorType(element, lanes), size)
+        with cgutils.for_range_slice(builder, whole, n, ir.Constant(i64, 1)) as (b, _):
+            _deinterleave_step(builder, source, rows, b, element, size)
+        return context.get_dummy_value()
+
+    return types.void(src, start, out, spots, count), codegen
+
+
+def _deinterleave_step(builder: ir.IRBuilder, source: ir.Value, rows: list[ir.Value],
+                       b: ir.Value, kind: ir.Type, size: int) -> None:
+    """rows[j][b + k] = source[4 (b + k) + j] for every lane k of `kind` (a vector or a
+    scalar): four vectors loaded, each row's elements picked by one shuffle."""
+    i64 = ir.IntType(64)
+    start = builder.gep(source, [builder.mul(b, ir.Constant(i64, 4))])
+    if not isinstance(kind, ir.VectorType):
+        for j, row in enumerate(rows):
+            value = builder.load(builder.gep(start, [ir.Constant(i64, j)]), align=size)
+            builder.store(value, builder.gep(row, [b]), align=size)
+        return
+    lanes = kind.count
+    parts = [builder.load(builder.bitcast(builder.gep(start, [ir.Constant(i64, lanes * p)]),
+                                          kind.as_pointer()), align=size) for p in range(4)]
+    halves = [_shuffle(builder, parts[0], parts[1], list(range(2 * lanes))),
+              _shuffle(builder, parts[2], parts[3], list(range(2 * lanes)))]
+    for j, row in enumerate(rows):
+        picked = _shuffle(builder, halves[0], halves[1], list(range(j, 4 * lanes, 4)))
+        builder.store(picked, builder.bitcast(builder.gep(row, [b]), kind.as_pointer()),
+                      align=size)
