@@ -46,6 +46,11 @@ __all__ = ["deinterleave4", "interleave4", "rows_map", "transpose8"]
 VECTOR_BYTES = 32
 
 
+def _flat(kind: types.Type) -> bool:
+    """Whether `kind` is a 1-D C-contiguous array (the intrinsics index raw memory)."""
+    return isinstance(kind, types.Array) and kind.ndim == 1 and kind.layout == "C"
+
+
 class _Value:
     """An LLVM value under construction: +, - and * by a Python number emit IR."""
 
@@ -86,7 +91,7 @@ def rows_map(formula: Callable[..., tuple], inputs: int) -> Any:
     def typer(typingctx: Any, src: types.Type, starts: types.Type, out: types.Type,
               at: types.Type, stride: types.Type, count: types.Type) -> Any:
         floats = (types.float32, types.float64)
-        if not (isinstance(src, types.Array) and isinstance(out, types.Array)
+        if not (_flat(src) and _flat(out)
                 and src.dtype == out.dtype and src.dtype in floats
                 and isinstance(starts, types.BaseTuple) and len(starts) == inputs):
             return None
@@ -140,7 +145,7 @@ class _Probe:
 def interleave4(typingctx: Any, src: types.Type, starts: types.Type, out: types.Type,
                 at: types.Type, count: types.Type) -> Any:
     """out[at + 4 b + j] = src[starts[j] + b] for b < count, j < 4 (see the module)."""
-    if not (isinstance(src, types.Array) and isinstance(out, types.Array)
+    if not (_flat(src) and _flat(out)
             and src.dtype == out.dtype and src.dtype in (types.float32, types.float64)
             and isinstance(starts, types.BaseTuple) and len(starts) == 4):
         return None
@@ -202,7 +207,7 @@ def _shuffle(builder: ir.IRBuilder, a: ir.Value, b: ir.Value, order: list[int]) 
 def transpose8(typingctx: Any, src: types.Type, start: types.Type, apart: types.Type,
                out: types.Type, spots: types.Type, lane: types.Type) -> Any:
     """out[spots[m] + lane + k] = src[start + k * apart + m] for k, m < 8 (the module)."""
-    if not (isinstance(src, types.Array) and isinstance(out, types.Array)
+    if not (_flat(src) and _flat(out)
             and src.dtype == out.dtype and src.dtype in (types.float32, types.float64)
             and isinstance(spots, types.BaseTuple) and len(spots) == 8):
         return None
@@ -251,7 +256,7 @@ def _transposed(builder: ir.IRBuilder, rows: list[ir.Value]) -> list[ir.Value]:
 def deinterleave4(typingctx: Any, src: types.Type, start: types.Type, out: types.Type,
                   spots: types.Type, count: types.Type) -> Any:
     """out[spots[j] + b] = src[start + 4 b + j] for b < count, j < 4 (see the module)."""
-    if not (isinstance(src, types.Array) and isinstance(out, types.Array)
+    if not (_flat(src) and _flat(out)
             and src.dtype == out.dtype and src.dtype in (types.float32, types.float64)
             and isinstance(spots, types.BaseTuple) and len(spots) == 4):
         return None
