@@ -33,6 +33,7 @@ from numba import njit
 
 from .conv_core import gemm, image_of
 from .conv_winograd import finite
+from .simd_rows import deinterleave4, interleave4, rows_map
 
 _OPTIONS = dict(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)  # (see cpu.lib.conv)
 _jit = njit(error_model="numpy", nogil=True, **_OPTIONS)
@@ -131,57 +132,42 @@ def _fill_split4(x, image, c0, cg, grid, sub, half, in_sp, lo):
     plane spot (4a + p, 4k + q) of channel c at sub-plane 4p + q, channel c, row a,
     column k (each sub-plane's channels one after the other, `sub` apart). Spots off
     the plane are cropped (negative padding); the others are left as they are: zero.
-    A source row goes by whole groups of 4 plane columns, one element to each of the 4
-    column sub-planes (a loop per sub-plane took 0.40 ms for 16x32x32x32 and 1.36 for
-    16x32x56x56, this one 0.27 and 0.69), its ends element by element."""
+    A source row goes by whole groups of 4 source columns, split by `deinterleave4`
+    (vector shuffles: a scalar loop took about a cycle an element), its end element by
+    element."""
     rows, width, step = 4 * (sub // half), in_sp[1], cg * sub  # (step: sub-plane to next q)
     first, stop = max(0, -lo[0]), min(in_sp[0], rows - lo[0])  # source rows on the plane
-    t0, t1 = max(0, lo[1]), min(width + lo[1], 4 * half)  # plane columns with a source
-    g0, g1 = (t0 + 3) >> 2, max((t0 + 3) >> 2, t1 >> 2)  # whole groups [4 g0, 4 g1)
+    c_first, c_stop = max(0, -lo[1]), min(width, 4 * half - lo[1])  # source columns
+    groups = max(0, c_stop - c_first) // 4
+    t = c_first + lo[1]  # the plane column of source column c_first
+    xflat = x.reshape(x.size)
     for c in range(cg):
-        src = x[image, c0 + c]
+        plane = (image * x.shape[1] + c0 + c) * x.shape[2]
         for i in range(first, stop):
             r = i + lo[0]
             row = (4 * (r % 4) * cg + c) * sub + (r // 4) * half
-            s = i * width - lo[1]  # plane column t holds src[s + t]
-            for t in range(t0, min(t1, 4 * g0)):
-                grid[np.uint64(row + (t & 3) * step + (t >> 2))] = src[np.uint64(s + t)]
-            for k in range(g0, g1):  # (unsigned: no wraparound)
-                at, put = np.uint64(s + 4 * k), np.uint64(row + k)
-                grid[put] = src[at]
-                grid[put + np.uint64(step)] = src[at + np.uint64(1)]
-                grid[put + np.uint64(2 * step)] = src[at + np.uint64(2)]
-                grid[put + np.uint64(3 * step)] = src[at + np.uint64(3)]
-            for t in range(max(t0, 4 * g1), t1):
-                grid[np.uint64(row + (t & 3) * step + (t >> 2))] = src[np.uint64(s + t)]
+            s = plane + i * width + c_first
+            spots = (row + (t & 3) * step + (t >> 2), row + ((t + 1) & 3) * step + ((t + 1) >> 2),
+                     row + ((t + 2) & 3) * step + ((t + 2) >> 2),
+                     row + ((t + 3) & 3) * step + ((t + 3) >> 2))
+            deinterleave4(xflat, s, grid, spots, groups)
+            for k in range(4 * groups, c_stop - c_first):  # (unsigned: no wraparound)
+                at = t + k
+                grid[np.uint64(row + (at & 3) * step + (at >> 2))] = xflat[np.uint64(s + k)]
 
 
-@_jit
-def _apply_bt4(d0, d1, d2, d3, d4, d5, out, at, stride, count):
-    """B^T along one axis, for i < count: out[at + q * stride + i] = (B^T d)[q] of
-    d = (d0[i], ..., d5[i]); B^T's rows: (1, -3/2, -2, 3/2, 1, 0), (0, -1, 1/2, 5/2,
-    1, 0), (0, 1, -5/2, 1/2, 1, 0), (0, -2, -1, 2, 1, 0), (0, 1/2, -1, -1/2, 1, 0),
+def _bt4(d0, d1, d2, d3, d4, d5):
+    """B^T d along one axis; B^T's rows: (1, -3/2, -2, 3/2, 1, 0), (0, -1, 1/2, 5/2, 1,
+    0), (0, 1, -5/2, 1/2, 1, 0), (0, -2, -1, 2, 1, 0), (0, 1/2, -1, -1/2, 1, 0),
     (0, 1, -3/2, -2, 3/2, 1)."""
-    # (constants of out's dtype: a float64 one would make float32 arithmetic float64)
-    kind = out.dtype.type
-    h, one5, two5, two = kind(0.5), kind(1.5), kind(2.5), kind(2.0)
-    r0, r1 = out[at:at + count], out[at + stride:at + stride + count]
-    r2, r3 = out[at + 2 * stride:at + 2 * stride + count], out[at + 3 * stride:]
-    r4, r5 = out[at + 4 * stride:at + 4 * stride + count], out[at + 5 * stride:]
-    # (a loop per output row: one that wrote all six would need more run-time overlap
-    # checks than LLVM vectorizes with, and ran scalar)
-    for i in range(count):
-        r0[i] = d0[i] + d4[i] - d2[i] * two + (d3[i] - d1[i]) * one5
-    for i in range(count):
-        r1[i] = d4[i] - d1[i] + d2[i] * h + d3[i] * two5
-    for i in range(count):
-        r2[i] = d4[i] + d1[i] - d2[i] * two5 + d3[i] * h
-    for i in range(count):
-        r3[i] = d4[i] - d2[i] + (d3[i] - d1[i]) * two
-    for i in range(count):
-        r4[i] = d4[i] - d2[i] + (d1[i] - d3[i]) * h
-    for i in range(count):
-        r5[i] = d5[i] + d1[i] - d3[i] * two + (d4[i] - d2[i]) * one5
+    return (d0 + d4 - d2 * 2.0 + (d3 - d1) * 1.5, d4 - d1 + d2 * 0.5 + d3 * 2.5,
+            d4 + d1 - d2 * 2.5 + d3 * 0.5, d4 - d2 + (d3 - d1) * 2.0,
+            d4 - d2 + (d1 - d3) * 0.5, d5 + d1 - d3 * 2.0 + (d4 - d2) * 1.5)
+
+
+# `_apply_bt4(d, starts, out, at, stride, count)`: for i < count, out[at + q * stride +
+# i] = (B^T d)[q] of the six values d[starts[0] + i], ..., d[starts[5] + i]
+_apply_bt4 = rows_map(_bt4, 6)
 
 
 @_jit
@@ -197,31 +183,23 @@ def _input_transform4(grid, cg, sub, half, chunk, h, v):
         f0, n = c0 * sub, min(chunk, cg - c0) * sub
         for p in range(4):
             at = 4 * p * span + f0
-            _apply_bt4(grid[at:], grid[at + span:], grid[at + 2 * span:], grid[at + 3 * span:],
-                       grid[at + 1:], grid[at + span + 1:], h, 6 * p * stride, stride, n + half)
+            _apply_bt4(grid, (at, at + span, at + 2 * span, at + 3 * span, at + 1, at + span + 1),
+                       h, 6 * p * stride, stride, n + half)
         for s in range(6):
             at = s * stride
-            _apply_bt4(h[at:], h[6 * stride + at:], h[12 * stride + at:], h[18 * stride + at:],
-                       h[at + half:], h[6 * stride + at + half:], v, s * span + f0, 6 * span, n)
+            _apply_bt4(h, (at, 6 * stride + at, 12 * stride + at, 18 * stride + at, at + half,
+                           6 * stride + at + half), v, s * span + f0, 6 * span, n)
 
 
-@_jit
-def _apply_at4(m0, m1, m2, m3, m4, m5, out, at, stride, count):
-    """A^T along one axis, for i < count: out[at + q * stride + i] = (A^T m)[q]; A^T's
-    rows: (1, 1, 1, 1, 1, 0), (0, 1, -1, 1/2, -2, 0), (0, 1, 1, 1/4, 4, 0),
-    (0, 1, -1, 1/8, -8, 1)."""
-    kind = out.dtype.type  # (as in `_apply_bt4`)
-    h, q4, e8, two = kind(0.5), kind(0.25), kind(0.125), kind(2.0)
-    y0, y1 = out[at:at + count], out[at + stride:at + stride + count]
-    y2, y3 = out[at + 2 * stride:at + 2 * stride + count], out[at + 3 * stride:]
-    for i in range(count):  # (a loop per output row: see `_apply_bt4`)
-        y0[i] = m0[i] + (m1[i] + m2[i]) + m3[i] + m4[i]
-    for i in range(count):
-        y1[i] = (m1[i] - m2[i]) + m3[i] * h - m4[i] * two
-    for i in range(count):
-        y2[i] = (m1[i] + m2[i]) + m3[i] * q4 + m4[i] * (two * two)
-    for i in range(count):
-        y3[i] = m5[i] + (m1[i] - m2[i]) + m3[i] * e8 - m4[i] * (two * two * two)
+def _at4(m0, m1, m2, m3, m4, m5):
+    """A^T m along one axis; A^T's rows: (1, 1, 1, 1, 1, 0), (0, 1, -1, 1/2, -2, 0),
+    (0, 1, 1, 1/4, 4, 0), (0, 1, -1, 1/8, -8, 1)."""
+    return (m0 + (m1 + m2) + m3 + m4, (m1 - m2) + m3 * 0.5 - m4 * 2.0,
+            (m1 + m2) + m3 * 0.25 + m4 * 4.0, m5 + (m1 - m2) + m3 * 0.125 - m4 * 8.0)
+
+
+# `_apply_at4(m, starts, out, at, stride, count)`: A^T as `_apply_bt4` applies B^T
+_apply_at4 = rows_map(_at4, 6)
 
 
 @_jit
@@ -238,31 +216,30 @@ def _output_transform4(m, og, tiles, half, chunk, out, b, o0, out_sp, p):
         y = p[24 * n:]
         for r in range(6):
             at = 6 * r * step + f0 * tiles
-            _apply_at4(m[at:], m[at + step:], m[at + 2 * step:], m[at + 3 * step:],
-                       m[at + 4 * step:], m[at + 5 * step:], p, r * n, 6 * n, n)
+            _apply_at4(m, (at, at + step, at + 2 * step, at + 3 * step, at + 4 * step,
+                           at + 5 * step), p, r * n, 6 * n, n)
         for j in range(4):
             at = 6 * j * n
-            _apply_at4(p[at:], p[at + n:], p[at + 2 * n:], p[at + 3 * n:], p[at + 4 * n:],
-                       p[at + 5 * n:], y, j * n, 4 * n, n)
+            _apply_at4(p, (at, at + n, at + 2 * n, at + 3 * n, at + 4 * n, at + 5 * n), y,
+                       j * n, 4 * n, n)
         all_finite = all_finite and finite(y[:16 * n])
+        oflat, plane = out.reshape(out.size), out.shape[2]
         for o in range(n // tiles):
-            _copy_out4(out[b, o0 + f0 + o], y[o * tiles:], n, half, out_sp)
+            _copy_out4(oflat, ((b * out.shape[1]) + o0 + f0 + o) * plane, y, o * tiles, n, half,
+                       out_sp)
     return all_finite
 
 
 @_jit
-def _copy_out4(dst, y, step, half, out_sp):
-    """dst = the outputs y[i, j] of the tiles t, at y[(4 i + j) * step + t]. Flat
-    indices, no row views (a view per 32-wide row cost a fifth of the copy)."""
+def _copy_out4(dst, d_at, y, y_at, step, half, out_sp):
+    """The output plane dst[d_at:] = the outputs y[i, j] of the tiles t, at
+    y[y_at + (4 i + j) * step + t]: a row's whole tiles by `interleave4` (a scalar loop
+    took about a cycle an element), a width not a multiple of 4 ends element by
+    element."""
     oh, ow = out_sp[0], out_sp[1]
     full = ow // 4
     for r in range(oh):
-        s0, d0 = 4 * (r % 4) * step + (r // 4) * half, r * ow
-        for b in range(full):  # (unsigned: no wraparound)
-            s, d = np.uint64(s0 + b), np.uint64(d0 + 4 * b)
-            dst[d] = y[s]
-            dst[d + np.uint64(1)] = y[s + np.uint64(step)]
-            dst[d + np.uint64(2)] = y[s + np.uint64(2 * step)]
-            dst[d + np.uint64(3)] = y[s + np.uint64(3 * step)]
-        for col in range(4 * full, ow):  # a width not a multiple of 4: the last tile
+        s0, d0 = y_at + 4 * (r % 4) * step + (r // 4) * half, d_at + r * ow
+        interleave4(y, (s0, s0 + step, s0 + 2 * step, s0 + 3 * step), dst, d0, full)
+        for col in range(4 * full, ow):  # the last tile
             dst[d0 + col] = y[s0 + (col % 4) * step + full]
