@@ -1,4 +1,4 @@
-"""Linear combinations of rows in explicit 512-bit vectors, for the Winograd
+"""Linear combinations of rows in explicit 256-bit vectors (`VECTOR_BYTES`), for the Winograd
 transforms of `cpu.lib.conv_winograd4` and `cpu.lib.conv_winograd4_t`.
 
 `rows_map(formula, inputs)` makes an intrinsic `combine(src, starts, out, at, stride,
