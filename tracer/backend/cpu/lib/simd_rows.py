@@ -108,25 +108,27 @@ def rows_map(formula: Callable[..., tuple], inputs: int) -> Any:
             rows = len(formula(*[_Probe()] * inputs))
             targets = [builder.gep(out_data, [builder.add(first, builder.mul(
                 pitch, ir.Constant(ir.IntType(64), q)))]) for q in range(rows)]
-            _loops(builder, formula, begin, targets, n, context.get_value_type(src.dtype),
-                   src.dtype.bitwidth // 8)
+            size = src.dtype.bitwidth // 8
+            _by_vectors(builder, n, context.get_value_type(src.dtype), size,
+                        lambda i, kind: _step(builder, formula, begin, targets, i, kind, size))
             return context.get_dummy_value()
 
         return types.void(src, starts, out, at, stride, count), codegen
     return intrinsic(typer)
 
 
-def _loops(builder: ir.IRBuilder, formula: Callable[..., tuple], inputs: list[ir.Value],
-           outputs: list[ir.Value], n: ir.Value, element: ir.Type, size: int) -> None:
-    """The vector loop over the whole vectors of n elements, then the scalar one."""
+def _by_vectors(builder: ir.IRBuilder, n: ir.Value, element: ir.Type, size: int,
+                step: Callable[[ir.Value, ir.Type], None]) -> None:
+    """`step(i, kind)` over the whole vectors of n elements (kind: a vector of
+    `VECTOR_BYTES`), then over the elements left one at a time (kind: the element)."""
     i64 = ir.IntType(64)
     lanes = VECTOR_BYTES // size
     whole = builder.mul(builder.sdiv(n, ir.Constant(i64, lanes)), ir.Constant(i64, lanes))
     with cgutils.for_range_slice(builder, ir.Constant(i64, 0), whole,
                                  ir.Constant(i64, lanes)) as (i, _):
-        _step(builder, formula, inputs, outputs, i, ir.VectorType(element, lanes), size)
+        step(i, ir.VectorType(element, lanes))
     with cgutils.for_range_slice(builder, whole, n, ir.Constant(i64, 1)) as (i, _):
-        _step(builder, formula, inputs, outputs, i, element, size)
+        step(i, element)
 
 
 class _Probe:
@@ -159,15 +161,10 @@ def interleave4(typingctx: Any, src: types.Type, starts: types.Type, out: types.
         rows = [builder.gep(src_data, [int64(v, t)])
                 for v, t in zip(cgutils.unpack_tuple(builder, args[1]), starts)]
         target = builder.gep(out_data, [int64(args[3], signature.args[3])])
-        size, i64 = src.dtype.bitwidth // 8, ir.IntType(64)
-        lanes, n = VECTOR_BYTES // size, int64(args[4], signature.args[4])
-        whole = builder.mul(builder.sdiv(n, ir.Constant(i64, lanes)), ir.Constant(i64, lanes))
-        element = context.get_value_type(src.dtype)
-        with cgutils.for_range_slice(builder, ir.Constant(i64, 0), whole,
-                                     ir.Constant(i64, lanes)) as (b, _):
-            _interleave_step(builder, rows, target, b, ir.VectorType(element, lanes), size)
-        with cgutils.for_range_slice(builder, whole, n, ir.Constant(i64, 1)) as (b, _):
-            _interleave_step(builder, rows, target, b, element, size)
+        size = src.dtype.bitwidth // 8
+        _by_vectors(builder, int64(args[4], signature.args[4]),
+                    context.get_value_type(src.dtype), size,
+                    lambda b, kind: _interleave_step(builder, rows, target, b, kind, size))
         return context.get_dummy_value()
 
     return types.void(src, starts, out, at, count), codegen
@@ -270,15 +267,10 @@ def deinterleave4(typingctx: Any, src: types.Type, start: types.Type, out: types
         source = builder.gep(src_data, [int64(args[1], signature.args[1])])
         rows = [builder.gep(out_data, [int64(v, t)])
                 for v, t in zip(cgutils.unpack_tuple(builder, args[3]), spots)]
-        size, i64 = src.dtype.bitwidth // 8, ir.IntType(64)
-        lanes, n = VECTOR_BYTES // size, int64(args[4], signature.args[4])
-        whole = builder.mul(builder.sdiv(n, ir.Constant(i64, lanes)), ir.Constant(i64, lanes))
-        element = context.get_value_type(src.dtype)
-        with cgutils.for_range_slice(builder, ir.Constant(i64, 0), whole,
-                                     ir.Constant(i64, lanes)) as (b, _):
-            _deinterleave_step(builder, source, rows, b, ir.VectorType(element, lanes), size)
-        with cgutils.for_range_slice(builder, whole, n, ir.Constant(i64, 1)) as (b, _):
-            _deinterleave_step(builder, source, rows, b, element, size)
+        size = src.dtype.bitwidth // 8
+        _by_vectors(builder, int64(args[4], signature.args[4]),
+                    context.get_value_type(src.dtype), size,
+                    lambda b, kind: _deinterleave_step(builder, source, rows, b, kind, size))
         return context.get_dummy_value()
 
     return types.void(src, start, out, spots, count), codegen
