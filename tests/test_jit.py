@@ -167,6 +167,31 @@ def test_lower_compile_stages():
         compiled(np.ones((2, 2), np.float32), b)
 
 
+def test_a_compiled_call_takes_arrays_of_its_signature_in_any_form():
+    """`Compiled.__call__` serves NumPy arrays of exactly its signature without its
+    general checks; the same call with strided or Fortran-ordered views or array
+    subclasses gives the same values, and a mismatch still raises (keywords for
+    positional parameters included: the structure it was compiled for, as in JAX)."""
+    f = tr.jit(lambda a, b: (a, a * b + 1.0))
+    a, b = np.arange(6, dtype=np.float32).reshape(2, 3), np.full((2, 3), 2, np.float32)
+    compiled = f.lower(a, b).compile()
+    want = [a, a * b + 1.0]
+    longer = np.repeat(a, 2, axis=1)  # a strided view of a's values: [:, ::2]
+    for call in (lambda: compiled(a, b), lambda: compiled(longer[:, ::2], b),
+                 lambda: compiled(tnp.asarray(a), b), lambda: compiled(np.asfortranarray(a), b)):
+        got = call()
+        for g, w in zip(got, want, strict=True):
+            np.testing.assert_array_equal(g, w)
+            assert g.dtype == np.float32
+        got[0][0, 0] = 99.0  # a passed-through input comes back as a copy
+        assert a[0, 0] == 0.0
+    for bad in ((a.astype(np.float64), b), (a[:1], b[:1]), (a,), (a, b, b)):
+        with pytest.raises(TypeError):
+            compiled(*bad)
+    message = raises(TypeError, lambda: compiled(a=a, b=b))  # as JAX: the same structure
+    assert "structured as PyTreeDef(((*, *), {}))" in message and "'a': *" in message
+
+
 def test_eval_shape_pytree():
     out = tr.eval_shape(lambda x: {"s": x.sum(), "t": x.T}, np.ones((2, 3), np.int32))
     assert out == {"s": tr.ShapedArray((), np.int64), "t": tr.ShapedArray((3, 2), np.int32)}

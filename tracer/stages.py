@@ -80,6 +80,11 @@ class Compiled:
         self.graph = graph
         self.executable = executable
         self.aliased = _aliased_outputs(graph)
+        self._expected = tuple(a.strip_weak() for a in lowered.in_avals)
+        self._layouts = tuple((a.shape, np.dtype(a.dtype)) for a in self._expected)
+        # whether the inputs are the positional arguments themselves, no kwargs (as
+        # `tree_flatten` writes them): such calls skip flattening (`_positional_arrays`)
+        self._positional = lowered.in_tree == tree_flatten(((0,) * len(self._layouts), {}))[1]
 
     def run(self, arrays: Sequence[Any]) -> list[Any]:
         """The executable's outputs; an output the graph passes through from an input
@@ -130,17 +135,39 @@ class Compiled:
                 f"{self.lowered.name}: compiled for the static arguments "
                 f"{_statics_text(self.lowered.statics)} but called with "
                 f"{_statics_text(statics)}; call the jitted function to retrace")
+        plain = self._positional_arrays(dynamic)
+        if plain is not None:  # (the common call, without the checks' ~10 us of Python)
+            return tree_unflatten(self.lowered.out_tree, self.run(plain))
         leaves, tree = tree_flatten(dynamic)
         arrays = [x if _on_device(x) else np.asarray(x) for x in leaves]
         avals = tuple(ShapedArray(tuple(a.shape), np.dtype(a.dtype)) for a in arrays)
-        expected = tuple(a.strip_weak() for a in self.lowered.in_avals)
-        if tree != self.lowered.in_tree or avals != expected:
+        expected = self._expected
+        if tree != self.lowered.in_tree:  # (keywords for positions, another container)
+            raise TracerTypeError(
+                f"{self.lowered.name}: compiled for arguments structured as "
+                f"{self.lowered.in_tree} but called with {tree}; call the jitted function "
+                "to retrace")
+        if avals != expected:
             raise TracerTypeError(
                 f"{self.lowered.name}: compiled for ({', '.join(map(str, expected))}) but called "
                 f"with ({', '.join(map(str, avals))}); call the jitted function to retrace")
         arrays = [x if _on_device(x) else np.asarray(x, dtype=a.dtype)
                   for x, a in zip(arrays, expected, strict=True)]
         return tree_unflatten(self.lowered.out_tree, self.run(arrays))
+
+    def _positional_arrays(self, dynamic: Any) -> tuple[np.ndarray, ...] | None:
+        """The inputs when `dynamic` is (args, {}) of NumPy arrays (not subclasses) of
+        exactly the compiled shapes and dtypes, as the compiled signature lays them out;
+        else None (the general path converts, checks and says what differs)."""
+        if not self._positional or type(dynamic) is not tuple or len(dynamic) != 2:
+            return None
+        args, kwargs = dynamic
+        if kwargs or type(args) is not tuple or len(args) != len(self._layouts):
+            return None
+        for x, (shape, dtype) in zip(args, self._layouts):
+            if type(x) is not np.ndarray or x.shape != shape or x.dtype != dtype:
+                return None
+        return args
 
 
 def fusion_groups(graph: Graph) -> list[list[Eqn]]:
