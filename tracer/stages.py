@@ -81,10 +81,7 @@ class Compiled:
         self.executable = executable
         self.aliased = _aliased_outputs(graph)
         self._expected = tuple(a.strip_weak() for a in lowered.in_avals)
-        self._layouts = tuple((a.shape, np.dtype(a.dtype)) for a in self._expected)
-        # whether the inputs are the positional arguments themselves, no kwargs (as
-        # `tree_flatten` writes them): such calls skip flattening (`_positional_arrays`)
-        self._positional = lowered.in_tree == tree_flatten(((0,) * len(self._layouts), {}))[1]
+        self._plain = ExactArrays(lowered.in_tree, self._expected)
 
     def run(self, arrays: Sequence[Any]) -> list[Any]:
         """The executable's outputs; an output the graph passes through from an input
@@ -135,7 +132,7 @@ class Compiled:
                 f"{self.lowered.name}: compiled for the static arguments "
                 f"{_statics_text(self.lowered.statics)} but called with "
                 f"{_statics_text(statics)}; call the jitted function to retrace")
-        plain = self._positional_arrays(dynamic)
+        plain = self._plain.of(*dynamic)  # (dynamic: the (args, kwargs) pytree)
         if plain is not None:  # (the common call, without the checks' ~10 us of Python)
             return tree_unflatten(self.lowered.out_tree, self.run(plain))
         leaves, tree = tree_flatten(dynamic)
@@ -155,16 +152,26 @@ class Compiled:
                   for x, a in zip(arrays, expected, strict=True)]
         return tree_unflatten(self.lowered.out_tree, self.run(arrays))
 
-    def _positional_arrays(self, dynamic: Any) -> tuple[np.ndarray, ...] | None:
-        """The inputs when `dynamic` is (args, {}) of NumPy arrays (not subclasses) of
-        exactly the compiled shapes and dtypes, as the compiled signature lays them out;
-        else None (the general path converts, checks and says what differs)."""
-        if not self._positional or type(dynamic) is not tuple or len(dynamic) != 2:
+
+class ExactArrays:
+    """The fast check of a compiled program's call (`Compiled`, `export.Exported`):
+    positional NumPy arrays (not subclasses) of exactly its input shapes and dtypes,
+    where its inputs are the positional arguments themselves; any other call takes the
+    caller's general path, which converts, checks and says what differs."""
+
+    __slots__ = ("layouts", "positional")
+
+    def __init__(self, in_tree: PyTreeDef, in_avals: Sequence[ShapedArray]) -> None:
+        self.layouts = tuple((a.shape, np.dtype(a.dtype)) for a in in_avals)
+        # (the structure `tree_flatten` gives (args, kwargs) of len(layouts) leaves)
+        self.positional = in_tree == tree_flatten(((0,) * len(self.layouts), {}))[1]
+
+    def of(self, args: Any, kwargs: Any) -> tuple[np.ndarray, ...] | None:
+        """`args` when the call qualifies, else None."""
+        if not self.positional or kwargs or type(args) is not tuple \
+                or len(args) != len(self.layouts):
             return None
-        args, kwargs = dynamic
-        if kwargs or type(args) is not tuple or len(args) != len(self._layouts):
-            return None
-        for x, (shape, dtype) in zip(args, self._layouts):
+        for x, (shape, dtype) in zip(args, self.layouts):
             if type(x) is not np.ndarray or x.shape != shape or x.dtype != dtype:
                 return None
         return args
