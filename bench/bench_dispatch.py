@@ -43,13 +43,28 @@ def overhead() -> None:
         if backend == "cpu":
             py = _python_guarded(lambda a, b, c: a * b + c, x, y, z)
             rows.append(("tracer[cpu] a*b+c Python guard", lambda: py(x, y, z)))
+            rows += _staged_rows(x, y, z)
         rows.append((f"tracer[{backend}] identity", lambda ident=ident: ident(x, y, z)))
     jax = try_import_jax()
     if jax is not None:
         jf = jax.jit(lambda a, b, c: a * b + c)
         rows.append(("jax a*b+c", lambda: jf(x, y, z).block_until_ready()))
+        jc = jf.lower(x, y, z).compile()
+        rows.append(("jax lower().compile() a*b+c", lambda: jc(x, y, z).block_until_ready()))
     report("cached call, 3 tiny float32[4] arguments (paired rounds)",
            _paired(rows, check=False), "numpy (x * y + z)")
+
+
+def _staged_rows(*args: np.ndarray) -> list:
+    """The same call through `lower().compile()` and through a deserialized
+    `export.Exported` (what a program shipped without its Python source calls)."""
+    from tracer import export
+
+    f = tr.jit(lambda a, b, c: a * b + c)
+    compiled = f.lower(*args).compile()
+    exported = export.deserialize(export.export(f)(*args).serialize())
+    return [("tracer[cpu] lower().compile() a*b+c", lambda: compiled(*args)),
+            ("tracer[cpu] exported a*b+c", lambda: exported.call(*args))]
 
 
 def one_element() -> None:
