@@ -57,6 +57,25 @@ def test_only_loops_evaluating_polynomials_ask_for_wide_vectors() -> None:
     assert CALL not in _source(lambda v: tnp.sum(v + 1, axis=-1), x)
 
 
+def test_a_loop_body_function_asks_inside_its_own_loops(monkeypatch: Any) -> None:
+    """A while loop run twice has its body in a function of its own
+    (`emit.control.FunctionScope`): its exp loop asks there too (a scope without
+    `wide_vectors` raised while emitting)."""
+    from tracer import ops
+    from tracer.backend.cpu.emit import control
+    monkeypatch.setattr(control, "OUTLINE_MIN_EQNS", 1)  # (this body is small)
+    x = np.linspace(-3, 3, 4096).astype(np.float32)
+
+    def f(a: Any, b: Any) -> Any:
+        body = lambda c: (tnp.exp(c[0] * np.float32(0.5)), c[1] + 1)  # noqa: E731
+        loop = lambda v: ops.while_loop(lambda c: c[1] < 3, body, (v, 0))[0]  # noqa: E731
+        return loop(a), loop(b)
+    code = _source(f, x, x[::-1].copy())
+    body = code[code.index("def while_body"):]
+    assert CALL in body[:body.index("\n\n\n")]
+    _compare(f, [x, x[::-1].copy()], CPU)
+
+
 def test_the_request_reaches_llvm_and_the_machine_code() -> None:
     """The function holding the call carries LLVM's prefer-vector-width attribute; on a
     host with AVX-512 its loop uses the 512-bit registers."""

@@ -144,6 +144,9 @@ class FunctionScope:
     def use(self, helper: str, module: str | None = None) -> str:
         return self.root.use(helper, module)
 
+    def wide_vectors(self, loop_body: str) -> str | None:
+        return self.root.wide_vectors(loop_body)
+
     def size(self, key: tuple, value: int, hint: str = "n") -> str:
         if key not in self.size_names:
             self.size_args.append(self.parent.size(key, value, hint))
