@@ -33,6 +33,7 @@ before it stores, so an overlap would read values of this call's own outputs).
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, Callable
 
 from llvmlite import ir
@@ -49,6 +50,20 @@ VECTOR_BYTES = 32
 def _flat(kind: types.Type) -> bool:
     """Whether `kind` is a 1-D C-contiguous array (the intrinsics index raw memory)."""
     return isinstance(kind, types.Array) and kind.ndim == 1 and kind.layout == "C"
+
+
+def _float_rows(src: types.Type, out: types.Type, offsets: types.Type, count: int) -> bool:
+    """The types every intrinsic here takes: `src` and `out` flat arrays of one float
+    dtype, `offsets` a tuple of `count` ints (the rows' starts or spots)."""
+    return (_flat(src) and _flat(out) and src.dtype == out.dtype
+            and src.dtype in (types.float32, types.float64)
+            and isinstance(offsets, types.BaseTuple) and len(offsets) == count)
+
+
+def _cast_int64(context: Any, builder: ir.IRBuilder, value: ir.Value,
+                kind: types.Type) -> ir.Value:
+    """An argument of numba type `kind` as an int64 (offsets and counts)."""
+    return context.cast(builder, value, kind, types.int64)
 
 
 class _Value:
@@ -90,16 +105,11 @@ def rows_map(formula: Callable[..., tuple], inputs: int) -> Any:
     function of `inputs` values; `starts` a tuple of as many int offsets into src)."""
     def typer(typingctx: Any, src: types.Type, starts: types.Type, out: types.Type,
               at: types.Type, stride: types.Type, count: types.Type) -> Any:
-        floats = (types.float32, types.float64)
-        if not (_flat(src) and _flat(out)
-                and src.dtype == out.dtype and src.dtype in floats
-                and isinstance(starts, types.BaseTuple) and len(starts) == inputs):
+        if not _float_rows(src, out, starts, inputs):
             return None
 
         def codegen(context: Any, builder: ir.IRBuilder, signature: Any, args: list) -> Any:
-            def int64(value: ir.Value, kind: types.Type) -> ir.Value:
-                return context.cast(builder, value, kind, types.int64)
-
+            int64 = partial(_cast_int64, context, builder)
             src_data = context.make_array(src)(context, builder, args[0]).data
             out_data = context.make_array(out)(context, builder, args[2]).data
             begin = [builder.gep(src_data, [int64(v, t)])
@@ -147,15 +157,11 @@ class _Probe:
 def interleave4(typingctx: Any, src: types.Type, starts: types.Type, out: types.Type,
                 at: types.Type, count: types.Type) -> Any:
     """out[at + 4 b + j] = src[starts[j] + b] for b < count, j < 4 (see the module)."""
-    if not (_flat(src) and _flat(out)
-            and src.dtype == out.dtype and src.dtype in (types.float32, types.float64)
-            and isinstance(starts, types.BaseTuple) and len(starts) == 4):
+    if not _float_rows(src, out, starts, 4):
         return None
 
     def codegen(context: Any, builder: ir.IRBuilder, signature: Any, args: list) -> Any:
-        def int64(value: ir.Value, kind: types.Type) -> ir.Value:
-            return context.cast(builder, value, kind, types.int64)
-
+        int64 = partial(_cast_int64, context, builder)
         src_data = context.make_array(src)(context, builder, args[0]).data
         out_data = context.make_array(out)(context, builder, args[2]).data
         rows = [builder.gep(src_data, [int64(v, t)])
@@ -204,15 +210,11 @@ def _shuffle(builder: ir.IRBuilder, a: ir.Value, b: ir.Value, order: list[int]) 
 def transpose8(typingctx: Any, src: types.Type, start: types.Type, apart: types.Type,
                out: types.Type, spots: types.Type, lane: types.Type) -> Any:
     """out[spots[m] + lane + k] = src[start + k * apart + m] for k, m < 8 (the module)."""
-    if not (_flat(src) and _flat(out)
-            and src.dtype == out.dtype and src.dtype in (types.float32, types.float64)
-            and isinstance(spots, types.BaseTuple) and len(spots) == 8):
+    if not _float_rows(src, out, spots, 8):
         return None
 
     def codegen(context: Any, builder: ir.IRBuilder, signature: Any, args: list) -> Any:
-        def int64(value: ir.Value, kind: types.Type) -> ir.Value:
-            return context.cast(builder, value, kind, types.int64)
-
+        int64 = partial(_cast_int64, context, builder)
         size = src.dtype.bitwidth // 8
         kind = ir.VectorType(context.get_value_type(src.dtype), 8)
         src_data = context.make_array(src)(context, builder, args[0]).data
@@ -253,15 +255,11 @@ def _transposed(builder: ir.IRBuilder, rows: list[ir.Value]) -> list[ir.Value]:
 def deinterleave4(typingctx: Any, src: types.Type, start: types.Type, out: types.Type,
                   spots: types.Type, count: types.Type) -> Any:
     """out[spots[j] + b] = src[start + 4 b + j] for b < count, j < 4 (see the module)."""
-    if not (_flat(src) and _flat(out)
-            and src.dtype == out.dtype and src.dtype in (types.float32, types.float64)
-            and isinstance(spots, types.BaseTuple) and len(spots) == 4):
+    if not _float_rows(src, out, spots, 4):
         return None
 
     def codegen(context: Any, builder: ir.IRBuilder, signature: Any, args: list) -> Any:
-        def int64(value: ir.Value, kind: types.Type) -> ir.Value:
-            return context.cast(builder, value, kind, types.int64)
-
+        int64 = partial(_cast_int64, context, builder)
         src_data = context.make_array(src)(context, builder, args[0]).data
         out_data = context.make_array(out)(context, builder, args[2]).data
         source = builder.gep(src_data, [int64(args[1], signature.args[1])])
