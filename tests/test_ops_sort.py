@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 import tracer as tr
 from tracer import errors, ops
-from tracer.backend.cpu.emit.index import GATHER_PARALLEL_MIN
+from tracer.backend.cpu.options import PARALLEL_MIN_ELEMENTS
 from tracer.core import aval_of, typecheck
 from tracer.interpret import run_graph
 from tracer.ops.sort import default_comparator, default_num_keys, total_order_key
@@ -248,10 +248,10 @@ def test_hlo_text_shows_the_comparator_region():
 
 def test_large_gather_runs_its_batch_loop_in_parallel_and_clamps():
     """bench_indexing's x[idx] path: the gather loop is a prange kernel from
-    GATHER_PARALLEL_MIN elements, still clamping every start into bounds."""
+    PARALLEL_MIN_ELEMENTS elements, still clamping every start into bounds."""
     rng = np.random.default_rng(0)
     x = rng.standard_normal(50_000).astype(np.float32)
-    idx = rng.integers(-60_000, 60_000, (GATHER_PARALLEL_MIN, 1))
+    idx = rng.integers(-60_000, 60_000, (PARALLEL_MIN_ELEMENTS, 1))
     dn = ops.GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=(0,),
                                     start_index_map=(0,), index_vector_dim=1)
     fn = tr.jit(lambda x, i: ops.gather(x, i, dn, (1,)))

@@ -73,3 +73,21 @@ def test_two_threads_call_one_threaded_function(layer):
 def test_forked_children_after_a_threaded_kernel(layer):
     out = run(FORK, layer)
     assert "pool [True, True, True]" in out and "fork status 0" in out, out
+
+
+SPIN = """
+import os, tracer.backend.cpu.threads
+print("spin", os.environ.get("GOMP_SPINCOUNT"), os.environ.get("OMP_WAIT_POLICY"))
+"""
+
+
+@pytest.mark.parametrize("user, want", [({}, "spin 10000 None"),
+                                        ({"OMP_WAIT_POLICY": "PASSIVE"}, "spin None PASSIVE"),
+                                        ({"GOMP_SPINCOUNT": "5"}, "spin 5 None")])
+def test_idle_threads_spin_briefly_unless_the_user_chose_how_they_wait(user, want):
+    """Before libgomp loads, tracer asks its idle threads to spin a short while (waking
+    sleeping ones cost a region ~90 us); a wait policy or spin count the user set stays."""
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    proc = subprocess.run([sys.executable, "-c", SPIN], env={**env, "PYTHONPATH": ROOT, **user},
+                          capture_output=True, text=True, timeout=60)
+    assert proc.stdout.split("\n")[0] == want, proc.stdout + proc.stderr

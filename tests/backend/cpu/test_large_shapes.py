@@ -14,7 +14,6 @@ import pytest
 import tracer as tr
 import tracer.numpy as tnp
 from tracer import ops
-from tracer.backend.cpu.emit import index as cpu_emit_index
 from tracer.backend.cpu.options import PARALLEL_MIN_ELEMENTS
 from tests.checks import threaded
 
@@ -30,7 +29,7 @@ def test_a_threaded_gather_in_a_loop_body_gets_its_output_buffer():
     parallel kernel must take that buffer as an argument (it was a NameError)."""
     rng = np.random.default_rng(0)
     x = rng.standard_normal(1000).astype(np.float32)
-    idx = rng.integers(0, 1000, cpu_emit_index.GATHER_PARALLEL_MIN + 5)
+    idx = rng.integers(0, 1000, PARALLEL_MIN_ELEMENTS + 5)
 
     def f(x, idx):
         def body(i, c):

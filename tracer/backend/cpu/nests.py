@@ -20,7 +20,6 @@ graph calls no BLAS. Where a top-level array a nest writes lives: `buffers`.
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass
 from typing import Callable
 
@@ -44,12 +43,6 @@ from ..numba.source import SourceWriter
 from .buffers import Outs, allocate_outputs, nest_buffer, rows_in_buffers, writes_in_place
 from .lib.prefetch import CHUNK as PREFETCH_CHUNK
 from .options import NJIT_OPTIONS, PARALLEL_MIN_ELEMENTS, thread_count
-
-# The threads of a parallel kernel sleep while they wait (OpenMP's default spins): on
-# a machine busier than its cores, spinning threads take the time the working ones
-# need, and a parallel nest ran slower than a serial one. (Read when numba first
-# starts its thread pool; a value the user set stays.)
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 PREFETCH_MIN_BYTES = 4 << 20  # twice a core's L2: such a nest streams from memory
 
