@@ -51,6 +51,16 @@ if pid == 0:
 print("fork status", os.waitpid(pid, 0)[1])
 """
 
+# the same after the parent's entry got a C guard, which calls the pool's code directly:
+# the child must not (GNU OpenMP would terminate it), and gets a Python guard again
+C_GUARD_FORK = PRELUDE.replace("assert np.allclose", """
+from tracer import guards
+guards.PROMOTE_AFTER = guards.PROMOTE_AFTER_COMPILED = guards.PROMOTE_AFTER_THREADED = 0
+for _ in range(3):
+    assert np.allclose""", 1) + """
+print("c guard", f._last.c_guard is not None)
+""" + FORK.split(PRELUDE, 1)[1]
+
 
 def run(code: str, layer: str | None) -> str:
     env = {**os.environ, "PYTHONPATH": ROOT, "NUMBA_NUM_THREADS": "2"}
@@ -72,6 +82,14 @@ def test_two_threads_call_one_threaded_function(layer):
 @pytest.mark.parametrize("layer", [None, "workqueue"])
 def test_forked_children_after_a_threaded_kernel(layer):
     out = run(FORK, layer)
+    assert "pool [True, True, True]" in out and "fork status 0" in out, out
+
+
+@pytest.mark.parametrize("layer", [None, "workqueue"])
+def test_forked_children_after_a_c_guard_served_a_threaded_kernel(layer):
+    """(workqueue: no C guard for a threaded kernel, whose calls need the pool's lock)"""
+    out = run(C_GUARD_FORK, layer)
+    assert f"c guard {layer is None}" in out, out
     assert "pool [True, True, True]" in out and "fork status 0" in out, out
 
 

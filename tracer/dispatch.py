@@ -88,7 +88,7 @@ class Entry:
     """One cached signature: its `Compiled`, when it last served, and its runner."""
 
     __slots__ = ("compiled", "used", "run", "trusted", "guard", "plain", "prev",
-                 "signature", "stats", "c_guard")
+                 "signature", "stats", "c_guard", "__weakref__")
 
     def __init__(self, compiled: Compiled, used: int):
         self.compiled = compiled

@@ -24,7 +24,9 @@ Python guard, so every call is served as before.
 from __future__ import annotations
 
 import functools
+import os
 import warnings
+import weakref
 from typing import Any, Callable
 
 import numpy as np
@@ -52,6 +54,9 @@ Guard = Callable[[tuple], Any]
 # Where the structure has its code, a guard costs about 30 µs: some 50 calls.
 PROMOTE_AFTER = 10_000
 PROMOTE_AFTER_COMPILED = 50
+# A host on numba's thread pool saves ten times as much a call (~7 µs: the launcher's
+# frame and numba's dispatch of its arguments, which its Python guard must go through)
+PROMOTE_AFTER_THREADED = 1_000
 
 
 def no_guard(args: tuple) -> Any:
@@ -68,13 +73,15 @@ def make_guard(key: tuple, entry: Any, stats: cache.CacheStats,
     after `PROMOTE_AFTER` calls."""
     env: dict[str, Any] = {"ndarray": np.ndarray, "eager": EagerArray, "entry": entry,
                            "stats": stats, "MISSED": MISSED}
-    launch = _embeddable_launch(entry.compiled)
-    parts = _c_guard_parts(key, entry) if promote and launch is not None else None
+    single = _one_result(entry.compiled)
+    launch = getattr(entry.compiled.executable, "trusted_launch", None) if single else None
+    parts = _c_guard_parts(key, entry) if promote and single else None
     if parts is not None:
         from .backend.cpu import c_guard
 
-        after = PROMOTE_AFTER_COMPILED if c_guard.compiled(parts) else PROMOTE_AFTER
-        env["promote_at"] = stats.hits + min(after, PROMOTE_AFTER)
+        after = PROMOTE_AFTER_COMPILED if c_guard.compiled(parts) else \
+            PROMOTE_AFTER_THREADED if entry.compiled.executable.threaded else PROMOTE_AFTER
+        env["promote_at"] = stats.hits + after
         env["promote"] = functools.partial(_promote, key, entry, stats, parts)
     source = _source(key, env, launch, parts is not None)
     if launch is not None:
@@ -116,6 +123,28 @@ def _promote(key: tuple, entry: Any, stats: cache.CacheStats, parts: tuple) -> N
         return
     entry.c_guard = built
     entry.guard, entry.plain = built.guard, built.plain
+    if entry.compiled.executable.threaded:
+        _watch_forks().add(entry)
+
+
+@functools.cache
+def _watch_forks() -> "weakref.WeakSet[Any]":
+    """The entries whose C guard calls code on numba's thread pool. In a child forked
+    from a pool that is unsafe there (GNU OpenMP: `threads.forked_from_pool`) they go
+    back to Python guards, whose launch runs a serial version. (Registered at the first
+    such guard: after `threads`' own handler, which runs first in the child.)"""
+    from .backend.cpu import threads
+
+    entries: "weakref.WeakSet[Any]" = weakref.WeakSet()
+
+    def after_fork_in_child() -> None:
+        if threads.forked_from_pool():
+            for entry in list(entries):
+                entry.c_guard = None
+                entry.guard, entry.plain = make_guard(entry.signature, entry, entry.stats,
+                                                      promote=False)
+    os.register_at_fork(after_in_child=after_fork_in_child)
+    return entries
 
 
 def _source(key: tuple, env: dict[str, Any], launch: Any, promote: bool) -> str:
@@ -189,15 +218,12 @@ def _unpack(w: SourceWriter, node: str, structure: Any, env: dict[str, Any], lea
         _unpack(w, name, child, env, leaf, miss)
 
 
-def _embeddable_launch(compiled: Compiled) -> Any:
-    """The executable's `TrustedLaunch` when a guard can run it in its own frame: final
-    code, one array out, nothing donated or passed through; else None."""
-    launch = getattr(compiled.executable, "trusted_launch", None)
+def _one_result(compiled: Compiled) -> bool:
+    """Whether the call returns one array the executable made: nothing donated or
+    passed through (what a guard may run in its own frame, or a C guard serve)."""
     tree = compiled.lowered.out_tree
-    if launch is None or compiled.aliased or compiled.lowered.donated \
-            or tree.num_nodes != 1 or tree.num_leaves != 1:
-        return None
-    return launch
+    return not (compiled.aliased or compiled.lowered.donated or tree.num_nodes != 1
+                or tree.num_leaves != 1)
 
 
 def _check(a: str, k: int, sig: tuple, env: dict[str, Any]) -> str:

@@ -17,10 +17,12 @@ import tracer as tr
 from tracer import guards
 from tracer.backend.cpu import c_abi, c_guard
 from tracer.backend.cpu.c_guard_ir import ArrayParam
+from tracer.backend.cpu.options import thread_count
 from tracer.cache import CacheStats
 from tracer.dispatch import Entry
 from tracer.numpy._eager import EagerArray
 
+from ...checks import threaded
 from ...test_jit_dispatch import _argument
 
 
@@ -33,6 +35,7 @@ def promote_now(monkeypatch):
 def _promote_after(monkeypatch, calls: int) -> None:
     monkeypatch.setattr(guards, "PROMOTE_AFTER", calls)
     monkeypatch.setattr(guards, "PROMOTE_AFTER_COMPILED", calls)
+    monkeypatch.setattr(guards, "PROMOTE_AFTER_THREADED", calls)
 
 
 def _fma(a, b, c):
@@ -222,6 +225,21 @@ def test_two_threads_calling_one_function_count_every_hit(promote_now):
     for t in threads:
         t.join()
     assert not errors and f.cache_info().hits == hits + 4000
+
+
+def test_a_kernel_on_the_thread_pool_is_served_and_sets_its_thread_count(promote_now):
+    """A host whose loop runs on numba's pool gets a C guard too (where the pool is
+    safe to call); the host itself sets tracer's thread count for the calling thread,
+    which nothing in Python does any more."""
+    f = tr.jit(lambda x: tr.numpy.exp(x) * 2)
+    x = np.linspace(-1.0, 1.0, 1 << 16, dtype=np.float32)  # (a threaded nest: 2^16 exps)
+    entry = _promoted(f, x)
+    assert entry.compiled.executable.threaded == threaded()
+    for k in range(20):
+        numba.set_num_threads(1)
+        np.testing.assert_allclose(f(x + k), np.exp(x + k) * 2, rtol=2e-6)
+        assert numba.get_num_threads() == thread_count()
+    numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
 
 
 def _donated(v):

@@ -23,7 +23,6 @@ numba really compiled (not loaded from this process or from disk).
 from __future__ import annotations
 
 import functools
-import re
 import time
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -39,7 +38,7 @@ from ..blas_threads import BLAS_PARALLEL_MIN_FLOPS, largest_product_flops
 from ..numba.scalar import SCALAR_EMITTERS, storage_dtype
 from . import blas, cache, strided, threads
 from .emit.table import OP_EMITTERS
-from .generate import Module, generate
+from .generate import USES_THREADS, Module, generate
 from .launch import launcher
 from .options import thread_count
 
@@ -56,7 +55,6 @@ def _array_type(dtype: np.dtype, ndim: int, layout: str = "C") -> Any:
     return numba.types.Array(numba.from_dtype(storage_dtype(dtype)), ndim, layout)
 
 
-_USES_THREADS = re.compile(r"parallel=True|\w_parallel\b")
 
 
 class NumbaExecutable:
@@ -80,19 +78,20 @@ class NumbaExecutable:
         self.strided = strided_host  # what happened to non-contiguous inputs (counters)
         self._call, self._direct, trusted = launcher(module, host, self._dims, n_inputs,
                                                      strided_host)
-        self._threaded = bool(_USES_THREADS.search(module.source))
+        self.threaded = bool(USES_THREADS.search(module.source))
         self._serial: Callable[[], NumbaExecutable] | NumbaExecutable = serial
         # What jit's hot path calls (`tracer.dispatch`): ndarrays or EagerArrays in, the
         # outputs as EagerArrays out (the array itself when there is one); the launcher
         # itself when no thread guard can be needed.
-        self.direct_call = self._direct_guarded if self._threaded else self._direct
+        self.direct_call = self._direct_guarded if self.threaded else self._direct
         # `direct_call` for inputs whose layout the caller checked (`launch.TrustedLaunch`;
         # its source too where no thread guard is needed)
-        self.trusted_call = self._direct_guarded if self._threaded else trusted.call
-        self.trusted_launch = None if self._threaded else trusted
+        self.trusted_call = self._direct_guarded if self.threaded else trusted.call
+        self.trusted_launch = None if self.threaded else trusted
+        self.launch_env = trusted.env  # (the constants a C guard passes)
 
     def __call__(self, *args: np.ndarray) -> list[np.ndarray]:
-        if self._threaded and not threads.SAFE:
+        if self.threaded and not threads.SAFE:
             if threads.forked_from_pool():
                 return self._serial_version()(*args)
             with threads.LOCK:  # the workqueue layer: one parallel kernel at a time

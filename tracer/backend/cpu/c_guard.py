@@ -12,7 +12,9 @@ skipping the Python guard, the launcher and numba's unboxing. It is a real built
 as it calls the Python guard, and hands any call it does not serve to that guard.
 
 It serves only executables where it is exactly today's path: final numba code with
-no thread pool (no `set_num_threads`), no BLAS thread setting, no donation or
+no BLAS thread setting (a host on numba's pool sets its thread count itself,
+`lib/pool_threads`; not where the pool needs a lock or is unsafe: `threads.SAFE`, and
+`tracer.guards` takes a threaded one back in a child forked from the pool), no donation or
 passed-through output, one output, no pooled (>= 1 MiB) buffers, no host effect or
 object-mode code (a failed run is run again by the Python guard to raise its error,
 so running it twice must be harmless), built-in dtypes, arrays only (Python scalars
@@ -38,7 +40,7 @@ import llvmlite.binding as llvm
 import numpy as np
 
 from ...numpy._eager import EagerArray
-from . import c_abi
+from . import c_abi, threads
 from .c_guard_ir import ArrayParam, Plan, guard_ir, slots, structure
 from .launch import POOL_MIN_BYTES
 
@@ -77,18 +79,18 @@ def plan_parts(executable: Any, signature: tuple) -> tuple | None:
     called with positional arrays of `signature` (`dispatch.array_key`'s), or None when
     a C guard would not be exactly the launcher's path (see the module doc)."""
     native = getattr(executable, "native", None)
-    if native is None or not available() or getattr(executable, "trusted_launch", None) is None:
+    if native is None or not available() or not hasattr(executable, "launch_env"):
         return None
     module = executable.module
-    if module.donors or len(module.outputs) != 1 or any(
-            word in module.source for word in ("objmode", "parallel")):  # (see launch.py)
+    if module.donors or len(module.outputs) != 1 or "objmode" in module.source or \
+            (executable.threaded and not threads.SAFE):
         return None
     kind, out = module.outputs[0]
     if kind != "param" or module.params[out].kind != "buffer" or any(
             weak or not _plain_dtype(d) for _, d, weak in signature):
         return None
     inputs = tuple((tuple(shape), id(dtype)) for shape, dtype, _ in signature)
-    params = [_param(p, signature, executable.trusted_launch.env) for p in module.params]
+    params = [_param(p, signature, executable.launch_env) for p in module.params]
     if any(p is None for p in params):
         return None
     dims = executable._dims

@@ -12,6 +12,7 @@ loop nests (`nests`, bodies from `numba.loops`) and ops with their own emitter
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -38,8 +39,11 @@ from .emit.fallback import emit_fallback
 from .emit.table import OP_EMITTERS
 from .lib.fastmath import __all__ as FAST_HELPERS
 from .nests import emit_loops
-from .options import NJIT_OPTIONS
+from .options import NJIT_OPTIONS, thread_count
 from .split import PART_DECORATOR, split_body
+
+# what code that runs on numba's thread pool says: a prange kernel or a library's
+USES_THREADS = re.compile(r"parallel=True|\w_parallel\b")
 
 
 @dataclass
@@ -200,7 +204,10 @@ def _host_function(mod: ModuleBuilder, name: str, body: SourceWriter,
     if parts:
         mod.use(PART_DECORATOR, "cpu.lib.parts")
         mod.kernels.extend(parts)
+    threaded = USES_THREADS.search("".join(k.text() for k in [body, *mod.kernels]))
     with w.block(f"def {name}({', '.join(args)})"):
+        if threaded:  # (numba's count is the calling thread's: see `lib/pool_threads`)
+            w.line(f"{mod.use('set_pool_threads', 'cpu.lib.pool_threads')}({thread_count()})")
         for key, sym in mod.size_names.items():
             w.line(f"{sym} = dims[{list(mod.size_names).index(key)}]")
         w.embed(body)

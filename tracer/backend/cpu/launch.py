@@ -24,14 +24,12 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Callable
 
-import numba
 import numpy as np
 
 from ...numpy._eager import EagerArray
 from ..numba.scalar import HALVES
 from ..numba.source import SourceWriter
 from .generate import Module
-from .options import thread_count
 from .strided import StridedHost
 
 POOL_MIN_BYTES = 1 << 20  # smaller buffers come from malloc's heap, already warm
@@ -135,9 +133,6 @@ def _launch_body(module: Module, env: dict[str, Any], args: list[str], checked: 
     for k in sorted(module.donors):
         others = ", ".join(a for a in args if a != f"a{k}")
         body.line(f"a{k} = private(a{k}, ({others}{',' if others else ''}))")
-    if "parallel" in module.source:  # (numba's thread count is per calling thread)
-        env["set_threads"], env["threads"] = numba.set_num_threads, thread_count()
-        body.line("set_threads(threads)")
     call = "(strided.host() if in_place else host)" if checked else "host"
     body.line(f"{call}({', '.join(names + ['dims'])})")
     for name in pooled:
