@@ -171,8 +171,28 @@ def test_later_passes_of_a_row_group_prefetch_the_next_row(shape):
                                        rtol=1e-5, atol=1e-7)
 
 
-def test_small_nests_and_short_rows_keep_one_plain_loop():
-    """Under 4 MiB (the caches hold it), or rows shorter than one chunk: no prefetch."""
+def test_small_nests_keep_one_plain_loop():
+    """Under 4 MiB (the caches hold it), or short rows under 2 MiB: no prefetch."""
     small = tr.jit(lambda v: _gelu(v, tnp)).lower(np.ones(1 << 16, np.float32)).compile()
-    short = tr.jit(lambda v: tnp.exp(v).sum(1)).lower(np.ones((1 << 16, 64), np.float32))
+    short = tr.jit(lambda v: tnp.exp(v).sum(1)).lower(np.ones((1 << 12, 64), np.float32))
     assert "prefetch" not in small.source and "prefetch" not in short.compile().source
+
+
+@pytest.mark.parametrize("shape, dtype", [((10_000, 64), np.float32), ((3, 4000, 33), np.float64),
+                                          ((1 << 15, 17), np.float32)])
+def test_reductions_over_short_rows_prefetch_rows_ahead_and_match_numpy(shape, dtype):
+    """Rows shorter than a chunk, from 2 MiB of operand on: each row's loop first asks
+    for the lines of a row some rows on (past the last row near the end: never a
+    fault); a vmap'd cosine and a sum of squares still match NumPy, threaded or not."""
+    rng = np.random.default_rng(7)
+    a, b = (rng.standard_normal(shape).astype(dtype) for _ in range(2))
+    cos = tr.jit(lambda u, v: (u * v).sum(-1) / tnp.sqrt((u * u).sum(-1) * (v * v).sum(-1)))
+    source = cos.lower(a, b).compile().source
+    outer = ", ".join(f"i{d}" for d in range(len(shape) - 1))
+    assert f"prefetch_rows_ahead(arg0, ({outer}, 0), n" in source
+    assert f"prefetch_rows_ahead(arg1, ({outer}, 0), n" in source
+    want = (a * b).sum(-1) / np.sqrt((a * a).sum(-1) * (b * b).sum(-1))
+    tol = 2e-5 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(cos(a, b), want, rtol=tol, atol=tol)
+    with tr.config.override(num_threads=1):
+        np.testing.assert_allclose(cos(a, b), want, rtol=tol, atol=tol)

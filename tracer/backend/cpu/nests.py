@@ -45,6 +45,7 @@ from .lib.prefetch import CHUNK as PREFETCH_CHUNK
 from .options import NJIT_OPTIONS, PARALLEL_MIN_ELEMENTS, thread_count
 
 PREFETCH_MIN_BYTES = 4 << 20  # twice a core's L2: such a nest streams from memory
+ROWS_PREFETCH_MIN_BYTES = 2 << 20  # a core's L2
 
 _VECTOR_MONOIDS = {"add": "add_reassoc", "mul": "mul_reassoc", "max": "max_nonan",
                    "min": "min_nonan"}
@@ -316,11 +317,18 @@ def _loops(body: LoopBody, shape_atom: Atom, dims: list[int], parallel: bool,
 
 def _prefetch(body: LoopBody, shape_atom: Atom, dim: int) -> tuple[str, int] | None:
     """Software prefetch (`lib/prefetch.py`) for the innermost loop of a nest over
-    more bytes than the caches keep, whose rows are at least a chunk long."""
+    more bytes than the caches keep: in chunks of rows at least a chunk long; of rows
+    ahead for shorter rows (chunk 0), from more bytes than one core's L2 keeps (each
+    core's share of a threaded reduction over rows, such as a vmap'd dot product,
+    comes from L3 then)."""
     aval = shape_atom.aval
-    if aval.size * aval.dtype.itemsize < PREFETCH_MIN_BYTES or aval.shape[dim] < PREFETCH_CHUNK:
-        return None
-    return body.use("prefetch_ahead", "cpu.lib.prefetch"), PREFETCH_CHUNK
+    size = aval.size * aval.dtype.itemsize
+    if aval.shape[dim] >= PREFETCH_CHUNK and size >= PREFETCH_MIN_BYTES:
+        return body.use("prefetch_ahead", "cpu.lib.prefetch"), PREFETCH_CHUNK
+    if aval.shape[dim] < PREFETCH_CHUNK and size >= ROWS_PREFETCH_MIN_BYTES and dim and \
+            dim == aval.ndim - 1:
+        return body.use("prefetch_rows_ahead", "cpu.lib.prefetch"), 0
+    return None
 
 
 def _emit_body(body: LoopBody, nest: LoopNest, outs: Outs, index: Index,

@@ -297,7 +297,9 @@ def inner_loop(body: LoopBody, var: str, size: str, inside: Callable[[], None],
     choice is fixed, and each run gets a copy of the body without the tests, which
     LLVM can vectorize. `prefetch`: (helper, chunk), for a nest too large for the caches:
     the loop runs in chunks of `chunk` elements, each first calling the helper
-    (`cpu.lib.prefetch.prefetch_ahead`) on every array the loop streams. `parallel`: the
+    (`cpu.lib.prefetch.prefetch_ahead`) on every array the loop streams; chunk 0: the
+    loop over a short row first calls it (`prefetch_rows_ahead`) with the row's start
+    and length. `parallel`: the
     loop is a `numba.prange` (its chunks, when it prefetches), never cut into runs."""
     w, cache = body.w, dict(body.cache)
     body.w, body.unit, body.sites = SourceWriter(), {var: ()}, []
@@ -315,7 +317,12 @@ def inner_loop(body: LoopBody, var: str, size: str, inside: Callable[[], None],
     w.embed(front)
     cache.update(body.hoisted)
     combos = list(product(*(sorted(set(s.branches)) for s in sites)))
-    if prefetch and streams and not sites:
+    if prefetch and streams and not sites and not prefetch[1]:
+        for name, index in streams.items():  # (chunk 0: short rows, some rows ahead)
+            w.line(f"{prefetch[0]}({name}, ({', '.join((*index[:-1], '0'))}), {size})")
+        with w.block(f"for {var} in {'numba.prange' if parallel else 'range'}({size})"):
+            w.embed(surveyed)
+    elif prefetch and streams and not sites:
         _prefetched(body, var, size, streams, prefetch, cache, inside, parallel)
     elif not sites or len(combos) > MAX_LOOP_COPIES or parallel:
         with w.block(f"for {var} in {'numba.prange' if parallel else 'range'}({size})"):

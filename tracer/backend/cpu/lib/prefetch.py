@@ -17,11 +17,15 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-__all__ = ["CHUNK", "prefetch_ahead", "prefetch_chunk", "prefetch_element"]
+__all__ = ["CHUNK", "ROWS_AHEAD", "prefetch_ahead", "prefetch_chunk", "prefetch_element",
+           "prefetch_rows_ahead"]
 
 CHUNK = 256       # elements of the innermost loop between two rounds of prefetches
 AHEAD = 2 * CHUNK  # how many elements past the chunk's start the prefetched lines begin
 LINE = 64         # bytes of a cache line
+# rows past the one a loop over short rows reads whose lines `prefetch_rows_ahead` asks for
+# (rows of 64 float32 in a vmap'd cosine over 10^4 rows: 8-16 ahead ran 65 -> 61 us)
+ROWS_AHEAD = 8
 
 
 def _prefetcher(ahead: int, count: int = CHUNK):
@@ -54,6 +58,42 @@ def _prefetcher(ahead: int, count: int = CHUNK):
 
         return types.none(array, index), codegen
     return intrinsic(typer)
+
+
+@intrinsic
+def prefetch_rows_ahead(typingctx, array, index, count):
+    """`prefetch_rows_ahead(a, (i, 0), n)`: the lines of the `count` elements from
+    a[i + ROWS_AHEAD, 0] on in memory order, for a loop over the short row a[i, :] (its
+    own lines are too few for `prefetch_ahead`'s chunks)."""
+    if not isinstance(array, types.Array) or not isinstance(index, types.BaseTuple) or \
+            len(index) != array.ndim or array.ndim < 2 or not isinstance(count, types.Integer):
+        return None
+    itemsize = array.dtype.bitwidth // 8
+
+    def codegen(context, builder, signature, args):
+        ary = context.make_array(signature.args[0])(context, builder, args[0])
+        i64 = ir.IntType(64)
+        offset = ir.Constant(i64, 0)
+        strides = cgutils.unpack_tuple(builder, ary.strides, array.ndim)
+        for k, ty in enumerate(signature.args[1]):
+            i = context.cast(builder, builder.extract_value(args[1], k), ty, types.int64)
+            offset = builder.add(offset, builder.mul(i, strides[k]))
+        offset = builder.add(offset, builder.mul(ir.Constant(i64, ROWS_AHEAD), strides[-2]))
+        base = builder.add(builder.ptrtoint(ary.data, i64), offset)
+        n = context.cast(builder, args[2], signature.args[2], types.int64)
+        lines = builder.udiv(builder.add(builder.mul(n, ir.Constant(i64, itemsize)),
+                                         ir.Constant(i64, LINE - 1)), ir.Constant(i64, LINE))
+        i8p, i32 = ir.IntType(8).as_pointer(), ir.IntType(32)
+        fn = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32]),
+            "llvm.prefetch.p0i8")
+        with cgutils.for_range(builder, lines) as loop:
+            address = builder.add(base, builder.mul(loop.index, ir.Constant(i64, LINE)))
+            builder.call(fn, [builder.inttoptr(address, i8p), ir.Constant(i32, 0),
+                              ir.Constant(i32, 3), ir.Constant(i32, 1)])
+        return context.get_dummy_value()
+
+    return types.none(array, index, count), codegen
 
 
 # `prefetch_ahead(a, (i, j))`: the lines `AHEAD` elements past a[i, j], for a loop that
