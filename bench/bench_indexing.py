@@ -9,7 +9,7 @@ Each workload checks that the implementations agree, then prints medians and rat
 (`bench.common.report`); the last line is the whole table as JSON. The machine may be
 shared: the rows of one table are timed in alternating rounds so that load hits them
 alike, and each row reports its fastest round's median. "tracer cpu, 1 thread" runs the
-same compiled code with numba limited to one thread: the like-for-like comparison with
+function compiled with `num_threads=1` (no parallel code): the like-for-like comparison with
 NumPy, and the one to trust when other processes keep the cores busy (a parallel region
 then waits for its slowest, descheduled thread).
 """
@@ -20,7 +20,6 @@ import json
 import sys
 from typing import Any, Callable
 
-import numba
 import numpy as np
 
 import tracer as tr
@@ -48,14 +47,14 @@ def _run(title: str, rows: list[tuple[str, Callable[[], Any]]], baseline: str) -
     report(title, list(best.items()), baseline)
 
 
-def _tracer_rows(fn: Callable[[], Any]) -> list[tuple[str, Callable[[], Any]]]:
-    def one_thread() -> Any:
-        numba.set_num_threads(1)
-        try:
-            return fn()
-        finally:
-            numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
-    return [("tracer cpu", fn), ("tracer cpu, 1 thread", one_thread)]
+def _tracer_rows(f: Any, *args: np.ndarray) -> list[tuple[str, Callable[[], Any]]]:
+    """`f(*args)` (a jitted function), and the same function compiled for one thread
+    (the thread count is read when code is generated)."""
+    with tr.config.override(num_threads=1):
+        one = tr.jit(f.fun)
+        one(*args)
+        one.wait_compiled()
+    return [("tracer cpu", lambda: f(*args)), ("tracer cpu, 1 thread", lambda: one(*args))]
 
 
 def _jax_rows(fn: Callable[..., Any], *args: np.ndarray) -> list:
@@ -87,7 +86,7 @@ def _data() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def sort_1d() -> None:
     x = _data()[0]
     f = tr.jit(tnp.sort)
-    rows = _tracer_rows(lambda: f(x)) + [("numpy", lambda: np.sort(x))]
+    rows = _tracer_rows(f, x) + [("numpy", lambda: np.sort(x))]
     rows += _peers(lambda torch, x: torch.sort(x).values, lambda pt, x: pt.sort(x), x)
     _run(f"np.sort, float32[{N}]", rows + _jax_rows(lambda np_, x: np_.sort(x), x), "numpy")
 
@@ -95,7 +94,7 @@ def sort_1d() -> None:
 def sort_rows() -> None:
     x = _data()[0].reshape(1000, N // 1000)
     f = tr.jit(tnp.sort)
-    rows = _tracer_rows(lambda: f(x)) + [("numpy", lambda: np.sort(x))]
+    rows = _tracer_rows(f, x) + [("numpy", lambda: np.sort(x))]
     rows += _peers(lambda torch, x: torch.sort(x).values, lambda pt, x: pt.sort(x), x)
     _run(f"np.sort rows, float32[1000,{N // 1000}]",
          rows + _jax_rows(lambda np_, x: np_.sort(x), x), "numpy")
@@ -104,7 +103,7 @@ def sort_rows() -> None:
 def sort_columns() -> None:
     x = _data()[0].reshape(1000, N // 1000)
     f = tr.jit(lambda x: tnp.sort(x, axis=0))
-    rows = _tracer_rows(lambda: f(x)) + [("numpy", lambda: np.sort(x, axis=0))]
+    rows = _tracer_rows(f, x) + [("numpy", lambda: np.sort(x, axis=0))]
     rows += _peers(lambda torch, x: torch.sort(x, dim=0).values,
                    lambda pt, x: pt.sort(x, axis=0), x)
     _run(f"np.sort axis=0, float32[1000,{N // 1000}]", rows, "numpy")
@@ -115,7 +114,7 @@ def sort_labels() -> None:
     [0, 1000), the case `cpu.lib.sort_counting` counts instead of calling NumPy."""
     x = _data()[1] % 1000
     f = tr.jit(tnp.sort)
-    rows = _tracer_rows(lambda: f(x)) + [("numpy", lambda: np.sort(x))]
+    rows = _tracer_rows(f, x) + [("numpy", lambda: np.sort(x))]
     rows += _peers(lambda torch, x: torch.sort(x).values, lambda pt, x: pt.sort(x), x)
     _run(f"np.sort, int64[{N}] of 1000 values",
          rows + _jax_rows(lambda np_, x: np_.sort(x), x), "numpy")
@@ -124,7 +123,7 @@ def sort_labels() -> None:
 def argsort_1d() -> None:
     x = _data()[0]
     f = tr.jit(lambda x: tnp.argsort(x, kind="stable"))
-    rows = _tracer_rows(lambda: f(x)) + [("numpy", lambda: np.argsort(x, kind="stable"))]
+    rows = _tracer_rows(f, x) + [("numpy", lambda: np.argsort(x, kind="stable"))]
     rows += _peers(lambda torch, x: torch.sort(x, stable=True).indices, None, x)
     _run(f"np.argsort(kind='stable'), float32[{N}]", rows, "numpy")
 
@@ -134,7 +133,7 @@ def argsort_1d() -> None:
 def gather() -> None:
     x, idx, _ = _data()
     f = tr.jit(lambda x, i: x[i])
-    rows = _tracer_rows(lambda: f(x, idx)) + [("numpy", lambda: x[idx])]
+    rows = _tracer_rows(f, x, idx) + [("numpy", lambda: x[idx])]
     rows += _peers(lambda torch, x, i: x[i], lambda pt, x, i: x[i], x, idx)
     _run(f"x[idx] (gather), float32[{N}], int64[{N}]",
          rows + _jax_rows(lambda np_, x, i: x[i], x, idx), "numpy")
@@ -149,7 +148,7 @@ def _add_at(x: np.ndarray, idx: np.ndarray, v: np.ndarray) -> np.ndarray:
 def scatter_add() -> None:
     x, idx, v = _data()
     f = tr.jit(lambda x, i, v: x.at[i].add(v))
-    rows = _tracer_rows(lambda: f(x, idx, v)) + [("numpy", lambda: _add_at(x, idx, v))]
+    rows = _tracer_rows(f, x, idx, v) + [("numpy", lambda: _add_at(x, idx, v))]
     rows += _peers(lambda torch, x, i, v: x.index_add(0, i, v),
                    lambda pt, x, i, v: pt.inc_subtensor(x[i], v), x, idx, v)
     _run(f"np.add.at (scatter-add), float32[{N}]",
@@ -161,7 +160,7 @@ def gather_rows() -> None:
     rng = np.random.default_rng(1)
     b, perm = rng.standard_normal((512, 512)), rng.permutation(512)
     f = tr.jit(lambda b, p: b[..., p, :])
-    rows = _tracer_rows(lambda: f(b, perm)) + [("numpy", lambda: b[..., perm, :])]
+    rows = _tracer_rows(f, b, perm) + [("numpy", lambda: b[..., perm, :])]
     rows += _peers(lambda torch, b, p: b[..., p, :], lambda pt, b, p: b[p], b, perm)
     _run("b[..., perm, :] (gather rows), float64[512,512]",
          rows + _jax_rows(lambda np_, b, p: b[..., p, :], b, perm), "numpy")
@@ -171,7 +170,7 @@ def take_along_rows() -> None:
     x = _data()[0].reshape(1000, N // 1000)
     order = np.argsort(x, axis=-1)
     f = tr.jit(lambda x, i: tnp.take_along_axis(x, i, -1))
-    rows = _tracer_rows(lambda: f(x, order)) + [
+    rows = _tracer_rows(f, x, order) + [
         ("numpy", lambda: np.take_along_axis(x, order, -1))]
     rows += _peers(lambda torch, x, i: torch.take_along_dim(x, i, dim=-1), None, x, order)
     _run(f"np.take_along_axis rows, float32[1000,{N // 1000}]", rows, "numpy")

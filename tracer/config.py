@@ -170,7 +170,8 @@ SETTINGS: tuple[Setting, ...] = (
             valid=lambda value: value in _COMPILE_MODES, allowed="'async' or 'sync'"),
     Setting("num_threads", None,
             "Threads for the cpu backend's parallel loops (None: the cores this process "
-            "may run on, os.sched_getaffinity, at most numba's NUMBA_NUM_THREADS).",
+            "may run on, os.sched_getaffinity, at most numba's NUMBA_NUM_THREADS). Applies "
+            "to functions compiled from then on.",
             _optional_threads, valid=_is_optional_threads,
             allowed="an integer >= 1, or empty for every core the process may use"),
     Setting("use_mkl", True,
