@@ -55,8 +55,6 @@ def _array_type(dtype: np.dtype, ndim: int, layout: str = "C") -> Any:
     return numba.types.Array(numba.from_dtype(storage_dtype(dtype)), ndim, layout)
 
 
-
-
 class NumbaExecutable:
     """A compiled graph: call it with the graph's input arrays, get a list of outputs.
 
