@@ -19,6 +19,9 @@ os.environ.setdefault("TRACER_RUNTIME_CHECKS", "1")
 # tier has its own tests, tests/test_tiers.py, which switch it on).
 os.environ.setdefault("TRACER_COMPILE_MODE", "sync")
 os.environ.setdefault("TRACER_PROGRESS", "0")
+# pytest -n runs a worker per core: idle pool threads that spin (tracer's default,
+# `cpu/threads.py`) would take the time the other workers need.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 # A fresh compile cache per run, so results never depend on what an earlier run left.
 os.environ.setdefault("TRACER_CACHE_DIR", tempfile.mkdtemp(prefix="tracer-test-cache-"))
 
