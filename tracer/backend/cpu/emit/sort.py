@@ -7,8 +7,9 @@ code path serves every rank and dimension. Two strategies:
   `tracer.ops.sort.default_num_keys`) never calls a comparator. One operand of 32 or
   64 bits (16 where NumPy sorts those with SIMD: `sort_numpy.ITEMSIZES`; not complex,
   not float16) in rows of at least `sort_numpy.MIN_LENGTH` is sorted by
-  NumPy's SIMD sort (`cpu.lib.sort_numpy`, which repairs NaN and signed-zero order),
-  except in code for a C library. Otherwise the kernels of
+  NumPy's SIMD sort (`cpu.lib.sort_numpy`, which repairs NaN and signed-zero order;
+  rows on threads, and one long row in parts on threads, then merged), except in
+  code for a C library. Otherwise the kernels of
   `cpu.lib.sort` (a vectorized sorting network for many short rows, else a radix
   sort) sort total-order integer keys, in parallel over rows. One key
   sorts its values directly (`sort_rows`, with the permutation when other operands
@@ -34,7 +35,7 @@ from ....ops.sort import default_num_keys
 from ...numba.codegen import GraphEmitter, Ref, load
 from ...numba.scalar import HALVES
 from ..lib.sort import PARALLEL_MIN_ELEMENTS
-from ..lib.sort_numpy import ITEMSIZES, MIN_LENGTH
+from ..lib.sort_numpy import ITEMSIZES, MIN_LENGTH, VECTOR_PARALLEL_MIN
 
 _LIB = "cpu.lib.sort"
 _NUMPY_LIB = "cpu.lib.sort_numpy"
@@ -51,6 +52,15 @@ def _kernel(ge: GraphEmitter, eqn: Eqn, name: str, across_inner: bool = True,
     parallel = ge.mod.parallel_ok and parts > 1 and \
         eqn.inputs[0].aval.size >= PARALLEL_MIN_ELEMENTS
     return ge.mod.use(f"{name}_parallel" if parallel else name, lib)
+
+
+def _numpy_kernel(ge: GraphEmitter, eqn: Eqn) -> str:
+    """NumPy's sort kernel: one long row (a single (outer, inner) position) in parts
+    on threads and merged, many rows on threads, or serial."""
+    shape, dim = eqn.inputs[0].aval.shape, eqn.params["dimension"]
+    if ge.mod.parallel_ok and math.prod(shape) == shape[dim] >= VECTOR_PARALLEL_MIN:
+        return ge.mod.use("numpy_sort_vector_parallel", _NUMPY_LIB)
+    return _kernel(ge, eqn, "numpy_sort_rows", lib=_NUMPY_LIB)
 
 
 def _views(ge: GraphEmitter, eqn: Eqn) -> tuple[list[str], list[str], str]:
@@ -97,8 +107,7 @@ def _key_sort(ge: GraphEmitter, eqn: Eqn, keys: int) -> None:
     first = eqn.inputs[0]
     nan_keys = bool(eqn.params.get("nan_keys"))
     if _by_numpy(ge, eqn):
-        ge.w.line(f"{_kernel(ge, eqn, 'numpy_sort_rows', lib=_NUMPY_LIB)}({ins[0]}, {outs[0]}, "
-                  f"{nan_keys})")
+        ge.w.line(f"{_numpy_kernel(ge, eqn)}({ins[0]}, {outs[0]}, {nan_keys})")
         return
     if nan_keys:
         canonical = ge.fresh("nan_keys")

@@ -3,10 +3,13 @@ SIMD: `ITEMSIZES`) by NumPy's own sort, called from compiled code.
 
 NumPy 2 sorts these dtypes with SIMD quicksorts (x86-simd-sort on AVX-512, Highway's
 vqsort or x86-simd-sort on AVX2), two to five times faster than the radix sort of
-`cpu.lib.sort` on one thread. The kernels here copy the operand into the result and
-sort it there with `ndarray.sort` inside `numba.objmode` (NumPy releases the GIL
-while it sorts, so the `_parallel` kernel's threads each sort their block of rows at
-once), then restore what NumPy does not keep of the total order `ops.sort` asks for:
+`cpu.lib.sort` on one thread. The kernels here copy each row of the operand into
+the result and sort it there, while it is in the core's cache, with NumPy's C sort
+function itself (`sort_numpy_abi.simd_sort`: no Python, no GIL, so the `_parallel`
+kernels' threads sort their rows at once); strided rows (inner > 1) go through a
+contiguous tile of rows (`_sort_tile`). One long row on several threads is sorted in
+parts and merged (`sort_merge`). Then the kernels restore what NumPy does not keep of
+the total order `ops.sort` asks for:
 
 - NumPy puts every NaN last and writes them back as the default quiet NaN; under the
   total order NaNs with the sign bit set come first and NaNs order by their bits. A
@@ -16,20 +19,20 @@ once), then restore what NumPy does not keep of the total order `ops.sort` asks 
   the total order puts -0.0 first. A row with zeros gets as many -0.0 as the operand
   row has, then +0.0 (`_signed_zeros`).
 
-Both repairs read the operand; integers need no repair, and contiguous integer rows
-whose values span few integers are counted instead (`sort_counting`). With `nan_keys`
-(a sort of NumPy-order keys, `numba.lower.fold_nan_keys_into_sorts`: every NaN counts
-as +NaN) the NaN tail is NumPy's order already and only gets the default +NaN written
-over it: `tnp.sort` then costs what `np.sort` does, a copy and NumPy's sort. Arrays arrive as
-(outer, n, inner) views, rows along axis 1. Not for compiled C libraries
-(`tracer.aot`): those have no Python to call.
+Both repairs read the operand, and only rows whose copy met a zero or a NaN get them;
+integers need no repair, and contiguous integer rows whose values span few integers
+are counted instead (`sort_counting`). With `nan_keys` (a sort of NumPy-order keys,
+`numba.lower.fold_nan_keys_into_sorts`: every NaN counts as +NaN) the NaN tail is
+NumPy's order already and only gets the default +NaN written over it: `tnp.sort` then
+costs what `np.sort` does, a copy and NumPy's sort. Arrays arrive as (outer, n,
+inner) views, rows along axis 1. Not for compiled C libraries (`tracer.aot`): those
+have no NumPy to call.
 """
 
 from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
 from numba import njit, prange, types
 from numba.extending import overload
@@ -37,12 +40,11 @@ from numpy._core import _multiarray_umath
 
 from .sort import from_key, key_buffer, to_key
 from .sort_counting import copy_and_count
+from .sort_merge import sort_vector_parallel
+from .sort_numpy_abi import simd_sort, thread_count
 
 _OPTIONS = dict(cache=True, error_model="numpy", nogil=True)
 _SERIAL = dict(_OPTIONS, no_cpython_wrapper=True, no_cfunc_wrapper=True)
-# (an object-mode block compiled with nogil=True warns that it cannot run in parallel:
-# it takes the GIL whatever the flag says, and NumPy releases it while sorting)
-_HOLDS_GIL = dict(_SERIAL, nogil=False)
 
 
 def _simd_itemsizes() -> tuple[int, ...]:
@@ -61,35 +63,12 @@ def _simd_itemsizes() -> tuple[int, ...]:
 
 ITEMSIZES = _simd_itemsizes()
 MIN_LENGTH = 128  # shorter rows: `cpu.lib.sort`'s sorting network is faster (the emitter picks)
-# blocks of rows the `_parallel` kernel hands its threads (numba.get_num_threads would
-# keep the kernel out of numba's disk cache: a ctypes pointer)
-BLOCKS = 32
-CHUNK_BYTES = 1 << 19  # rows copied and sorted at once: well inside a core's L2
-
-
-def _sort_in_numpy(x: np.ndarray, out: np.ndarray) -> None:
-    """(object mode) out = x sorted along axis 1 by NumPy. Strided rows (inner > 1)
-    are sorted in a transposed copy: NumPy would gather each row into a buffer on its
-    own, a cache miss per element."""
-    if x.shape[2] > 1:
-        rows = np.ascontiguousarray(x.transpose(0, 2, 1))
-        rows.sort(axis=2)
-        out[...] = rows.transpose(0, 2, 1)
-        return
-    np.copyto(out, x)
-    out.sort(axis=1)
-
-
-@njit(**_HOLDS_GIL)
-def _numpy_sort(x, out):
-    with numba.objmode():
-        _sort_in_numpy(x, out)
-
-
-@njit(**_HOLDS_GIL)
-def _numpy_sort_in_place(out):
-    with numba.objmode():
-        out.sort(axis=1)
+# one row at least this long is sorted in parts on numba's threads and merged (the
+# emitter picks `numpy_sort_vector_parallel`; shorter, the merge and the wake-up of
+# the threads cost more than the halved sort saves)
+VECTOR_PARALLEL_MIN = 1 << 17
+CHUNK_BYTES = 1 << 19  # integer rows copied and counted at once: well inside a core's L2
+TILE_BYTES = 64  # strided rows gathered at once: one cache line of each position j
 
 
 def _floats(x):
@@ -209,33 +188,28 @@ def _float_row_in_total_order(x, out, o, i, nan_keys):
 # ---------------------------------------------------------------- kernels
 
 @njit(**_SERIAL)
-def _copy_marking_repairs(x, out, o0, o1):
-    """out = x for contiguous rows o0 .. o1 - 1 (inner 1), and which of them hold a
-    zero or a NaN: only those can need a repair. (The copy streams memory; the test
-    rides along, where a search of every sorted row would miss the caches.)"""
-    marked = np.zeros((o1 - o0, 1), np.bool_)
-    for o in range(o0, o1):
-        special = False
-        for j in range(x.shape[1]):
-            v = x[o, j, 0]
-            out[o, j, 0] = v
-            special |= not abs(v) > 0
-        marked[o - o0, 0] = special
-    return marked
+def _repair_if(x, out, o, i, nan_keys, special):
+    if special:
+        _total_order_row(x, out, o, i, nan_keys)
 
 
 @njit(**_SERIAL)
-def _repair_rows(x, out, o0, o1, i0, i1, nan_keys, marked):
-    for o in range(o0, o1):
-        for i in range(i0, i1):
-            if marked[o - o0, i - i0]:
-                _total_order_row(x, out, o, i, nan_keys)
+def _sort_float_row(x, out, o, nan_keys):
+    """Contiguous float row o: copied (noting a zero or a NaN: only those rows can
+    need a repair; the copy streams memory, the test rides along), sorted while it is
+    in cache, repaired."""
+    special = False
+    for j in range(x.shape[1]):
+        v = x[o, j, 0]
+        out[o, j, 0] = v
+        special |= not abs(v) > 0
+    simd_sort(out[o, :, 0])
+    _repair_if(x, out, o, 0, nan_keys, special)
 
 
 def _sort_int_rows(x, out, o0, o1):
-    """Contiguous integer rows o0 .. o1 - 1 in chunks of about CHUNK_BYTES: each
-    copied, then sorted by counting when all its rows span few values
-    (`sort_counting`), else by NumPy."""
+    """Contiguous integer rows o0 .. o1 - 1: copied, then sorted by counting when all
+    of them span few values (`sort_counting`), else by NumPy, row by row."""
 
 
 @overload(_sort_int_rows, jit_options=_SERIAL)
@@ -246,35 +220,71 @@ def _sort_int_rows_impl(x, out, o0, o1):
         return lambda x, out, o0, o1: None
 
     def impl(x, out, o0, o1):
-        step = max(1, CHUNK_BYTES // (x.shape[1] * x.itemsize))
-        for c0 in range(o0, o1, step):
-            c1 = min(c0 + step, o1)
-            if not copy_and_count(x, out, c0, c1):
-                _numpy_sort_in_place(out[c0:c1])
+        if not copy_and_count(x, out, o0, o1):
+            for o in range(o0, o1):
+                simd_sort(out[o, :, 0])
     return impl
 
 
+def _copied_and_counted(x, out) -> bool:
+    """out = x for one integer row ((1, n, 1) views), then sorted by counting if it
+    spans few values: returns whether it counted it."""
+
+
+@overload(_copied_and_counted, jit_options=_SERIAL)
+def _copied_and_counted_impl(x, out):
+    if isinstance(x.dtype, types.Float):
+        return lambda x, out: False  # (never called for floats; see _sort_int_rows)
+    return lambda x, out: copy_and_count(x, out, 0, 1)
+
+
 @njit(**_SERIAL)
-def _sort_block(x, out, o0, o1, i0, i1, nan_keys):
-    """Rows (o0 .. o1 - 1, i0 .. i1 - 1): NumPy's sort, then the repairs of the rows
-    that may need one. Contiguous float rows go in chunks of about CHUNK_BYTES, each
-    copied, sorted and repaired while it is in the core's cache (np.sort copies the
-    whole array first, then reads it back from farther away to sort it)."""
-    if not _floats(x) and x.shape[2] == 1:
-        _sort_int_rows(x, out, o0, o1)
-    elif not _floats(x):
-        _numpy_sort(x[o0:o1, :, i0:i1], out[o0:o1, :, i0:i1])
-    elif x.shape[2] > 1:
-        _numpy_sort(x[o0:o1, :, i0:i1], out[o0:o1, :, i0:i1])
-        marked = np.ones((o1 - o0, i1 - i0), np.bool_)
-        _repair_rows(x, out, o0, o1, i0, i1, nan_keys, marked)
+def _int_chunk(x) -> int:
+    """Integer rows counted (or sorted) at once: about CHUNK_BYTES."""
+    return max(1, CHUNK_BYTES // max(1, x.shape[1] * x.itemsize))
+
+
+@njit(**_SERIAL)
+def _tile_width(x) -> int:
+    return max(1, TILE_BYTES // x.itemsize)
+
+
+@njit(**_SERIAL)
+def _sort_tile(x, out, o, i0, i1, nan_keys):
+    """Strided rows (o, i0 .. i1 - 1): gathered into contiguous rows (each position j
+    one cache line of x for all of them), sorted, scattered back, repaired."""
+    n, width = x.shape[1], i1 - i0
+    rows = np.empty((width, n), x.dtype)
+    special = np.zeros(width, np.bool_)
+    for j in range(n):
+        for t in range(width):
+            v = x[o, j, i0 + t]
+            rows[t, j] = v
+            special[t] |= not abs(v) > 0
+    for t in range(width):
+        simd_sort(rows[t])
+    for j in range(n):
+        for t in range(width):
+            out[o, j, i0 + t] = rows[t, j]
+    for t in range(width):
+        _repair_if(x, out, o, i0 + t, nan_keys, special[t] and _floats(x))
+
+
+@njit(**_SERIAL)
+def _sort_rows_serial(x, out, nan_keys):
+    outer, n, inner = x.shape
+    if inner > 1:
+        tile = _tile_width(x)
+        for o in range(outer):
+            for i0 in range(0, inner, tile):
+                _sort_tile(x, out, o, i0, min(i0 + tile, inner), nan_keys)
+    elif _floats(x):
+        for o in range(outer):
+            _sort_float_row(x, out, o, nan_keys)
     else:
-        step = max(1, CHUNK_BYTES // (x.shape[1] * x.itemsize))
-        for c0 in range(o0, o1, step):
-            c1 = min(c0 + step, o1)
-            marked = _copy_marking_repairs(x, out, c0, c1)
-            _numpy_sort_in_place(out[c0:c1])
-            _repair_rows(x, out, c0, c1, 0, 1, nan_keys, marked)
+        step = _int_chunk(x)
+        for o0 in range(0, outer, step):
+            _sort_int_rows(x, out, o0, min(o0 + step, outer))
 
 
 @njit(**_SERIAL)
@@ -282,25 +292,43 @@ def numpy_sort_rows(x, out, nan_keys):
     """out = x sorted along axis 1 of its (outer, n, inner) view in the total order,
     by NumPy's sort; `nan_keys`: every NaN of x counts (and is written) as +NaN."""
     if x.shape[1] > 0:
-        _sort_block(x, out, 0, x.shape[0], 0, x.shape[2], nan_keys)
-
-
-@njit(**_SERIAL)
-def _sort_part(x, out, p, parts, nan_keys):
-    """Block p of `parts`: a range of outer positions, or of inner ones when outer == 1."""
-    outer, n, inner = x.shape
-    if outer > 1:
-        _sort_block(x, out, p * outer // parts, (p + 1) * outer // parts, 0, inner, nan_keys)
-    else:
-        _sort_block(x, out, 0, 1, p * inner // parts, (p + 1) * inner // parts, nan_keys)
+        _sort_rows_serial(x, out, nan_keys)
 
 
 @njit(parallel=True, **_OPTIONS)
 def numpy_sort_rows_parallel(x, out, nan_keys):
-    """`numpy_sort_rows` with up to BLOCKS blocks of rows on numba's threads."""
+    """`numpy_sort_rows` with the rows (contiguous float rows one by one, integer
+    ones in chunks, strided ones in tiles) on numba's threads."""
     outer, n, inner = x.shape
     if n == 0:
         return
-    parts = min(BLOCKS, outer if outer > 1 else inner)
-    for p in prange(parts):
-        _sort_part(x, out, np.int64(p), parts, nan_keys)
+    if inner > 1:
+        tile = _tile_width(x)
+        tiles = (inner + tile - 1) // tile
+        for t in prange(outer * tiles):
+            o, i0 = t // tiles, t % tiles * tile
+            _sort_tile(x, out, o, i0, min(i0 + tile, inner), nan_keys)
+    elif _floats(x):
+        for o in prange(outer):
+            _sort_float_row(x, out, o, nan_keys)
+    else:
+        step = _int_chunk(x)
+        for c in prange((outer + step - 1) // step):
+            _sort_int_rows(x, out, c * step, min(c * step + step, outer))
+
+
+@njit(**_OPTIONS)  # (its threads are sort_vector_parallel's)
+def numpy_sort_vector_parallel(x, out, nan_keys):
+    """`numpy_sort_rows` of one long row ((1, n, 1) views): on more than one thread,
+    sorted in one part per thread and merged (`sort_merge`), then repaired. Integer
+    rows of few values are counted first, as on one thread."""
+    n, threads = x.shape[1], thread_count()
+    if n < VECTOR_PARALLEL_MIN or threads == 1:
+        numpy_sort_rows(x, out, nan_keys)
+        return
+    row = out.reshape(n)
+    if _floats(x):
+        special = sort_vector_parallel(x.reshape(n), row, threads)
+        _repair_if(x, out, 0, 0, nan_keys, special)
+    elif not _copied_and_counted(x, out):
+        sort_vector_parallel(row, row, threads)
