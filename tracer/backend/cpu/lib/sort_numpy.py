@@ -323,12 +323,17 @@ def numpy_sort_vector_parallel(x, out, nan_keys):
     sorted in one part per thread and merged (`sort_merge`), then repaired. Integer
     rows of few values are counted first, as on one thread."""
     n, threads = x.shape[1], thread_count()
-    if n < VECTOR_PARALLEL_MIN or threads == 1:
-        numpy_sort_rows(x, out, nan_keys)
+    if n == 0:
         return
+    serial = n < VECTOR_PARALLEL_MIN or threads == 1
     row = out.reshape(n)
-    if _floats(x):
+    if _floats(x) and serial:
+        _sort_float_row(x, out, 0, nan_keys)
+    elif _floats(x):
         special = sort_vector_parallel(x.reshape(n), row, threads)
         _repair_if(x, out, 0, 0, nan_keys, special)
     elif not _copied_and_counted(x, out):
-        sort_vector_parallel(row, row, threads)
+        if serial:
+            simd_sort(row)
+        else:
+            sort_vector_parallel(row, row, threads)
