@@ -100,19 +100,66 @@ def _merge_segment(src, i, i1, j, j1, dst, k):
 
 
 @njit(**_SERIAL)
+def _merge_four_ends(src, first, second, dst):
+    """`_merge_both_ends` of two segments, `first` and `second` (each (i, ie, j, je,
+    k, ke): runs src[i..ie] and src[j..je] into dst[k..ke]), in one loop: four
+    independent chains, while every run keeps three values or more. Returns both
+    segments' bounds left."""
+    i, ie, j, je, k, ke = _U(first[0]), _U(first[1]), _U(first[2]), _U(first[3]), \
+        _U(first[4]), _U(first[5])
+    p, pe, q, qe, r, re = _U(second[0]), _U(second[1]), _U(second[2]), _U(second[3]), \
+        _U(second[4]), _U(second[5])
+    one = _U(1)
+    va, vb, wa, wb = src[i], src[j], src[ie], src[je]
+    vp, vq, wp, wq = src[p], src[q], src[pe], src[qe]
+    while i + one < ie and j + one < je and p + one < pe and q + one < qe:
+        next_a, next_b, prev_a, prev_b = src[i + one], src[j + one], src[ie - one], src[je - one]
+        next_p, next_q, prev_p, prev_q = src[p + one], src[q + one], src[pe - one], src[qe - one]
+        front, back = _before(vb, va), _before(wb, wa)
+        front2, back2 = _before(vq, vp), _before(wq, wp)
+        dst[k], dst[ke] = (vb if front else va), (wa if back else wb)
+        dst[r], dst[re] = (vq if front2 else vp), (wp if back2 else wq)
+        j, i, k = j + _U(front), i + one - _U(front), k + one
+        ie, je, ke = ie - _U(back), je - one + _U(back), ke - one
+        q, p, r = q + _U(front2), p + one - _U(front2), r + one
+        pe, qe, re = pe - _U(back2), qe - one + _U(back2), re - one
+        va, vb = (va if front else next_a), (next_b if front else vb)
+        wa, wb = (prev_a if back else wa), (wb if back else prev_b)
+        vp, vq = (vp if front2 else next_p), (next_q if front2 else vq)
+        wp, wq = (prev_p if back2 else wp), (wq if back2 else prev_q)
+    return ((np.int64(i), np.int64(ie), np.int64(j), np.int64(je), np.int64(k), np.int64(ke)),
+            (np.int64(p), np.int64(pe), np.int64(q), np.int64(qe), np.int64(r), np.int64(re)))
+
+
+@njit(**_SERIAL)
+def _segment(s, m, lo, hi, a_lo, a_hi):
+    """(i, ie, j, je, k, ke) of the outputs lo .. hi - 1 of the merge of the runs
+    src[s:m] and src[m:...], a_lo and a_hi of them from the first run (`_split`)."""
+    b_lo, b_hi = lo - s - a_lo, hi - s - a_hi
+    return s + a_lo, s + a_hi - 1, m + b_lo, m + b_hi - 1, lo, hi - 1
+
+
+@njit(**_SERIAL)
 def _merge_output_range(src, dst, bounds, width, k0, k1):
     """dst[k0:k1] of one merge round: runs of `width` parts (part p is
-    src[bounds[p]:bounds[p + 1]]) merged pairwise; a last run without a partner is
-    copied."""
+    src[bounds[p]:bounds[p + 1]]) merged pairwise, a last run without a partner
+    copied. The range goes in two halves merged in one loop (`_merge_four_ends`)."""
     parts = bounds.shape[0] - 1
     for first in range(0, parts, 2 * width):
         s, m = bounds[first], bounds[min(first + width, parts)]
         e = bounds[min(first + 2 * width, parts)]
         lo, hi = max(k0, s), min(k1, e)
-        if lo < hi:
-            a_lo, a_hi = _split(src, s, m, e, lo - s), _split(src, s, m, e, hi - s)
-            _merge_segment(src, s + a_lo, s + a_hi, m + lo - s - a_lo, m + hi - s - a_hi,
-                           dst, lo)
+        if lo >= hi:
+            continue
+        mid = (lo + hi) // 2
+        a_mid = _split(src, s, m, e, mid - s)
+        first = _segment(s, m, lo, mid, _split(src, s, m, e, lo - s), a_mid)
+        second = _segment(s, m, mid, hi, a_mid, _split(src, s, m, e, hi - s))
+        if min(first[1] - first[0], first[3] - first[2], second[1] - second[0],
+               second[3] - second[2]) >= 2:
+            first, second = _merge_four_ends(src, first, second, dst)
+        _merge_segment(src, first[0], first[1] + 1, first[2], first[3] + 1, dst, first[4])
+        _merge_segment(src, second[0], second[1] + 1, second[2], second[3] + 1, dst, second[4])
 
 
 @njit(**_SERIAL)
