@@ -26,7 +26,8 @@ import tracer.numpy as tnp
 from tracer import ops
 from tracer.backend.cpu.generate import generate
 from tracer.backend.cpu.lib.sort_merge import sort_vector_parallel
-from tracer.backend.cpu.lib.sort_numpy import (VECTOR_PARALLEL_MIN, numpy_sort_rows_parallel,
+from tracer.backend.cpu.lib.sort_numpy import (VECTOR_PARALLEL_MIN_BYTES,
+                                               numpy_sort_rows_parallel,
                                                numpy_sort_vector_parallel)
 from tracer.backend.cpu.lib.sort_numpy_abi import simd_sort
 from tracer.backend.numba.lower import lower
@@ -35,6 +36,11 @@ from tracer.ops.sort import total_order_key
 REPO = str(pathlib.Path(__file__).resolve().parents[3])
 DTYPES = ["float32", "float64", "int32", "int64"]
 THREADS = sorted({1, min(2, numba.config.NUMBA_NUM_THREADS)})
+
+
+def _parallel_min(dtype: str) -> int:
+    """The shortest row numpy_sort_vector_parallel sorts in parts."""
+    return -(-VECTOR_PARALLEL_MIN_BYTES // np.dtype(dtype).itemsize)
 
 
 def _values(rng, dtype: str, n: int, kind: str) -> np.ndarray:
@@ -109,9 +115,9 @@ def test_parts_sorted_and_merged_match_numpy(dtype, n, parts, kind, seed):
        st.integers(0, 2 ** 32 - 1))
 def test_long_row_is_the_total_order_on_each_thread_count(dtype, extra, threads, kind, nan_keys,
                                                          seed):
-    """numpy_sort_vector_parallel around VECTOR_PARALLEL_MIN, on 1 and 2 threads: bit
+    """numpy_sort_vector_parallel around its threshold, on 1 and 2 threads: bit
     for bit the total order (with nan_keys, of x with every NaN made +NaN)."""
-    x = _values(np.random.default_rng(seed), dtype, VECTOR_PARALLEL_MIN + extra, kind)
+    x = _values(np.random.default_rng(seed), dtype, _parallel_min(dtype) + extra, kind)
     out = np.empty_like(x)
     before = numba.get_num_threads()
     numba.set_num_threads(threads)
@@ -143,13 +149,17 @@ def test_rows_and_strided_tiles_are_the_total_order(dtype, shape, threads, kind,
 
 
 def test_a_long_vector_takes_the_merging_kernel_where_threads_are_allowed():
-    """Rank 1 (or one row) from VECTOR_PARALLEL_MIN on: the parts-and-merge kernel in
-    code that may use threads; serial NumPy sort in code that may not."""
-    lowered = tr.jit(ops.sort).lower(np.zeros(VECTOR_PARALLEL_MIN, np.float32))
+    """One row of VECTOR_PARALLEL_MIN_BYTES or more: the parts-and-merge kernel in code
+    that may use threads (not one value shorter); serial NumPy sort in code that may
+    not."""
+    n = _parallel_min("float32")
+    assert "numpy_sort_vector_parallel(" not in \
+        generate(lower(tr.jit(ops.sort).lower(np.zeros(n - 1, np.float32)).graph), True).source
+    lowered = tr.jit(ops.sort).lower(np.zeros(n, np.float32))
     graph = lower(lowered.graph)
     assert "numpy_sort_vector_parallel(" in generate(graph, parallel_ok=True).source
     assert "numpy_sort_rows(" in generate(graph, parallel_ok=False).source
-    x = _values(np.random.default_rng(2), "float32", VECTOR_PARALLEL_MIN + 1, "few")
+    x = _values(np.random.default_rng(2), "float32", n + 1, "few")
     _same_bits(tr.jit(lambda v: ops.sort(v, dimension=0))(x), _total_order(x, 0))
     np.testing.assert_array_equal(tr.jit(tnp.sort)(x), np.sort(x))
 
@@ -175,7 +185,7 @@ def test_a_new_process_runs_the_kernels_from_the_disk_cache(tmp_path):
     """The symbols of NumPy's sort are registered at import, so the machine code this
     process compiled, which calls them, loads from the disk cache in a fresh process
     and sorts as here."""
-    x = _values(np.random.default_rng(4), "float32", VECTOR_PARALLEL_MIN + 9, "few")
+    x = _values(np.random.default_rng(4), "float32", _parallel_min("float32") + 9, "few")
     np.save(tmp_path / "x.npy", x)
     script = tmp_path / "sort_script.py"
     script.write_text(_SCRIPT.format(repo=REPO))

@@ -35,7 +35,7 @@ from ....ops.sort import default_num_keys
 from ...numba.codegen import GraphEmitter, Ref, load
 from ...numba.scalar import HALVES
 from ..lib.sort import PARALLEL_MIN_ELEMENTS
-from ..lib.sort_numpy import ITEMSIZES, MIN_LENGTH, VECTOR_PARALLEL_MIN
+from ..lib.sort_numpy import ITEMSIZES, MIN_LENGTH, VECTOR_PARALLEL_MIN_BYTES
 
 _LIB = "cpu.lib.sort"
 _NUMPY_LIB = "cpu.lib.sort_numpy"
@@ -57,8 +57,9 @@ def _kernel(ge: GraphEmitter, eqn: Eqn, name: str, across_inner: bool = True,
 def _numpy_kernel(ge: GraphEmitter, eqn: Eqn) -> str:
     """NumPy's sort kernel: one long row (a single (outer, inner) position) in parts
     on threads and merged, many rows on threads, or serial."""
-    shape, dim = eqn.inputs[0].aval.shape, eqn.params["dimension"]
-    if ge.mod.parallel_ok and math.prod(shape) == shape[dim] >= VECTOR_PARALLEL_MIN:
+    aval, dim = eqn.inputs[0].aval, eqn.params["dimension"]
+    if ge.mod.parallel_ok and aval.size == aval.shape[dim] and \
+            aval.size * aval.dtype.itemsize >= VECTOR_PARALLEL_MIN_BYTES:
         return ge.mod.use("numpy_sort_vector_parallel", _NUMPY_LIB)
     return _kernel(ge, eqn, "numpy_sort_rows", lib=_NUMPY_LIB)
 
