@@ -58,6 +58,11 @@ def _quicksort_addresses() -> dict[str, int]:
 
 for _dtype, _address in _quicksort_addresses().items():
     llvm.add_symbol(symbol(_dtype), _address)
+# numba's threading layer registers `get_num_threads` (`thread_count`'s symbol) when it
+# starts: start it now (2.5 ms, once), before a cached caller is loaded. numba starts
+# it on loading only functions with a parallel loop of their own: a cached
+# `sort_numpy.numpy_sort_vector_parallel` loaded first crashed on the missing symbol.
+numba_parallel._launch_threads()
 
 
 @intrinsic
@@ -85,7 +90,6 @@ def thread_count(typingctx):
     """numba's thread count for this thread (`numba.set_num_threads`), read through
     the symbol numba's threading layer registers: `numba.get_num_threads` reads it
     through a ctypes pointer, which keeps its callers out of the disk cache."""
-    numba_parallel._launch_threads()  # (registers the symbol)
 
     def codegen(context, builder, signature, args):
         fnty = ir.FunctionType(cgutils.intp_t, [])
