@@ -131,12 +131,13 @@ def test_long_row_is_the_total_order_on_each_thread_count(dtype, extra, threads,
 
 
 @settings(max_examples=10, deadline=None)
-@given(st.sampled_from(DTYPES), st.sampled_from([(5, 130, 1), (1, 200, 17), (3, 129, 9)]),
-       st.sampled_from(THREADS), st.sampled_from(["few", "spread", "nan"]),
-       st.integers(0, 2 ** 32 - 1))
+@given(st.sampled_from(["float32", "int32"]),
+       st.sampled_from([(5, 130, 1), (1, 200, 17), (3, 129, 9)]), st.sampled_from(THREADS),
+       st.sampled_from(["few", "spread", "nan"]), st.integers(0, 2 ** 32 - 1))
 def test_rows_and_strided_tiles_are_the_total_order(dtype, shape, threads, kind, seed):
-    """numpy_sort_rows_parallel on contiguous rows and on strided ones (tiles of 8 or
-    16 positions with a partial last tile), on 1 and 2 threads."""
+    """numpy_sort_rows_parallel on contiguous rows and on strided ones (tiles of 16
+    positions with a partial last tile), on 1 and 2 threads. (One float and one int
+    dtype: each compiles its own parallel kernel; the rank-1 tests take all four.)"""
     x = _values(np.random.default_rng(seed), dtype, int(np.prod(shape)), kind).reshape(shape)
     out = np.empty_like(x)
     before = numba.get_num_threads()
@@ -175,26 +176,20 @@ _SCRIPT = textwrap.dedent("""
     out = np.empty_like(x)
     if step == "merge":
         sort_vector_parallel(x, out, 2)
-    else:  # (the kernel first: before tracer starts numba's threads)
+    else:
         kernel(x.reshape(1, -1, 1), out.reshape(1, -1, 1), False)
-        import tracer as tr
-        from tracer import ops
-        from tracer.backend.cpu.cache import STATS
-        program = tr.jit(ops.sort)(x)
-        print(json.dumps(dict(compiles=STATS.compiles, disk_hits=STATS.disk_hits,
-                              kernel_misses=sum(kernel.stats.cache_misses.values()),
-                              bits=out.view(np.uint32).tolist(),
-                              program=program.view(np.uint32).tolist())))
+    print(json.dumps(dict(misses=sum(kernel.stats.cache_misses.values()),
+                          bits=out.view(np.uint32).tolist())))
 """)
 
 
 def test_a_new_process_runs_the_kernels_from_the_disk_cache(tmp_path):
     """NumPy's sort and numba's thread count are symbols registered at import, so
     machine code calling them loads from the disk cache in a fresh process and sorts
-    correctly: the long-row kernel compiled in a process that loaded its merge kernel
-    from the cache (numba then records no need to start its threads on loading it: it
-    crashed), and a program calling it."""
-    x = _values(np.random.default_rng(4), "float32", _parallel_min("float32") + 9, "few")
+    correctly, even the long-row kernel compiled in a process that loaded its merge
+    kernel from the cache (numba then records no need to start its threads when it
+    loads the kernel: that crashed)."""
+    x = _values(np.random.default_rng(4), "int32", _parallel_min("int32") + 9, "spread")
     np.save(tmp_path / "x.npy", x)
     script = tmp_path / "sort_script.py"
     script.write_text(_SCRIPT.format(repo=REPO))
@@ -204,10 +199,7 @@ def test_a_new_process_runs_the_kernels_from_the_disk_cache(tmp_path):
         proc = subprocess.run([sys.executable, str(script), step, str(tmp_path / "x.npy")],
                               env=env, capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, proc.stderr
-        results.append(json.loads(proc.stdout.strip().splitlines()[-1]) if step != "merge"
-                       else None)
-    compiled, loaded = results[1:]
-    assert compiled["compiles"] == 1 and compiled["kernel_misses"] > 0
-    assert (loaded["compiles"], loaded["disk_hits"], loaded["kernel_misses"]) == (0, 1, 0)
-    want = _total_order(x, 0).view(np.uint32).tolist()
-    assert loaded["bits"] == loaded["program"] == compiled["bits"] == want
+        results.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    _, compiled, loaded = results
+    assert compiled["misses"] == 1 and loaded["misses"] == 0
+    assert loaded["bits"] == compiled["bits"] == _total_order(x, 0).view(np.uint32).tolist()
