@@ -21,12 +21,12 @@ from __future__ import annotations
 import ctypes
 
 import llvmlite.binding as llvm
+import numba
 import numpy as np
 from llvmlite import ir
 from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
-from numba.np.ufunc import parallel as numba_parallel
 from numpy._core import _multiarray_umath
 
 GET_ARR_FUNCS_SLOT = 365  # _PyDataType_GetArrFuncs in NumPy 2's PyArray_API table
@@ -59,10 +59,13 @@ def _quicksort_addresses() -> dict[str, int]:
 for _dtype, _address in _quicksort_addresses().items():
     llvm.add_symbol(symbol(_dtype), _address)
 # numba's threading layer registers `get_num_threads` (`thread_count`'s symbol) when it
-# starts: start it now (2.5 ms, once), before a cached caller is loaded. numba starts
-# it on loading only functions with a parallel loop of their own: a cached
-# `sort_numpy.numpy_sort_vector_parallel` loaded first crashed on the missing symbol.
-numba_parallel._launch_threads()
+# starts: start it now (2.5 ms, once), before a cached caller is loaded. numba starts it
+# on loading only functions with a parallel loop of their own (numba #8578; tracer's
+# cache starts it before loading a host, but a vendored `tracer.aot` module or a direct
+# call does not): a cached `sort_numpy.numpy_sort_vector_parallel` loaded first crashed.
+# (In tracer the cpu backend has imported `cpu.threads`, which sets the pool's spin
+# policy, before it imports this.)
+numba.get_num_threads()
 
 
 @intrinsic
