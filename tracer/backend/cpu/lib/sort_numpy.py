@@ -64,10 +64,11 @@ def _simd_itemsizes() -> tuple[int, ...]:
 ITEMSIZES = _simd_itemsizes()
 MIN_LENGTH = 128  # shorter rows: `cpu.lib.sort`'s sorting network is faster (the emitter picks)
 # one row of at least this many bytes is sorted in parts on numba's threads and merged
-# (`numpy_sort_vector_parallel`; smaller, the merge and the wake-up of the threads cost
-# more than the halved sort saves: 2 threads measured 1.03x one on 1 MiB of float32,
-# 0.87x on 1.4 MiB, 0.91x on 1.2 MiB of float64, 0.72x and 0.62x on 10^6 values)
-VECTOR_PARALLEL_MIN_BYTES = 5 << 18
+# (`numpy_sort_vector_parallel`; smaller, the merge and the threads' start cost more
+# than the halved sort saves). 2 threads against one, back-to-back calls (the pool
+# spinning, `cpu.threads`): float32 0.99x at 390 KiB, 0.93x at 590, 0.78x at 1 MiB;
+# float64 0.83x at 512 KiB, 0.65x at 2 MiB. (A pool that fell asleep adds ~90 us.)
+VECTOR_PARALLEL_MIN_BYTES = 1 << 19
 CHUNK_BYTES = 1 << 19  # integer rows copied and counted at once: well inside a core's L2
 # strided rows gathered at once: 4 cache lines of each position j (1 thread, 1000 x 1000
 # float32 along axis 0: 2.55 ms, 2.6-2.7 at 64 or 128 bytes, 2.8 at 512, NumPy 3.5)
