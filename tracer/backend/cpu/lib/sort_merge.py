@@ -4,11 +4,11 @@ round's output split evenly over the threads.
 
 Each thread writes its own range of a merge's output: a "merge path" binary search
 (`_split`) finds how many of the values before a given output position come from
-each run. Within a range the merge runs from both ends at once (the smallest values
-forward, the largest backward): two independent chains of compare and select, each
-loading its runs' next values a step ahead, so that neither waits on a load (1.3 ns
-a float32 value on one core, where one branch-free chain took 2.5 and a branchy
-merge 5).
+each run. A thread splits its range in two halves the same way and merges both from
+both ends at once (the smallest values forward, the largest backward): four
+independent chains of compare and select, each loading its runs' next values a step
+ahead, so that none waits on a load (1.0 ns a float32 value on one core, where two
+such chains took 1.5, one 2.5 and a branchy merge 5).
 
 The order is the one NumPy's sort leaves (`_before`: NaNs last, every NaN alike,
 -0.0 equal to +0.0); the total order `ops.sort` asks for is restored afterwards by

@@ -250,6 +250,7 @@ def _int_chunk(x) -> int:
 
 @njit(**_SERIAL)
 def _tile_width(x) -> int:
+    """Strided rows gathered at once: TILE_BYTES of each position."""
     return max(1, TILE_BYTES // x.itemsize)
 
 
@@ -272,8 +273,8 @@ def _holds_zero_or_nan(row) -> bool:
 @njit(**_SERIAL)
 def _sort_tile(x, out, o, i0, i1, nan_keys):
     """Strided rows (o, i0 .. i1 - 1): gathered into contiguous rows (each position j
-    one cache line of x for all of them), sorted, scattered back; those holding a
-    zero or a NaN repaired."""
+    a few whole cache lines of x for all of them), sorted, scattered back; those
+    holding a zero or a NaN repaired."""
     n, width = x.shape[1], i1 - i0
     rows = np.empty((width, n), x.dtype)
     for j in range(n):
