@@ -96,7 +96,9 @@ def _half(atom: Any) -> str:
 
 def _by_numpy(ge: GraphEmitter, eqn: Eqn) -> bool:
     """Whether NumPy's sort takes this key sort (see the module docstring): rows of at
-    least MIN_LENGTH (shorter ones: the sorting network)."""
+    least MIN_LENGTH (shorter ones: the sorting network), in a module that runs in a
+    Python process (`objmode_ok`): the kernels call NumPy's C sort, which a C library
+    does not have."""
     first = eqn.inputs[0].aval
     return ge.mod.objmode_ok and len(eqn.inputs) == 1 and first.dtype.kind in "iuf" and \
         first.dtype not in HALVES and first.dtype.itemsize in ITEMSIZES and \
