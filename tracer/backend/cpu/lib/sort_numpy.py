@@ -41,7 +41,7 @@ from numpy._core import _multiarray_umath
 from .sort import from_key, key_buffer, to_key
 from .sort_counting import copy_and_count
 from .sort_merge import sort_vector_parallel
-from .sort_numpy_abi import simd_sort, thread_count
+from .sort_numpy_abi import DTYPES, simd_sort, thread_count
 
 _OPTIONS = dict(cache=True, error_model="numpy", nogil=True)
 _SERIAL = dict(_OPTIONS, no_cpython_wrapper=True, no_cfunc_wrapper=True)
@@ -58,6 +58,8 @@ def _simd_itemsizes() -> tuple[int, ...]:
     dispatch = getattr(_multiarray_umath, "__cpu_dispatch__", ())
     features = getattr(_multiarray_umath, "__cpu_features__", {})
     icl = any(t in dispatch and features.get(t) for t in ("AVX512_ICL", "AVX512_SPR"))
+    if not DTYPES:  # (a NumPy whose C ABI is not NumPy 2's: its sort is not reachable)
+        return ()
     return (2, 4, 8) if icl else (4, 8)
 
 

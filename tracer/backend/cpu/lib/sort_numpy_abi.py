@@ -14,6 +14,8 @@ Highway's vqsort where the CPU has them, exactly as `ndarray.sort` does (same
 speed measured on 10^6 keys of each width). At import each dtype's function is
 registered with LLVM under `tracer_numpy_quicksort_<dtype>`
 (`llvmlite.binding.add_symbol`), before any cached kernel that calls it is loaded.
+Under a NumPy whose C ABI is not NumPy 2's the slots may mean something else: then
+nothing is registered, `DTYPES` is empty and the emitter keeps `cpu.lib.sort`.
 """
 
 from __future__ import annotations
@@ -29,11 +31,13 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 from numpy._core import _multiarray_umath
 
+ABI_VERSION = 0x02000000  # NumPy 2's C ABI, whose slots these are (NPY_ABI_VERSION)
 GET_ARR_FUNCS_SLOT = 365  # _PyDataType_GetArrFuncs in NumPy 2's PyArray_API table
 # PyArray_ArrFuncs: cast[NPY_NTYPES_ABI_COMPATIBLE = 21], then 12 function pointers
 # (getitem .. fillwithscalar), then sort[NPY_NSORTS]: sort[NPY_QUICKSORT] is pointer 33
 QUICKSORT_SLOT = 21 + 12
-DTYPES = ("int16", "uint16", "int32", "uint32", "int64", "uint64", "float32", "float64")
+SORTED_DTYPES = ("int16", "uint16", "int32", "uint32", "int64", "uint64", "float32",
+                 "float64")
 
 
 def symbol(dtype: str) -> str:
@@ -41,22 +45,31 @@ def symbol(dtype: str) -> str:
     return f"tracer_numpy_quicksort_{dtype}"
 
 
-def _quicksort_addresses() -> dict[str, int]:
-    """{dtype: address of NumPy's sort[NPY_QUICKSORT] for it}."""
-    capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
-    capsule_pointer.restype = ctypes.c_void_p
-    capsule_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+def _api_table() -> ctypes.Array:
+    """NumPy's PyArray_API function table (what `import_array` reads in C)."""
+    capsule_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(
+        ("PyCapsule_GetPointer", ctypes.pythonapi))
     api = capsule_pointer(_multiarray_umath._ARRAY_API, None)
-    table = (ctypes.c_void_p * (GET_ARR_FUNCS_SLOT + 1)).from_address(api)
+    return (ctypes.c_void_p * (GET_ARR_FUNCS_SLOT + 1)).from_address(api)
+
+
+def _quicksort_addresses() -> dict[str, int]:
+    """{dtype: address of NumPy's sort[NPY_QUICKSORT] for it}, or {} under a NumPy
+    whose C ABI is not NumPy 2's (slot 0, PyArray_GetNDArrayCVersion, says which)."""
+    table = _api_table()
+    if ctypes.CFUNCTYPE(ctypes.c_uint)(table[0])() != ABI_VERSION:
+        return {}
     arr_funcs = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.py_object)(table[GET_ARR_FUNCS_SLOT])
     addresses = {}
-    for dtype in DTYPES:
+    for dtype in SORTED_DTYPES:
         funcs = (ctypes.c_void_p * (QUICKSORT_SLOT + 1)).from_address(arr_funcs(np.dtype(dtype)))
         addresses[dtype] = funcs[QUICKSORT_SLOT]
     return addresses
 
 
-for _dtype, _address in _quicksort_addresses().items():
+_ADDRESSES = _quicksort_addresses()
+DTYPES = tuple(_ADDRESSES)  # the dtypes `simd_sort` sorts: none under another ABI
+for _dtype, _address in _ADDRESSES.items():
     llvm.add_symbol(symbol(_dtype), _address)
 # numba's threading layer registers `get_num_threads` (`thread_count`'s symbol) when it
 # starts: start it now (2.5 ms, once), before a cached caller is loaded. numba starts it
