@@ -41,7 +41,7 @@ from numpy._core import _multiarray_umath
 from .sort import from_key, key_buffer, to_key
 from .sort_counting import copy_and_count
 from .sort_merge import sort_vector_parallel
-from .sort_numpy_abi import DTYPES, simd_sort, thread_count
+from .sort_numpy_abi import DTYPES, pool_thread_count, simd_sort
 
 _OPTIONS = dict(cache=True, error_model="numpy", nogil=True)
 _SERIAL = dict(_OPTIONS, no_cpython_wrapper=True, no_cfunc_wrapper=True)
@@ -345,7 +345,7 @@ def numpy_sort_vector_parallel(x, out, nan_keys):
     """`numpy_sort_rows` of one long row ((1, n, 1) views): on more than one thread,
     sorted in one part per thread and merged (`sort_merge`), then repaired. Integer
     rows of few values are counted first, as on one thread."""
-    n, threads = x.shape[1], thread_count()
+    n, threads = x.shape[1], pool_thread_count()
     if n == 0:
         return
     serial = n * x.itemsize < VECTOR_PARALLEL_MIN_BYTES or threads == 1
