@@ -27,6 +27,8 @@ from tracer.backend.cpu import cache as cpu_cache
 from tracer.backend.cpu import split as cpu_split
 from tracer.tree_util import tree_leaves
 
+from ...checks import threaded
+
 RTOL = {4: 4e-6, 8: 1e-12}
 
 
@@ -71,6 +73,21 @@ def test_split_control_flow_and_scalars_match_the_interpreter(tiny_parts):
     x = np.linspace(-1, 1, 12).reshape(3, 4)
     source = _agree(_control, x, 3)
     assert "_part" in source
+
+
+def test_a_split_host_on_the_thread_pool_sets_its_threads_and_matches(tiny_parts):
+    """A host whose nests run on threads starts with `set_pool_threads(n)`, a call
+    with a literal that is no part: its parts still register and agree (it raised
+    AttributeError when the split host's steps were read)."""
+    def steps(v):
+        e = tnp.exp(v - v.max(axis=1, keepdims=True))
+        s = e.sum(axis=0)
+        w = tnp.tanh(e / s) * v
+        return w - w.mean(axis=0), s.sum() * 2.0
+
+    source = _agree(steps, np.linspace(-1, 1, 1 << 16).reshape(256, 256))
+    assert "_part" in source
+    assert ("set_pool_threads(" in source) == threaded()
 
 
 def test_a_short_host_function_is_not_split():

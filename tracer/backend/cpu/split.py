@@ -168,7 +168,8 @@ def _host_steps(source: str, host: str) -> tuple[tuple[str, Any, tuple[str, ...]
     steps: list[tuple[str, Any, tuple[str, ...]]] = [("param", a.arg, ()) for a in fn.args.args]
     for stmt in fn.body:
         value = stmt.value if isinstance(stmt, (ast.Assign, ast.Expr)) else None
-        if isinstance(value, ast.Call):
+        if isinstance(value, ast.Call) and all(isinstance(a, ast.Name) for a in value.args):
+            # (a part's call names its inputs; `set_pool_threads(2)` is no part)
             targets = stmt.targets[0].elts if isinstance(stmt, ast.Assign) else []
             steps.append(("call", tuple(t.id for t in targets),
                           (value.func.id, *(a.id for a in value.args))))
