@@ -196,3 +196,17 @@ def test_reductions_over_short_rows_prefetch_rows_ahead_and_match_numpy(shape, d
     np.testing.assert_allclose(cos(a, b), want, rtol=tol, atol=tol)
     with tr.config.override(num_threads=1):
         np.testing.assert_allclose(cos(a, b), want, rtol=tol, atol=tol)
+
+
+def test_a_strided_view_of_short_rows_is_read_in_place_with_its_row_prefetch(monkeypatch):
+    """The row prefetch follows the view's strides, so a view still goes to the
+    module's strided version (read in place, not copied) and matches NumPy."""
+    monkeypatch.setattr(strided, "IN_PLACE_MIN_BYTES", 0)
+    wide = np.random.default_rng(8).standard_normal((10_000, 128)).astype(np.float32)
+    view = wide[:, ::2]  # rows of 64, every other element
+    f = tr.jit(lambda u: tnp.exp(u) * 2)  # (a reduction would be copied: see strided)
+    assert "prefetch_rows_ahead(arg0, (i0, 0), n1)" in f.lower(wide[:, :64]).compile().source
+    f(np.ascontiguousarray(view))
+    np.testing.assert_allclose(f(view), np.exp(view) * 2, rtol=2e-6)
+    entry, = f._cache.values()
+    assert entry.compiled.executable.strided.in_place == 1

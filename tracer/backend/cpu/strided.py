@@ -42,7 +42,8 @@ import numpy as np
 
 from ...config import config
 
-PREFETCH = "prefetch_ahead"  # lib/prefetch.py's helper, which any layout may be given
+# lib/prefetch.py's helpers of streamed arrays, which any layout may be given
+PREFETCHERS = frozenset({"prefetch_ahead", "prefetch_rows_ahead"})
 IN_PLACE_MIN_BYTES = 64 << 20  # copies saved before the strided version pays its compile
 
 
@@ -92,7 +93,7 @@ class _ModuleUses:
 
     def _element_use(self, name: ast.Name, parent: ast.AST, loop: ast.For | None,
                      rank: int) -> bool:
-        if _called(parent, PREFETCH):  # (it follows the strides: any layout will do)
+        if _called(parent, PREFETCHERS):  # (they follow the strides: any layout will do)
             return True
         if (isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name)
                 and parent.func.id in self.functions and name in parent.args):
@@ -115,9 +116,9 @@ class _ModuleUses:
         return self._folds[id(loop)]
 
 
-def _called(parent: ast.AST | None, function: str) -> bool:
+def _called(parent: ast.AST | None, functions: frozenset[str]) -> bool:
     return isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) and \
-        parent.func.id == function
+        parent.func.id in functions
 
 
 def _element_load(parent: ast.AST | None, name: ast.Name, rank: int) -> bool:
