@@ -38,7 +38,7 @@ from ..blas_threads import BLAS_PARALLEL_MIN_FLOPS, largest_product_flops
 from ..numba.scalar import SCALAR_EMITTERS, storage_dtype
 from . import blas, cache, strided, threads
 from .emit.table import OP_EMITTERS
-from .generate import USES_THREADS, Module, generate
+from .generate import Module, generate
 from .launch import launcher
 from .options import thread_count
 
@@ -76,7 +76,7 @@ class NumbaExecutable:
         self.strided = strided_host  # what happened to non-contiguous inputs (counters)
         self._call, self._direct, trusted = launcher(module, host, self._dims, n_inputs,
                                                      strided_host)
-        self.threaded = bool(USES_THREADS.search(module.source))
+        self.threaded = module.threaded
         self._serial: Callable[[], NumbaExecutable] | NumbaExecutable = serial
         # What jit's hot path calls (`tracer.dispatch`): ndarrays or EagerArrays in, the
         # outputs as EagerArrays out (the array itself when there is one); the launcher

@@ -43,7 +43,7 @@ from .options import NJIT_OPTIONS, thread_count
 from .split import PART_DECORATOR, split_body
 
 # what code that runs on numba's thread pool says: a prange kernel or a library's
-USES_THREADS = re.compile(r"parallel=True|\w_parallel\b")
+_USES_THREADS = re.compile(r"parallel=True|\w_parallel\b")
 
 
 @dataclass
@@ -56,6 +56,7 @@ class Module:
     outputs: list[tuple[str, Any]]   # ("input", k) | ("literal", array) | ("param", k)
     dims: list[int]
     donors: frozenset[int] = frozenset()  # inputs an output is written into (donated)
+    threaded: bool = False  # whether its code runs on numba's thread pool
 
 
 class CpuModuleBuilder(ModuleBuilder):
@@ -135,9 +136,10 @@ def generate(graph: Graph, parallel_ok: bool, fuse: bool = True,
                             if id(out) not in top.donors}
     refs = top.emit_graph(graph, in_refs)
     outputs = _finish_outputs(top, graph, refs)
-    host = _host_function(mod, name, body, parts)
+    threaded = _USES_THREADS.search("".join(k.text() for k in [body, *mod.kernels])) is not None
+    host = _host_function(mod, name, body, parts, threaded)
     return Module(_module_text(mod, graph, host), name, mod.params, outputs, mod.sizes,
-                  frozenset(k for k, _ in top.donors.values()))
+                  frozenset(k for k, _ in top.donors.values()), threaded)
 
 
 def _reshaped_outputs(graph: Graph) -> dict[int, Var]:
@@ -193,7 +195,7 @@ def _finish_outputs(top: GraphEmitter, graph: Graph, refs: list[Ref]) -> list[tu
 
 
 def _host_function(mod: ModuleBuilder, name: str, body: SourceWriter,
-                   split: bool) -> SourceWriter:
+                   split: bool, threaded: bool) -> SourceWriter:
     w = SourceWriter()
     # (object mode, for an op run by its reference, cannot release the GIL)
     options = NJIT_OPTIONS.replace(", nogil=True", "") if mod.fallbacks else NJIT_OPTIONS
@@ -204,7 +206,6 @@ def _host_function(mod: ModuleBuilder, name: str, body: SourceWriter,
     if parts:
         mod.use(PART_DECORATOR, "cpu.lib.parts")
         mod.kernels.extend(parts)
-    threaded = USES_THREADS.search("".join(k.text() for k in [body, *mod.kernels]))
     with w.block(f"def {name}({', '.join(args)})"):
         if threaded:  # (numba's count is the calling thread's: see `lib/pool_threads`)
             w.line(f"{mod.use('set_pool_threads', 'cpu.lib.pool_threads')}({thread_count()})")

@@ -317,14 +317,12 @@ def inner_loop(body: LoopBody, var: str, size: str, inside: Callable[[], None],
     w.embed(front)
     cache.update(body.hoisted)
     combos = list(product(*(sorted(set(s.branches)) for s in sites)))
-    if prefetch and streams and not sites and not prefetch[1]:
-        for name, index in streams.items():  # (chunk 0: short rows, some rows ahead)
-            w.line(f"{prefetch[0]}({name}, ({', '.join((*index[:-1], '0'))}), {size})")
-        with w.block(f"for {var} in {'numba.prange' if parallel else 'range'}({size})"):
-            w.embed(surveyed)
-    elif prefetch and streams and not sites:
-        _prefetched(body, var, size, streams, prefetch, cache, inside, parallel)
+    to_prefetch = streams if prefetch and not sites else {}
+    if to_prefetch and prefetch[1]:
+        _prefetched(body, var, size, to_prefetch, prefetch, cache, inside, parallel)
     elif not sites or len(combos) > MAX_LOOP_COPIES or parallel:
+        for name, index in to_prefetch.items():  # (chunk 0: short rows, some rows ahead)
+            w.line(f"{prefetch[0]}({name}, ({', '.join((*index[:-1], '0'))}), {size})")
         with w.block(f"for {var} in {'numba.prange' if parallel else 'range'}({size})"):
             w.embed(surveyed)
     else:

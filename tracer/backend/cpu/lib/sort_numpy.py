@@ -95,13 +95,13 @@ def _negative(v) -> bool:
 
 
 @njit(**_SERIAL)
-def _first(out, o, i, end, above):
-    """The first position of row (o, i) before `end` (sorted: ascending) whose value
-    is >= 0, or > 0 when `above`, or `end`."""
+def _first(row, end, above):
+    """The first position of `row` before `end` (sorted: ascending) whose value is
+    >= 0, or > 0 when `above`, or `end`."""
     lo, hi = 0, end
     while lo < hi:
         mid = (lo + hi) // 2
-        v = out[o, mid, i]
+        v = row[mid]
         if v > 0 or (v == 0 and not above):
             hi = mid
         else:
@@ -110,12 +110,12 @@ def _first(out, o, i, end, above):
 
 
 @njit(**_SERIAL)
-def _nan_start(out, o, i):
-    """Where row (o, i)'s NaN tail starts (NumPy sorts NaNs last)."""
-    lo, hi = 0, out.shape[1]
+def _nan_start(row):
+    """Where `row`'s NaN tail starts (NumPy sorts NaNs last)."""
+    lo, hi = 0, row.shape[0]
     while lo < hi:
         mid = (lo + hi) // 2
-        v = out[o, mid, i]
+        v = row[mid]
         if v != v:
             hi = mid
         else:
@@ -177,11 +177,11 @@ def _total_order_row_impl(x, out, o, i, nan_keys):
 
 
 def _float_row_in_total_order(x, out, o, i, nan_keys):
-    n = out.shape[1]
-    last = out[o, n - 1, i]
-    end = _nan_start(out, o, i) if last != last else n
-    lo = _first(out, o, i, end, False)
-    hi = _first(out, o, i, end, True)
+    row = out[o, :, i]
+    n = row.shape[0]
+    end = _nan_start(row) if row[n - 1] != row[n - 1] else n
+    lo = _first(row, end, False)
+    hi = _first(row, end, True)
     if hi > lo:
         _signed_zeros(x, out, o, i, lo, hi)
     if end < n and nan_keys:
@@ -260,16 +260,11 @@ def _tile_width(x) -> int:
 def _holds_zero_or_nan(row) -> bool:
     """Whether the sorted contiguous row (NumPy's order: NaNs last) holds a zero or a
     NaN: only such rows can need a repair."""
-    if row.shape[0] == 0 or row[-1] != row[-1]:
-        return row.shape[0] > 0
-    lo, hi = 0, row.shape[0]
-    while lo < hi:  # (the first value >= 0)
-        mid = (lo + hi) // 2
-        if row[mid] >= 0:
-            hi = mid
-        else:
-            lo = mid + 1
-    return lo < row.shape[0] and row[lo] == 0
+    n = row.shape[0]
+    if n == 0 or row[n - 1] != row[n - 1]:
+        return n > 0
+    lo = _first(row, n, False)
+    return lo < n and row[lo] == 0
 
 
 @njit(**_SERIAL)
@@ -294,20 +289,31 @@ def _sort_tile(x, out, o, i0, i1, nan_keys):
 
 
 @njit(**_SERIAL)
-def _sort_rows_serial(x, out, nan_keys):
+def _units(x) -> int:
+    """The units of work of a sort of x's rows: tiles of strided rows, contiguous float
+    rows one by one, integer rows in chunks (`_sort_unit`)."""
+    outer, n, inner = x.shape
+    if inner > 1:
+        return outer * ((inner + _tile_width(x) - 1) // _tile_width(x))
+    if _floats(x):
+        return outer
+    return (outer + _int_chunk(x) - 1) // _int_chunk(x)
+
+
+@njit(**_SERIAL)
+def _sort_unit(x, out, k, nan_keys):
+    """Unit k of `_units(x)`: copied, sorted and repaired."""
     outer, n, inner = x.shape
     if inner > 1:
         tile = _tile_width(x)
-        for o in range(outer):
-            for i0 in range(0, inner, tile):
-                _sort_tile(x, out, o, i0, min(i0 + tile, inner), nan_keys)
+        tiles = (inner + tile - 1) // tile
+        o, i0 = k // tiles, k % tiles * tile
+        _sort_tile(x, out, o, i0, min(i0 + tile, inner), nan_keys)
     elif _floats(x):
-        for o in range(outer):
-            _sort_float_row(x, out, o, nan_keys)
+        _sort_float_row(x, out, k, nan_keys)
     else:
         step = _int_chunk(x)
-        for o0 in range(0, outer, step):
-            _sort_int_rows(x, out, o0, min(o0 + step, outer))
+        _sort_int_rows(x, out, k * step, min(k * step + step, outer))
 
 
 @njit(**_SERIAL)
@@ -315,29 +321,17 @@ def numpy_sort_rows(x, out, nan_keys):
     """out = x sorted along axis 1 of its (outer, n, inner) view in the total order,
     by NumPy's sort; `nan_keys`: every NaN of x counts (and is written) as +NaN."""
     if x.shape[1] > 0:
-        _sort_rows_serial(x, out, nan_keys)
+        for k in range(_units(x)):
+            _sort_unit(x, out, k, nan_keys)
 
 
 @njit(parallel=True, **_OPTIONS)
 def numpy_sort_rows_parallel(x, out, nan_keys):
     """`numpy_sort_rows` with the rows (contiguous float rows one by one, integer
     ones in chunks, strided ones in tiles) on numba's threads."""
-    outer, n, inner = x.shape
-    if n == 0:
-        return
-    if inner > 1:
-        tile = _tile_width(x)
-        tiles = (inner + tile - 1) // tile
-        for t in prange(outer * tiles):
-            o, i0 = t // tiles, t % tiles * tile
-            _sort_tile(x, out, o, i0, min(i0 + tile, inner), nan_keys)
-    elif _floats(x):
-        for o in prange(outer):
-            _sort_float_row(x, out, o, nan_keys)
-    else:
-        step = _int_chunk(x)
-        for c in prange((outer + step - 1) // step):
-            _sort_int_rows(x, out, c * step, min(c * step + step, outer))
+    if x.shape[1] > 0:
+        for k in prange(_units(x)):
+            _sort_unit(x, out, np.int64(k), nan_keys)
 
 
 @njit(**_OPTIONS)  # (its threads are sort_vector_parallel's)
