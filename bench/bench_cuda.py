@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import traceback
 from typing import Any, Callable
 
 import numpy as np
@@ -375,10 +376,17 @@ def main(argv: list[str]) -> None:
     cupy, jax = _cupy(), _jax()
     print(f"GPU: {cuda.get_current_device().name}; cupy: {cupy is not None}; "
           f"jax gpu: {jax is not None}")
+    failed = []
     for name, workload in WORKLOADS.items():
         if not argv or any(a in name for a in argv):
-            workload(cuda, cupy, jax)
+            try:
+                workload(cuda, cupy, jax)
+            except Exception:  # device time is scarce: report it and measure the rest
+                traceback.print_exc()
+                failed.append(name)
     print(json.dumps(RESULTS))
+    if failed:
+        sys.exit(f"bench_cuda: failed: {', '.join(failed)}")
 
 
 if __name__ == "__main__":

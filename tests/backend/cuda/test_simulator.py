@@ -3,6 +3,7 @@ share one static shared array per source line, however their allocations interle
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 
@@ -29,6 +30,8 @@ class _SlowAllocations:
         return np.empty(*args, **kwargs)
 
 
+@pytest.mark.skipif(os.environ.get("TRACER_CUDA_REAL") == "1",
+                    reason="a run on a GPU does not patch the simulator")
 def test_threads_allocating_together_share_one_shared_array(monkeypatch):
     monkeypatch.setattr(kernelapi, "np", _SlowAllocations())
     monkeypatch.setattr(cuda_simulator, "np", _SlowAllocations())
