@@ -26,6 +26,7 @@ from tests.op_db import all_cases  # noqa: E402
 from tracer import ops  # noqa: E402
 from tracer.backend.cuda.backend import (HOST_FALLBACKS, HOST_OPS,  # noqa: E402
                                        NumbaCudaBackend, device_ops, is_device_array)
+from tracer.backend.cuda.lib import launch  # noqa: E402
 from tracer.core import aval_of, subgraphs  # noqa: E402
 from tracer.interpret import run_graph  # noqa: E402
 from tracer.ops import OPS  # noqa: E402
@@ -118,6 +119,20 @@ def host_ops_by_reference(monkeypatch):
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_op_table_case_matches_the_interpreter(case):
     _compare(case.fn, case.args, rtol=case.rtol, atol=case.atol)
+
+
+CONV_CASES = [c for c in CASES if c.name.split(":")[0] in (
+    "conv", "conv_with_general_padding", "conv_general_dilated")]
+
+
+@pytest.mark.parametrize("case", CONV_CASES, ids=[c.name for c in CONV_CASES])
+def test_a_convolution_by_blocks_matches_the_interpreter(case, monkeypatch):
+    """The kernel that gives each output a block (chosen for few outputs of long sums),
+    on every convolution case of the op table."""
+    asked = []
+    monkeypatch.setattr(launch, "few_long_sums", lambda *sizes: asked.append(sizes) or True)
+    _compare(case.fn, case.args, rtol=max(case.rtol, 1e-6), atol=case.atol)
+    assert asked
 
 
 def test_every_op_runs_on_the_device_or_is_a_listed_host_op():

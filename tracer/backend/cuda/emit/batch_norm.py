@@ -22,6 +22,7 @@ from ....core import Eqn
 from ...numba.codegen import Ref
 from ..emitter import DeviceGraphEmitter, Kernel
 from ..nests import product
+from .common import block_sum
 from .index import launch_over, over_elements, read, write
 
 _T, _NT = "cuda.threadIdx.x", "cuda.blockDim.x"
@@ -49,23 +50,6 @@ class _Features:
 
 def _f64(k: Kernel, ref: Ref, index: list[str]) -> str:
     return f"f64({read(k, ref, index)})"
-
-
-def _block_sum(k: Kernel, shared: str, value: str) -> str:
-    """The sum of `value` over the block's threads (a tree in shared memory, halving
-    strides); every thread gets it."""
-    total, stride = k.fresh("total"), k.fresh("stride")
-    k.w.line(f"{shared}[{_T}] = {value}")
-    k.w.line("cuda.syncthreads()")
-    k.w.line(f"{stride} = {_NT} // 2")
-    with k.w.block(f"while {stride} > 0"):
-        with k.w.block(f"if {_T} < {stride}"):
-            k.w.line(f"{shared}[{_T}] += {shared}[{_T} + {stride}]")
-        k.w.line("cuda.syncthreads()")
-        k.w.line(f"{stride} //= 2")
-    k.w.line(f"{total} = {shared}[0]")
-    k.w.line("cuda.syncthreads()")  # (before the shared array is written again)
-    return total
 
 
 @dataclass
@@ -122,11 +106,11 @@ def _training(ge: DeviceGraphEmitter, eqn: Eqn) -> None:
         k.w.line(f"{s1}, {s2} = f64(0.0), f64(0.0)")
         with _elements(k, b) as at:
             k.w.line(f"{s1} += {_f64(k, x3, at)}")
-        k.w.line(f"{mean} = {_block_sum(k, b.shared, s1)} / {b.count}")
+        k.w.line(f"{mean} = {block_sum(k, b.shared, s1)} / {b.count}")
         with _elements(k, b) as at:
             k.w.line(f"{dev} = {_f64(k, x3, at)} - {mean}")
             k.w.line(f"{s2} += {dev} * {dev}")
-        k.w.line(f"{var} = {_block_sum(k, b.shared, s2)} / {b.count}")
+        k.w.line(f"{var} = {block_sum(k, b.shared, s2)} / {b.count}")
         k.w.line(f"{factor} = {_f64(k, scale, [b.f])} / "
                  f"{k.mod.use('sqrt_f64')}({var} + {eps})")
         with _elements(k, b) as at:
@@ -176,8 +160,8 @@ def _grad(ge: DeviceGraphEmitter, eqn: Eqn) -> None:
         with _elements(k, b) as at:
             k.w.line(f"{s_dy} += {_f64(k, dy3, at)}")
             k.w.line(f"{s_dyc} += {_f64(k, dy3, at)} * ({_f64(k, x3, at)} - {m})")
-        k.w.line(f"{sum_dy} = {_block_sum(k, b.shared, s_dy)}")
-        k.w.line(f"{sum_dyc} = {_block_sum(k, b.shared, s_dyc)}")
+        k.w.line(f"{sum_dy} = {block_sum(k, b.shared, s_dy)}")
+        k.w.line(f"{sum_dyc} = {block_sum(k, b.shared, s_dyc)}")
         k.w.line(f"{d}, {c} = {sum_dy} / {b.count}, {sum_dyc} / {b.count} * {rstd} * {rstd}")
         k.w.line(f"{a} = {_f64(k, scale, [b.f])} * {rstd}")
         with _elements(k, b) as at:

@@ -2,7 +2,10 @@
 
 One thread per output element (in the output's memory order) accumulates, over
 the window taps (row-major) and then the input features of its group, lhs x
-rhs in the reference's working dtype: float16 in float32 (rounded once on
+rhs; or, where the outputs are few and their sums long (`launch.few_long_sums`: a
+weight gradient, whose sums run over the batch and the image), one block per output
+whose threads take the same terms in turn and add their sums in a tree. Both work in
+the reference's working dtype: float16 in float32 (rounded once on
 store), integers in their own width (wrapping after every step, as the
 reference's matmul does), others in their dtype. The lhs is read at
 `out * stride + tap * rhs_dilation - low` of its padded, lhs-dilated form;
@@ -18,9 +21,16 @@ from __future__ import annotations
 from contextlib import ExitStack
 
 from ....core import Eqn
+from ...numba.codegen import Ref
+from ...numba.loops import Index
 from ...numba.scalar import cast, literal
 from ..emitter import DeviceGraphEmitter, Kernel
+from ..lib.arrays import register_dtype
+from ..nests import advance_index, product, split_index, unflatten
+from .common import block_sum
 from .index import launch_over, over_elements, read, write
+
+_T, _NT = "cuda.threadIdx.x", "cuda.blockDim.x"
 
 
 def _param(k: Kernel, eqn: Eqn, name: str, j: int, part: int = -1) -> str:
@@ -78,37 +88,109 @@ def _tap_position(k: Kernel, eqn: Eqn, j: int, out: str, tap: str) -> tuple[str,
 
 
 def emit_conv(ge: DeviceGraphEmitter, eqn: Eqn) -> None:
-    p = eqn.params
-    dn = p["dimension_numbers"]
-    lhs, rhs = eqn.inputs
-    out = eqn.outputs[0]
-    dtype = out.aval.dtype
+    """Two kernels, the host picking one per call from the sizes: one thread per output
+    element, or, where the outputs are too few to fill the device and each is a long sum
+    (a weight gradient: a sum over the batch and the image per weight), one block per
+    output whose threads share the sum."""
+    dn = eqn.params["dimension_numbers"]
+    rhs, out = eqn.inputs[1], eqn.outputs[0]
     result = ge.new_ref(out)
+    by_thread, by_block = _by_thread(ge, eqn, result), _by_block(ge, eqn, result)
+    outputs = product([ge.dim(out, d) for d in range(out.aval.ndim)])
+    terms = product([ge.dim(rhs, d) for d in (*dn.rhs_spec[2:], dn.rhs_spec[1])])
+    with ge.w.block(f"if launch.few_long_sums({outputs}, {terms})"):
+        by_block.launch(f"launch.grid({outputs}, 1)", f"launch.row_block({terms})",
+                        "conv_general_dilated: one output element per block")
+    with ge.w.block("else"):
+        launch_over(by_thread, out, "conv_general_dilated: one output element per thread")
+
+
+def _operand_index(k: Kernel, eqn: Eqn, index: Index, ci: str) -> tuple[list[str], list[str],
+                                                                         str]:
+    """The lhs and rhs index of output `index`'s term at input feature `ci` (the taps'
+    places left blank, for `_taps`), and the input features per group."""
+    dn = eqn.params["dimension_numbers"]
+    lhs, rhs = eqn.inputs
+    b, oz = index[dn.out_spec[0]], index[dn.out_spec[1]]
+    batch, first, per_group = _groups(k, eqn, b, oz)
+    x_at, w_at = [""] * lhs.aval.ndim, [""] * rhs.aval.ndim
+    x_at[dn.lhs_spec[0]], w_at[dn.rhs_spec[0]] = batch, oz
+    x_at[dn.lhs_spec[1]] = ci if first == "0" else f"{first} + {ci}"
+    w_at[dn.rhs_spec[1]] = ci
+    return x_at, w_at, per_group
+
+
+def _tap(k: Kernel, eqn: Eqn, index: Index, j: int, tap: str, x_at: list[str],
+         w_at: list[str]) -> list[str]:
+    """Fill in spatial dim j's place of the operand indices for window tap `tap`; the
+    checks that the lhs element is real (not padding, not a hole)."""
+    dn = eqn.params["dimension_numbers"]
+    x_at[dn.lhs_spec[2 + j]], checks = _tap_position(k, eqn, j, index[dn.out_spec[2 + j]], tap)
+    w_at[dn.rhs_spec[2 + j]] = tap
+    return checks
+
+
+def _add_term(k: Kernel, eqn: Eqn, acc: str, x_at: list[str], w_at: list[str],
+              checks: list[str]) -> None:
+    """acc += lhs x rhs at the indices (padding and holes read as zeros; integers wrap)."""
+    ge, dtype = k.ge, eqn.outputs[0].aval.dtype
+    lhs, rhs = eqn.inputs
+    x = read(k, ge.ref(lhs), x_at)
+    if checks:
+        x = f"{x} if {' and '.join(checks)} else {literal(0, dtype)}"
+    step = f"{acc} + ({x}) * {read(k, ge.ref(rhs), w_at)}"
+    k.w.line(f"{acc} = {cast(k.mod, step, dtype) if dtype.kind in 'iu' else step}")
+
+
+def _by_thread(ge: DeviceGraphEmitter, eqn: Eqn, result: Ref) -> Kernel:
+    """Each thread sums its outputs' terms in the reference's order: taps row-major, then
+    the input features."""
+    dn = eqn.params["dimension_numbers"]
+    rhs, out = eqn.inputs[1], eqn.outputs[0]
     k = Kernel(ge, "conv")
     acc, ci = k.fresh("acc"), k.fresh("ci")
     with over_elements(k, out) as (index, _):
-        b, oz = index[dn.out_spec[0]], index[dn.out_spec[1]]
-        batch, first, per_group = _groups(k, eqn, b, oz)
-        k.w.line(f"{acc} = {literal(0, dtype)}")
-        x_at, w_at = [""] * lhs.aval.ndim, [""] * rhs.aval.ndim
-        x_at[dn.lhs_spec[0]], w_at[dn.rhs_spec[0]] = batch, oz
-        x_at[dn.lhs_spec[1]] = ci if first == "0" else f"{first} + {ci}"
-        w_at[dn.rhs_spec[1]] = ci
+        x_at, w_at, per_group = _operand_index(k, eqn, index, ci)
+        k.w.line(f"{acc} = {literal(0, out.aval.dtype)}")
         checks: list[str] = []
         with ExitStack() as stack:
             for j in range(len(dn.out_spec) - 2):
                 tap = k.fresh(f"t{j}")
                 stack.enter_context(k.w.block(f"for {tap} in range("
                                               f"{k.dim(rhs, dn.rhs_spec[2 + j])})"))
-                x_at[dn.lhs_spec[2 + j]], more = _tap_position(
-                    k, eqn, j, index[dn.out_spec[2 + j]], tap)
-                w_at[dn.rhs_spec[2 + j]] = tap
-                checks += more
+                checks += _tap(k, eqn, index, j, tap, x_at, w_at)
             with k.w.block(f"for {ci} in range({per_group})"):
-                x = read(k, ge.ref(lhs), x_at)
-                if checks:  # (padding and holes are zeros)
-                    x = f"{x} if {' and '.join(checks)} else {literal(0, dtype)}"
-                step = f"{acc} + ({x}) * {read(k, ge.ref(rhs), w_at)}"
-                k.w.line(f"{acc} = {cast(k.mod, step, dtype) if dtype.kind in 'iu' else step}")
+                _add_term(k, eqn, acc, x_at, w_at, checks)
         write(k, result, index, acc)
-    launch_over(k, out, "conv_general_dilated: one output element per thread")
+    return k
+
+
+def _by_block(ge: DeviceGraphEmitter, eqn: Eqn, result: Ref) -> Kernel:
+    """A block per output: its threads take the terms (taps row-major, then the input
+    features) in turn, stepping a mixed-radix index (no division per term), and a tree
+    in shared memory adds their sums."""
+    dn = eqn.params["dimension_numbers"]
+    rhs, out = eqn.inputs[1], eqn.outputs[0]
+    k = Kernel(ge, "conv")
+    acc, partial, term, flat = (k.fresh(n) for n in ("acc", "partial", "term", "flat"))
+    k.w.line(f"{partial} = cuda.shared.array(REDUCE_BLOCK, "
+             f"np.{register_dtype(out.aval.dtype).name})")
+    sizes = [k.dim(out, d) for d in range(out.aval.ndim)]
+    index = tuple(f"i{d}" for d in range(out.aval.ndim))
+    with k.w.block(f"for {flat} in range(cuda.blockIdx.x, {product(sizes)}, cuda.gridDim.x)"):
+        unflatten(k.w, flat, sizes, index, k.fresh("rest"))
+        taps = [k.fresh(f"t{j}") for j in range(len(dn.out_spec) - 2)]
+        ci = k.fresh("ci")
+        x_at, w_at, per_group = _operand_index(k, eqn, index, ci)
+        radix = [k.dim(rhs, d) for d in dn.rhs_spec[2:]] + [per_group]
+        steps = split_index(k, (_T, product(radix), _NT), radix, [*taps, ci])
+        k.w.line(f"{acc} = {literal(0, out.aval.dtype)}")
+        with k.w.block(f"for {term} in range({_T}, {product(radix)}, {_NT})"):
+            checks = [c for j, tap in enumerate(taps)
+                      for c in _tap(k, eqn, index, j, tap, x_at, w_at)]
+            _add_term(k, eqn, acc, x_at, w_at, checks)
+            advance_index(k, [*taps, ci], steps, radix)
+        total = block_sum(k, partial, acc)
+        with k.w.block(f"if {_T} == 0"):
+            write(k, result, index, total)
+    return k

@@ -104,6 +104,14 @@ def row_block(cols: int) -> int:
     return max(min(32, CONFIG.reduce_block), min(want, CONFIG.reduce_block))
 
 
+def few_long_sums(outputs: int, terms: int) -> bool:
+    """Whether outputs that are each a sum of `terms` products (a convolution) go one
+    to a block rather than one to a thread: when a thread each cannot fill the device
+    and a block's threads each get several terms. (A weight gradient of a small convnet
+    on an H200, 18,432 outputs of 131,072 terms, took 40 ms one to a thread.)"""
+    return outputs < max_blocks() * CONFIG.block and terms >= 4 * CONFIG.reduce_block
+
+
 def splits(rows: int, cols: int) -> tuple[int, int]:
     """(splits, chunk): a row of `cols` elements is cut into `splits` chunks of `chunk`
     (each non-empty), reduced by separate blocks and combined by a second pass, when
