@@ -212,9 +212,9 @@ def test_long_rows_are_reduced_in_chunks_and_combined():
 
 @pytest.mark.parametrize("width", [0, 1, 7, 9, 31, 33, 40, 65, 100])
 def test_row_reductions_fold_every_column_once_whatever_the_width(width):
-    """A thread folds its first column alone (unless it holds the init), then UNROLL
-    columns at a time, then the rest: each path, with inits that are not the identity
-    (applied once) on integers, where a column folded twice or missed shows."""
+    """Rows of fewer columns than a block has threads, of several turns of the block and
+    with a remainder, with inits that are not the identity (applied once) on integers,
+    where a column folded twice or missed shows."""
     x = (np.arange(3 * width, dtype=np.int32).reshape(3, width) % 17) - 5
 
     def reductions(x):

@@ -20,10 +20,8 @@ block through shared memory and kept in registers by the nests after it.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import math
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numba
@@ -47,9 +45,6 @@ from .nests import (
 )
 
 _T, _NT = "cuda.threadIdx.x", "cuda.blockDim.x"
-# Columns a reducing thread loads at once: with one load in flight per thread, a sum of
-# 2^26 floats on an H200 ran at about a third of the memory bandwidth.
-UNROLL = 4
 
 
 @dataclass
@@ -83,17 +78,13 @@ def _start(k: Kernel, body: CudaLoopBody, acc: Accumulators, with_init: str) -> 
     k.w.line(f"{acc.have} = {with_init}")
 
 
-def _fold(k: Kernel, acc: Accumulators, xs: list[str], how: str = "maybe") -> None:
-    """acc = f(acc, xs) where the accumulators hold a value ("always"), acc = xs where
-    they hold nothing yet ("first"), or whichever the `have` flag says ("maybe")."""
+def _fold(k: Kernel, acc: Accumulators, xs: list[str], always: bool = False) -> None:
+    """acc = f(acc, xs); or, unless `always` (a fold from init), acc = xs while the
+    accumulators hold nothing yet."""
     graph = acc.eqn.params["to_apply"]
-    if how == "always":
+    if always:
         new = emit_scalar_graph(k, graph, acc.names + xs)
         k.w.line(f"{', '.join(acc.names)} = {', '.join(new)}")
-        return
-    if how == "first":
-        k.w.line(f"{', '.join(acc.names)} = {', '.join(xs)}")
-        k.w.line(f"{acc.have} = True")
         return
     with k.w.block(f"if {acc.have}"):
         new = emit_scalar_graph(k, graph, acc.names + xs)
@@ -146,9 +137,6 @@ def _columns(k: Kernel, body: CudaLoopBody, nest: LoopNest, accs: list[Accumulat
     sizes = [k.dim(atom, d) for d in range(depth, rank)]
     lo, hi = bounds
     col = k.fresh("col")
-    if all(monoid(a.eqn) for a in accs) and len(sizes) == 1:
-        _interleaved_columns(k, body, nest, accs, outs, depth, bounds)
-        return
     if all(monoid(a.eqn) for a in accs):
         first, step = f"{lo} + {_T}", _NT
         header = f"for {col} in range({first}, {hi}, {_NT})"
@@ -169,66 +157,14 @@ def _columns(k: Kernel, body: CudaLoopBody, nest: LoopNest, accs: list[Accumulat
         advance_index(k, digits, steps, sizes)
 
 
-def _interleaved_columns(k: Kernel, body: CudaLoopBody, nest: LoopNest,
-                         accs: list[Accumulators], outs: dict[int, Ref], depth: int,
-                         bounds: tuple[str, str]) -> None:
-    """Columns lo + t, lo + t + nt, ... of one row (one reduced dim, a monoid): the
-    first alone where the accumulators hold nothing yet, then UNROLL columns in one
-    straight block, then the rest. The fold order is the plain loop's; what changes is
-    that a thread has UNROLL loads in flight instead of one, with no `have` branch
-    between them."""
-    lo, hi = bounds
-    prefix = tuple(f"i{d}" for d in range(depth))
-    col = k.fresh("col")
-    k.w.line(f"{col} = {lo} + {_T}")
-    if accs:
-        first = k.fresh("col")
-        with _scope(body), k.w.block(f"if not {accs[0].have} and {col} < {hi}"):
-            k.w.line(f"{first} = {col}")
-            _body(k, body, nest, accs, outs, prefix + (first,), "first")
-            k.w.line(f"{col} += {_NT}")
-    slots = [k.fresh("col") for _ in range(UNROLL)]
-    with _scope(body), k.w.block(f"while {col} + {UNROLL - 1} * {_NT} < {hi}"):
-        for j, slot in enumerate(slots):
-            step = "" if j == 0 else f" + {_NT}" if j == 1 else f" + {j} * {_NT}"
-            k.w.line(f"{slot} = {col}{step}")
-        indices = [prefix + (slot,) for slot in slots]
-        # Every slot's values first, then the stores and folds: no store between the
-        # loads, which the compiler could not move a load above (arrays may alias).
-        xs = [[[body.value(a, i) for a in acc.eqn.inputs[:len(acc.eqn.outputs)]]
-               for acc in accs] for i in indices]
-        for i in indices:
-            for v in nest.stores:
-                if id(v) in outs:
-                    store(k, body, v, outs[id(v)], i)
-        for slot_xs in xs:
-            for acc, values in zip(accs, slot_xs, strict=True):
-                _fold(k, acc, values, "always")
-        k.w.line(f"{col} += {UNROLL} * {_NT}")
-    rest = k.fresh("col")
-    with _scope(body), k.w.block(f"for {rest} in range({col}, {hi}, {_NT})"):
-        _body(k, body, nest, accs, outs, prefix + (rest,), "always")
-
-
-@contextlib.contextmanager
-def _scope(body: CudaLoopBody) -> Iterator[None]:
-    """Values the body computes inside a block are not reused after it (the block may
-    not have run)."""
-    cache = dict(body.cache)
-    try:
-        yield
-    finally:
-        body.cache = cache
-
-
 def _body(k: Kernel, body: CudaLoopBody, nest: LoopNest, accs: list[Accumulators],
-          outs: dict[int, Ref], index: Index, how: str = "maybe") -> None:
+          outs: dict[int, Ref], index: Index, always: bool = False) -> None:
     for v in nest.stores:
         if id(v) in outs:  # (else a row group recomputes it where it is read)
             store(k, body, v, outs[id(v)], index)
     for acc in accs:
         n = len(acc.eqn.outputs)
-        _fold(k, acc, [body.value(a, index) for a in acc.eqn.inputs[:n]], how)
+        _fold(k, acc, [body.value(a, index) for a in acc.eqn.inputs[:n]], always)
 
 
 def _outputs(ge: DeviceGraphEmitter, nest: LoopNest) -> dict[int, Ref]:
@@ -279,7 +215,7 @@ def _serial_reduce(ge: DeviceGraphEmitter, plan: Plan, nest: LoopNest, kept: lis
 def _reduced_loops(k: Kernel, body: CudaLoopBody, nest: LoopNest, accs: list[Accumulators],
                    outs: dict[int, Ref], index: Index, dims: list[int]) -> None:
     if not dims:
-        _body(k, body, nest, accs, outs, index, "always")
+        _body(k, body, nest, accs, outs, index, always=True)
         return
     with k.w.block(f"for {index[dims[0]]} in range({k.dim(shape_atom(nest), dims[0])})"):
         _reduced_loops(k, body, nest, accs, outs, index, dims[1:])
@@ -381,7 +317,7 @@ def _combine_chunks(ge: DeviceGraphEmitter, nest: LoopNest, outs: dict[int, Ref]
                      f"{', '.join(f'{t}[{row}, min({lo}, {n} - 1)]' for t in names)}")
             k.w.line(f"{acc.have} = {lo} < {hi}")
             with k.w.block(f"for {s} in range({lo} + 1, {hi})"):
-                _fold(k, acc, [f"{t}[{row}, {s}]" for t in names], "always")
+                _fold(k, acc, [f"{t}[{row}, {s}]" for t in names], always=True)
         _tree(k, accs)
         with k.w.block(f"if {_T} == 0"):
             for acc in accs:
