@@ -26,6 +26,7 @@ from tests.op_db import all_cases  # noqa: E402
 from tracer import ops  # noqa: E402
 from tracer.backend.cuda.backend import (HOST_FALLBACKS, HOST_OPS,  # noqa: E402
                                        NumbaCudaBackend, device_ops, is_device_array)
+from tracer.backend.cuda.emit.conv import as_gemm_applies  # noqa: E402
 from tracer.backend.cuda.lib import launch  # noqa: E402
 from tracer.core import aval_of, subgraphs  # noqa: E402
 from tracer.interpret import run_graph  # noqa: E402
@@ -125,14 +126,19 @@ CONV_CASES = [c for c in CASES if c.name.split(":")[0] in (
     "conv", "conv_with_general_padding", "conv_general_dilated")]
 
 
+@pytest.mark.parametrize("kernel", ["block per output", "im2col and GEMM"])
 @pytest.mark.parametrize("case", CONV_CASES, ids=[c.name for c in CONV_CASES])
-def test_a_convolution_by_blocks_matches_the_interpreter(case, monkeypatch):
-    """The kernel that gives each output a block (chosen for few outputs of long sums),
+def test_each_convolution_kernel_matches_the_interpreter(case, kernel, monkeypatch):
+    """The kernels the host picks from the sizes (a block per output for few outputs of
+    long sums; im2col and the GEMM for float convolutions without groups), each forced
     on every convolution case of the op table."""
     asked = []
-    monkeypatch.setattr(launch, "few_long_sums", lambda *sizes: asked.append(sizes) or True)
+    by_gemm = kernel == "im2col and GEMM"
+    monkeypatch.setattr(launch, "few_long_sums", lambda *sizes: not by_gemm)
+    monkeypatch.setattr(launch, "conv_as_gemm", lambda *sizes: asked.append(sizes) or True)
     _compare(case.fn, case.args, rtol=max(case.rtol, 1e-6), atol=case.atol)
-    assert asked
+    convs = [e for e in _trace(case.fn, case.args).eqns if e.op.name == "conv_general_dilated"]
+    assert bool(asked) == (by_gemm and any(map(as_gemm_applies, convs)))
 
 
 def test_every_op_runs_on_the_device_or_is_a_listed_host_op():

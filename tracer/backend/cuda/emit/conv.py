@@ -1,196 +1,128 @@
-"""`conv_general_dilated` as a direct convolution kernel.
+"""`conv_general_dilated` on the device: kernels for each way to run it, the host picking
+one per call from the sizes (so one module serves every shape):
 
-One thread per output element (in the output's memory order) accumulates, over
-the window taps (row-major) and then the input features of its group, lhs x
-rhs; or, where the outputs are few and their sums long (`launch.few_long_sums`: a
-weight gradient, whose sums run over the batch and the image), one block per output
-whose threads take the same terms in turn and add their sums in a tree. Both work in
-the reference's working dtype: float16 in float32 (rounded once on
-store), integers in their own width (wrapping after every step, as the
-reference's matmul does), others in their dtype. The lhs is read at
-`out * stride + tap * rhs_dilation - low` of its padded, lhs-dilated form;
-where padding or a hole (lhs dilation) can put a tap off the operand, the code
-checks it and uses zero instead, as the reference does (0 * w, so an inf or NaN
-weight still poisons the sum). Feature groups pick a group's input features
-(`feature_group_count`); batch groups a group's slice of the lhs batch. The
-dimension numbers only decide which index goes where.
+- few outputs of long sums (a weight gradient, whose sums run over the batch and the
+  image; `launch.few_long_sums`): a block per output (`conv_direct.block_kernel`);
+- a float convolution without groups whose column matrix fits (`launch.conv_as_gemm`):
+  as a matrix product. `im2col` writes the columns once, K = input features x window
+  taps rows by N = batch x output positions columns (zeros where padding or a hole
+  puts a tap off the operand); the tiled GEMM multiplies the kernel, a (O, K) matrix,
+  by them; a last kernel moves the (O, batch, positions) product into the output's
+  layout. The sums run in another order than the reference's;
+- else a thread per output (`conv_direct.thread_kernel`), in the reference's order.
 """
 
 from __future__ import annotations
 
-from contextlib import ExitStack
+import numpy as np
 
 from ....core import Eqn
 from ...numba.codegen import Ref
-from ...numba.loops import Index
-from ...numba.scalar import cast, literal
+from ...numba.scalar import literal
 from ..emitter import DeviceGraphEmitter, Kernel
-from ..lib.arrays import register_dtype
-from ..nests import advance_index, product, split_index, unflatten
-from .common import block_sum
+from ..nests import advance_index, product, split_index
+from .conv_direct import block_kernel, tap_position, thread_kernel
+from .gemm import GemmSizes, Operand, emit_gemm, transposed
 from .index import launch_over, over_elements, read, write
-
-_T, _NT = "cuda.threadIdx.x", "cuda.blockDim.x"
-
-
-def _param(k: Kernel, eqn: Eqn, name: str, j: int, part: int = -1) -> str:
-    value = eqn.params[name][j] if part < 0 else eqn.params[name][j][part]
-    return k.size(("param", id(eqn), name, j, part), value, name.split("_")[0])
-
-
-def _scaled(k: Kernel, eqn: Eqn, name: str, j: int, factor: str) -> str:
-    return factor if eqn.params[name][j] == 1 else f"{factor} * {_param(k, eqn, name, j)}"
-
-
-def _groups(k: Kernel, eqn: Eqn, b: str, oz: str) -> tuple[str, str, str]:
-    """(lhs batch index, first input feature, input features per group) of output
-    (b, oz)."""
-    p = eqn.params
-    lhs, rhs = eqn.inputs
-    lspec, rspec = p["dimension_numbers"].lhs_spec, p["dimension_numbers"].rhs_spec
-    features = k.dim(lhs, lspec[1])
-    groups = max(p["feature_group_count"], p["batch_group_count"])
-    if groups == 1:
-        return b, "0", features
-    count = k.size(("param", id(eqn), "groups"), groups, "groups")
-    g = k.fresh("group")
-    k.w.line(f"{g} = {oz} // ({k.dim(rhs, rspec[0])} // {count})")
-    if p["batch_group_count"] > 1:
-        batch = k.fresh("batch")
-        k.w.line(f"{batch} = {b} + {g} * ({k.dim(lhs, lspec[0])} // {count})")
-        return batch, "0", features
-    per = k.fresh("per_group")
-    k.w.line(f"{per} = {features} // {count}")
-    return b, f"{g} * {per}", per
-
-
-def _tap_position(k: Kernel, eqn: Eqn, j: int, out: str, tap: str) -> tuple[str, list[str]]:
-    """The lhs index along spatial dim j of window tap `tap` at output position `out`,
-    and the checks that it is a real element (not padding, not a hole)."""
-    p = eqn.params
-    lhs = eqn.inputs[0]
-    d = p["dimension_numbers"].lhs_spec[2 + j]
-    low, high = p["padding"][j]
-    dil = p["lhs_dilation"][j]
-    position = (f"{_scaled(k, eqn, 'window_strides', j, out)} + "
-                f"{_scaled(k, eqn, 'rhs_dilation', j, tap)}")
-    if low:
-        position = f"{position} - {_param(k, eqn, 'padding', j, 0)}"
-    if low <= 0 and high <= 0 and dil == 1:
-        return position, []
-    q = k.fresh(f"q{j}")
-    k.w.line(f"{q} = {position}")
-    size = k.dim(lhs, d)
-    if dil == 1:
-        return q, [f"{q} >= 0"] * (low > 0) + [f"{q} < {size}"] * (high > 0)
-    step = _param(k, eqn, "lhs_dilation", j)
-    return f"{q} // {step}", [f"{q} >= 0", f"{q} % {step} == 0", f"{q} // {step} < {size}"]
 
 
 def emit_conv(ge: DeviceGraphEmitter, eqn: Eqn) -> None:
-    """Two kernels, the host picking one per call from the sizes: one thread per output
-    element, or, where the outputs are too few to fill the device and each is a long sum
-    (a weight gradient: a sum over the batch and the image per weight), one block per
-    output whose threads share the sum."""
     dn = eqn.params["dimension_numbers"]
     rhs, out = eqn.inputs[1], eqn.outputs[0]
     result = ge.new_ref(out)
-    by_thread, by_block = _by_thread(ge, eqn, result), _by_block(ge, eqn, result)
     outputs = product([ge.dim(out, d) for d in range(out.aval.ndim)])
-    terms = product([ge.dim(rhs, d) for d in (*dn.rhs_spec[2:], dn.rhs_spec[1])])
+    terms = product([ge.dim(rhs, d) for d in dn.rhs_spec[1:]])
+    by_thread, by_block = thread_kernel(ge, eqn, result), block_kernel(ge, eqn, result)
     with ge.w.block(f"if launch.few_long_sums({outputs}, {terms})"):
         by_block.launch(f"launch.grid({outputs}, 1)", f"launch.row_block({terms})",
                         "conv_general_dilated: one output element per block")
+    if as_gemm_applies(eqn):
+        features = ge.dim(rhs, dn.rhs_spec[0])
+        columns = product([ge.dim(out, d) for d in (dn.out_spec[0], *dn.out_spec[2:])])
+        with ge.w.block(f"elif launch.conv_as_gemm({features}, {columns}, {terms}, "
+                        f"{out.aval.dtype.itemsize})"):
+            _as_gemm(ge, eqn, result)
     with ge.w.block("else"):
         launch_over(by_thread, out, "conv_general_dilated: one output element per thread")
 
 
-def _operand_index(k: Kernel, eqn: Eqn, index: Index, ci: str) -> tuple[list[str], list[str],
-                                                                         str]:
-    """The lhs and rhs index of output `index`'s term at input feature `ci` (the taps'
-    places left blank, for `_taps`), and the input features per group."""
+def as_gemm_applies(eqn: Eqn) -> bool:
+    """Whether the convolution has the im2col + GEMM kernels: float32 or float64
+    throughout, no feature or batch groups."""
+    p = eqn.params
+    dtypes = {a.aval.dtype for a in (*eqn.inputs, *eqn.outputs)}
+    return (p["feature_group_count"] == 1 and p["batch_group_count"] == 1
+            and dtypes in ({np.dtype(np.float32)}, {np.dtype(np.float64)}))
+
+
+def _as_gemm(ge: DeviceGraphEmitter, eqn: Eqn, result: Ref) -> None:
+    """Host code: the kernel as a (1, O, K) matrix, the columns, the product, the layout."""
     dn = eqn.params["dimension_numbers"]
     lhs, rhs = eqn.inputs
-    b, oz = index[dn.out_spec[0]], index[dn.out_spec[1]]
-    batch, first, per_group = _groups(k, eqn, b, oz)
-    x_at, w_at = [""] * lhs.aval.ndim, [""] * rhs.aval.ndim
-    x_at[dn.lhs_spec[0]], w_at[dn.rhs_spec[0]] = batch, oz
-    x_at[dn.lhs_spec[1]] = ci if first == "0" else f"{first} + {ci}"
-    w_at[dn.rhs_spec[1]] = ci
-    return x_at, w_at, per_group
+    out = eqn.outputs[0]
+    dtype = out.aval.dtype
+    aval3 = out.aval.update(shape=(1, 1, 1))
+    depth = [ge.dim(rhs, d) for d in dn.rhs_spec[1:]]
+    columns = [ge.dim(out, d) for d in (dn.out_spec[0], *dn.out_spec[2:])]
+    features = ge.dim(rhs, dn.rhs_spec[0])
+    order = list(dn.rhs_spec)  # (O, I, taps...): the rows of A, each one K long
+    plain = order == list(range(rhs.aval.ndim))
+    source = ge.array_of(ge.ref(rhs)) if plain else transposed(ge, rhs, order)
+    a = ge.view(f"{source}.reshape((1, {features}, {product(depth)}))", aval3, "kernel_3d")
+    cols = ge.view(f"rt.empty((1, {product(depth)}, {product(columns)}), np.{dtype.name})",
+                   aval3, "columns")
+    _im2col(ge, eqn, cols, depth, columns)
+    c = ge.view(f"rt.empty((1, {features}, {product(columns)}), np.{dtype.name})", aval3,
+                "product")
+    emit_gemm(ge, dtype, (Operand(a.name, False, aval3), Operand(cols.name, False, aval3),
+                          c.name), GemmSizes([], [features], depth, columns))
+    by_feature = ge.view(f"{c.name}.reshape(({features}, {', '.join(columns)}))",
+                         out.aval.update(shape=(1,) * out.aval.ndim), "product_nd")
+    _to_layout(ge, eqn, by_feature, result)
 
 
-def _tap(k: Kernel, eqn: Eqn, index: Index, j: int, tap: str, x_at: list[str],
-         w_at: list[str]) -> list[str]:
-    """Fill in spatial dim j's place of the operand indices for window tap `tap`; the
-    checks that the lhs element is real (not padding, not a hole)."""
+def _im2col(ge: DeviceGraphEmitter, eqn: Eqn, cols: Ref, depth: list[str],
+            columns: list[str]) -> None:
+    """columns[0, (i, taps), (b, positions)] = lhs at batch b, input feature i, each
+    spatial position * stride + tap * rhs dilation - low padding (0 off the operand); a
+    thread per element, stepping a mixed-radix index (no division per element)."""
     dn = eqn.params["dimension_numbers"]
-    x_at[dn.lhs_spec[2 + j]], checks = _tap_position(k, eqn, j, index[dn.out_spec[2 + j]], tap)
-    w_at[dn.rhs_spec[2 + j]] = tap
-    return checks
-
-
-def _add_term(k: Kernel, eqn: Eqn, acc: str, x_at: list[str], w_at: list[str],
-              checks: list[str]) -> None:
-    """acc += lhs x rhs at the indices (padding and holes read as zeros; integers wrap)."""
-    ge, dtype = k.ge, eqn.outputs[0].aval.dtype
-    lhs, rhs = eqn.inputs
-    x = read(k, ge.ref(lhs), x_at)
-    if checks:
-        x = f"{x} if {' and '.join(checks)} else {literal(0, dtype)}"
-    step = f"{acc} + ({x}) * {read(k, ge.ref(rhs), w_at)}"
-    k.w.line(f"{acc} = {cast(k.mod, step, dtype) if dtype.kind in 'iu' else step}")
-
-
-def _by_thread(ge: DeviceGraphEmitter, eqn: Eqn, result: Ref) -> Kernel:
-    """Each thread sums its outputs' terms in the reference's order: taps row-major, then
-    the input features."""
-    dn = eqn.params["dimension_numbers"]
-    rhs, out = eqn.inputs[1], eqn.outputs[0]
-    k = Kernel(ge, "conv")
-    acc, ci = k.fresh("acc"), k.fresh("ci")
-    with over_elements(k, out) as (index, _):
-        x_at, w_at, per_group = _operand_index(k, eqn, index, ci)
-        k.w.line(f"{acc} = {literal(0, out.aval.dtype)}")
+    lhs = eqn.inputs[0]
+    flat_cols = ge.view(f"{cols.name}.reshape(({product([*depth, *columns])},))",
+                        lhs.aval.update(shape=(1,)), "columns_flat").name
+    k = Kernel(ge, "im2col")
+    sizes = [k.outer(s) for s in (*depth, *columns)]
+    spatial = len(dn.out_spec) - 2
+    ci, b = k.fresh("ci"), k.fresh("b")
+    taps = [k.fresh(f"t{j}") for j in range(spatial)]
+    positions = [k.fresh(f"o{j}") for j in range(spatial)]
+    digits = [ci, *taps, b, *positions]
+    total, flat = k.fresh("total"), k.fresh("flat")
+    k.w.line(f"{total} = {product(sizes)}")
+    loop = ("cuda.grid(1)", total, "cuda.gridsize(1)")
+    steps = split_index(k, loop, sizes, digits)
+    x_at = [""] * lhs.aval.ndim
+    x_at[dn.lhs_spec[0]], x_at[dn.lhs_spec[1]] = b, ci
+    with k.w.block(f"for {flat} in range({', '.join(loop)})"):
         checks: list[str] = []
-        with ExitStack() as stack:
-            for j in range(len(dn.out_spec) - 2):
-                tap = k.fresh(f"t{j}")
-                stack.enter_context(k.w.block(f"for {tap} in range("
-                                              f"{k.dim(rhs, dn.rhs_spec[2 + j])})"))
-                checks += _tap(k, eqn, index, j, tap, x_at, w_at)
-            with k.w.block(f"for {ci} in range({per_group})"):
-                _add_term(k, eqn, acc, x_at, w_at, checks)
-        write(k, result, index, acc)
-    return k
+        for j in range(spatial):
+            x_at[dn.lhs_spec[2 + j]], more = tap_position(k, eqn, j, positions[j], taps[j])
+            checks += more
+        x = read(k, ge.ref(lhs), x_at)
+        if checks:  # (padding and holes are zeros)
+            x = f"{x} if {' and '.join(checks)} else {literal(0, lhs.aval.dtype)}"
+        k.w.line(f"{k.outer(flat_cols)}[{flat}] = {x}")
+        advance_index(k, digits, steps, sizes)
+    k.launch(f"launch.grid({product([*depth, *columns])})", "launch.CONFIG.block",
+             "im2col: the columns of conv_general_dilated as a matrix product")
 
 
-def _by_block(ge: DeviceGraphEmitter, eqn: Eqn, result: Ref) -> Kernel:
-    """A block per output: its threads take the terms (taps row-major, then the input
-    features) in turn, stepping a mixed-radix index (no division per term), and a tree
-    in shared memory adds their sums."""
+def _to_layout(ge: DeviceGraphEmitter, eqn: Eqn, by_feature: Ref, result: Ref) -> None:
+    """result = the (O, batch, positions) product in the output's layout."""
     dn = eqn.params["dimension_numbers"]
-    rhs, out = eqn.inputs[1], eqn.outputs[0]
-    k = Kernel(ge, "conv")
-    acc, partial, term, flat = (k.fresh(n) for n in ("acc", "partial", "term", "flat"))
-    k.w.line(f"{partial} = cuda.shared.array(REDUCE_BLOCK, "
-             f"np.{register_dtype(out.aval.dtype).name})")
-    sizes = [k.dim(out, d) for d in range(out.aval.ndim)]
-    index = tuple(f"i{d}" for d in range(out.aval.ndim))
-    with k.w.block(f"for {flat} in range(cuda.blockIdx.x, {product(sizes)}, cuda.gridDim.x)"):
-        unflatten(k.w, flat, sizes, index, k.fresh("rest"))
-        taps = [k.fresh(f"t{j}") for j in range(len(dn.out_spec) - 2)]
-        ci = k.fresh("ci")
-        x_at, w_at, per_group = _operand_index(k, eqn, index, ci)
-        radix = [k.dim(rhs, d) for d in dn.rhs_spec[2:]] + [per_group]
-        steps = split_index(k, (_T, product(radix), _NT), radix, [*taps, ci])
-        k.w.line(f"{acc} = {literal(0, out.aval.dtype)}")
-        with k.w.block(f"for {term} in range({_T}, {product(radix)}, {_NT})"):
-            checks = [c for j, tap in enumerate(taps)
-                      for c in _tap(k, eqn, index, j, tap, x_at, w_at)]
-            _add_term(k, eqn, acc, x_at, w_at, checks)
-            advance_index(k, [*taps, ci], steps, radix)
-        total = block_sum(k, partial, acc)
-        with k.w.block(f"if {_T} == 0"):
-            write(k, result, index, total)
-    return k
+    out = eqn.outputs[0]
+    k = Kernel(ge, "conv_layout")
+    with over_elements(k, out) as (index, _):
+        source = [index[d] for d in (dn.out_spec[1], dn.out_spec[0], *dn.out_spec[2:])]
+        write(k, result, index, read(k, by_feature, source))
+    launch_over(k, out, "the product's (O, batch, positions) into the output's layout")
