@@ -24,6 +24,8 @@ import tracer as tr
 import tracer.numpy as tnp
 from tracer import ops
 from tests.checks import threaded
+from tracer.backend.cpu import threads
+from tracer.backend.cpu.lib import mkl
 
 REPO = str(pathlib.Path(__file__).resolve().parents[3])  # the repository root
 LARGE = 1 << 15  # cpu/lib/sort.py and numba/lib/rng.py: PARALLEL_MIN_ELEMENTS
@@ -85,12 +87,19 @@ def test_sort_compiles_the_kernel_its_shape_needs(shape, kernel):
     np.testing.assert_array_equal(order, np.argsort(x, kind="stable"))
 
 
-def test_sort_in_a_graph_with_blas_stays_serial():
+@pytest.mark.parametrize("use_mkl", [False, True])
+def test_a_graph_with_blas_threads_its_loops_only_where_blas_runs_on_their_pool(use_mkl):
+    """NumPy's OpenBLAS has threads of its own, which would fight numba's pool for the
+    cores: a graph with a product then sorts serially. MKL on GNU OpenMP beside numba's
+    `omp` layer is one pool, so there the sort runs on threads."""
     x = np.random.default_rng(0).standard_normal((LARGE // 8, 8))
     w = np.eye(8)
-    fn = tr.jit(lambda x, w: tnp.sort(x @ w, axis=0))
-    assert "_parallel(" not in fn.lower(x, w).compile().source
-    np.testing.assert_array_equal(fn(x, w), np.sort(x, axis=0))
+    with tr.config.override(use_mkl=use_mkl):
+        fn = tr.jit(lambda x, w: tnp.sort(x @ w, axis=0))
+        source = fn.lower(x, w).compile().source
+        one_pool = threaded() and mkl.on_gnu_openmp() and threads.layer() == "omp"
+        assert ("_parallel(" in source) == one_pool
+        np.testing.assert_array_equal(fn(x, w), np.sort(x, axis=0))
 
 
 _PARALLEL_SORT_CHILD = """

@@ -40,15 +40,32 @@ from . import blas, cache, strided, threads
 from .emit.table import OP_EMITTERS
 from .generate import Module, generate
 from .launch import launcher
+from .lib import mkl
 from .options import thread_count
 
 
 def _uses_blas(graph: Graph) -> bool:
-    """Whether the graph calls BLAS anywhere (then no prange: the two thread pools fight)."""
+    """Whether the graph calls BLAS anywhere."""
     for eqn in graph.eqns:
         if eqn.op.name == "dot_general" or any(_uses_blas(g) for g in subgraphs(eqn.params)):
             return True
     return False
+
+
+def _threads_ok(graph: Graph) -> bool:
+    """Whether the module's loops may run on numba's thread pool: there is more than one
+    thread, and the graph calls no BLAS unless BLAS runs on that same pool (MKL on GNU
+    OpenMP beside numba's `omp` layer). Two pools on the same cores fight: each spins
+    while the other works. (The MLP forward of bench_cpu, two MKL products with GELU
+    and a softmax between them: 4.15 -> 3.79 ms on two cores with its loops threaded.)"""
+    if thread_count() < 2:
+        return False
+    if not _uses_blas(graph):
+        return True
+    if blas.bind_fastest() != "mkl" or not mkl.on_gnu_openmp():
+        return False
+    threads.start_pool()
+    return threads.layer() == "omp"
 
 
 def _array_type(dtype: np.dtype, ndim: int, layout: str = "C") -> Any:
@@ -139,8 +156,7 @@ class NumbaCpuBackend:
         positions of inputs whose buffers outputs may be written into."""
         with profiler.span("codegen", "codegen"):
             graph = lower(graph)
-            return self._generate(graph, thread_count() > 1 and not _uses_blas(graph),
-                                  donated)
+            return self._generate(graph, _threads_ok(graph), donated)
 
     def _generate(self, graph: Graph, parallel_ok: bool,
                   donated: tuple[int, ...] = ()) -> "Prepared":

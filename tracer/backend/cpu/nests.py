@@ -14,7 +14,8 @@ others), then the partials combine in chunk order.
 
 The outermost loop becomes a `numba.prange`, in a separate `parallel=True`
 kernel, when the nest is large, computes something costly per element, and the
-graph calls no BLAS. Where a top-level array a nest writes lives: `buffers`.
+graph calls no BLAS or BLAS runs on numba's own pool (`backend._threads_ok`).
+Where a top-level array a nest writes lives: `buffers`.
 """
 
 from __future__ import annotations

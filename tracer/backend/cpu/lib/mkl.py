@@ -38,6 +38,7 @@ _LIBRARY = re.compile(r"libmkl_rt\.so(\.\d+)*")
 _LAYERS = {"SEQUENTIAL": 1, "GNU": 3}  # MKL_Set_Threading_Layer's codes
 _PREFIX = "tracer_mkl_"
 _handle: list[ctypes.CDLL] = []  # the loaded library (for `symbol`)
+_layer: list[str] = []  # its threading layer: the one `load` picked, or the user's
 
 
 @functools.cache
@@ -81,10 +82,19 @@ def load() -> None:
     if path is None:
         raise OSError("MKL is not installed (pip install mkl, or tracer-dsl[mkl])")
     library = ctypes.CDLL(path, mode=os.RTLD_NOW)
-    if "MKL_THREADING_LAYER" not in os.environ:
+    layer = os.environ.get("MKL_THREADING_LAYER", "").upper()
+    if not layer:
         layer = "GNU" if _load_gnu_openmp() else "SEQUENTIAL"
         library.MKL_Set_Threading_Layer(ctypes.c_int(_LAYERS[layer]))
     _handle.append(library)
+    _layer.append(layer)
+
+
+def on_gnu_openmp() -> bool:
+    """Whether compiled code's MKL runs its threads on GNU OpenMP (loads it): the pool
+    numba's `omp` threading layer runs on, so MKL's calls and tracer's parallel loops
+    take turns on one team of threads instead of two teams fighting over the cores."""
+    return available() and _layer[0] == "GNU"
 
 
 def _load_gnu_openmp() -> bool:
