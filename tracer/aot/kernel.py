@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import backend
+from ..backend.cpu.backend import uses_blas
 from ..backend.cpu.generate import Module, generate
 from ..backend.numba.lower import lower
 from ..core import Graph, subgraphs
@@ -43,7 +44,9 @@ def generate_module(graph: Graph, name: str, package: str) -> Kernel:
     _check_standalone(graph, name)
     # (named "kernel", so the user's function name stays free for NAME.py's `run` alias)
     lowered = dataclasses.replace(lower(graph), name="kernel")
-    module = generate(lowered, parallel_ok=not _uses_blas(lowered), parts=False, mkl_ok=False)
+    # (no MKL here, and a BLAS with threads of its own would fight numba's pool: a graph
+    # with products keeps its loops serial, as the backend's `_threads_ok` rules)
+    module = generate(lowered, parallel_ok=not uses_blas(lowered), parts=False, mkl_ok=False)
     if "import fallback" in module.source:
         raise UnsupportedOpError(f"aot {name}: an op of this program runs through tracer's "
                                  f"NumPy reference on the cpu backend, so it needs tracer at "
@@ -65,12 +68,6 @@ def _check_standalone(graph: Graph, name: str) -> None:
                                          f"{eqn.source}) need ml_dtypes; use float16 or float32")
         for sub in subgraphs(eqn.params):
             _check_standalone(sub, name)
-
-
-def _uses_blas(graph: Graph) -> bool:
-    """Whether the graph calls BLAS anywhere (then no prange: the two thread pools fight)."""
-    return any(e.op.name == "dot_general" or any(map(_uses_blas, subgraphs(e.params)))
-               for e in graph.eqns)
 
 
 def _closure(names: list[str]) -> tuple[str, ...]:
