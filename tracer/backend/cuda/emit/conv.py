@@ -58,8 +58,7 @@ def as_gemm_applies(eqn: Eqn) -> bool:
 def _as_gemm(ge: DeviceGraphEmitter, eqn: Eqn, result: Ref) -> None:
     """Host code: the kernel as a (1, O, K) matrix, the columns, the product, the layout."""
     dn = eqn.params["dimension_numbers"]
-    lhs, rhs = eqn.inputs
-    out = eqn.outputs[0]
+    rhs, out = eqn.inputs[1], eqn.outputs[0]
     dtype = out.aval.dtype
     aval3 = out.aval.update(shape=(1, 1, 1))
     depth = [ge.dim(rhs, d) for d in dn.rhs_spec[1:]]
