@@ -25,12 +25,12 @@ save, and the convolution runs as one call.
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 from numba import njit, prange
 
 from .cblas import blas_threads
 from .conv_entry import convolution
+from .pool_threads import pool_thread_count
 
 _OPTIONS = dict(cache=True, nogil=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 NO_SPLIT, IMAGES, FEATURES = range(3)
@@ -62,7 +62,7 @@ def convolution_parallel(x, w, out, in_sizes, window, out_sizes, strides, pad_lo
     thread's pool has threads (at most one per image of x's first dim in memory)."""
     axis = _split_axis(x_swapped, w_swapped, feature_groups, batch_groups)
     per_output = (w.shape[0] if w_swapped else w.shape[1]) * w.shape[2]
-    parts = min(numba.get_num_threads(), x.shape[0])
+    parts = min(pool_thread_count(), x.shape[0])
     if axis == NO_SPLIT or parts < 2 or out.size * per_output < PARALLEL_MIN_PRODUCTS:
         convolution(x, w, out, in_sizes, window, out_sizes, strides, pad_low, lhs_dilation,
                     rhs_dilation, feature_groups, batch_groups, x_swapped, w_swapped)
