@@ -1,0 +1,96 @@
+"""Convolutions in parts on numba's pool (`cpu/lib/conv_threads.py`): on two threads
+the generated code calls `convolution_parallel` for large convolutions (a layer's
+forward pass by the Winograd plan, a strided one by the phased plan, feature groups,
+and both gradients: the input gradient split by images, the kernel gradient by its
+contracted images with the partial outputs added), and every result is the NumPy
+reference interpreter's, for batches that two threads split unevenly; small
+convolutions, batch groups and code on one thread keep the serial call."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numba
+import numpy as np
+import pytest
+
+import tracer as tr
+from tracer import ops
+from tracer.backend.cpu.lib.conv_threads import PARALLEL_MIN_PRODUCTS
+
+TWO_THREADS = pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2,
+                                 reason="numba's pool runs one thread")
+PARALLEL = "convolution_parallel("
+
+
+def _operands(lhs: tuple[int, ...], rhs: tuple[int, ...], seed: int = 0) -> tuple:
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal(lhs), rng.standard_normal(rhs)
+
+
+def _forward(strides: int = 1, feature_groups: int = 1, batch_groups: int = 1) -> Callable:
+    return lambda x, w: ops.conv_general_dilated(
+        x, w, (strides, strides), "SAME", feature_group_count=feature_groups,
+        batch_group_count=batch_groups)
+
+
+def _both_gradients(x: Any, w: Any) -> Any:
+    """The input and kernel gradients of a 3x3 layer (a swapped kernel; a kernel
+    gradient reading x and the output gradient with their first dims exchanged)."""
+    return tr.grad(lambda x, w: (ops.conv(x, w, (1, 1), "SAME") ** 2).sum(),
+                   argnums=(0, 1))(x, w)
+
+
+def _check(fn: Callable, x: np.ndarray, w: np.ndarray, threads: int) -> str:
+    """Compare fn's compiled result on `threads` threads with the reference
+    interpreter's; the generated source."""
+    with tr.config.override(num_threads=threads):
+        jitted = tr.jit(fn)
+        source = jitted.lower(x, w).compile().source
+        got = jitted(x, w)
+    want = tr.jit(fn, backend="interpreter")(x, w)
+    for g, e in zip(got if isinstance(got, tuple) else [got],
+                    want if isinstance(want, tuple) else [want], strict=True):
+        np.testing.assert_allclose(g, e, rtol=1e-9, atol=1e-9 * float(np.abs(e).max()))
+    return source
+
+
+# (function, lhs shape, rhs shape): each at least PARALLEL_MIN_PRODUCTS multiply-adds
+# of the direct sum, an odd batch (two threads take 2 and 3 images)
+LARGE = {
+    "winograd": (_forward(), (5, 16, 26, 26), (24, 16, 3, 3)),
+    "stride 2": (_forward(strides=2), (5, 32, 30, 30), (32, 32, 3, 3)),
+    "feature groups": (_forward(feature_groups=2), (5, 32, 26, 26), (48, 16, 3, 3)),
+    "gradients": (_both_gradients, (5, 16, 26, 26), (24, 16, 3, 3)),
+}
+
+
+def test_the_large_cases_are_large_enough():
+    for name, (_, lhs, rhs) in LARGE.items():
+        assert lhs[0] * rhs[0] * np.prod(lhs[2:]) * np.prod(rhs[1:]) >= PARALLEL_MIN_PRODUCTS, \
+            name
+
+
+@TWO_THREADS
+@pytest.mark.parametrize("case", sorted(LARGE))
+def test_large_convolutions_on_two_threads_give_the_reference_result(case):
+    fn, lhs, rhs = LARGE[case]
+    source = _check(fn, *_operands(lhs, rhs), threads=2)
+    calls = 3 if case == "gradients" else 1  # (forward, input and kernel gradients)
+    assert source.count(PARALLEL) == calls
+
+
+@pytest.mark.parametrize("case", sorted(LARGE))
+def test_one_thread_keeps_the_serial_call(case):
+    fn, lhs, rhs = LARGE[case]
+    assert PARALLEL not in _check(fn, *_operands(lhs, rhs, seed=1), threads=1)
+
+
+@TWO_THREADS
+def test_a_single_image_a_small_convolution_and_batch_groups_stay_serial_and_exact():
+    fn, lhs, rhs = LARGE["winograd"]
+    one_image = _check(fn, *_operands((1, *lhs[1:]), rhs), threads=2)  # nothing to split
+    small = _check(fn, *_operands((5, 4, 8, 8), (4, 4, 3, 3)), threads=2)
+    groups = _check(_forward(batch_groups=2), *_operands((6, 16, 26, 26), (24, 16, 3, 3)),
+                    threads=2)
+    assert PARALLEL not in one_image + small + groups
