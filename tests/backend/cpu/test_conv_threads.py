@@ -4,7 +4,10 @@ forward pass by the Winograd plan, a strided one by the phased plan, feature gro
 and both gradients: the input gradient split by images, the kernel gradient by its
 contracted images with the partial outputs added), and every result is the NumPy
 reference interpreter's, for batches that two threads split unevenly; small
-convolutions, batch groups and code on one thread keep the serial call."""
+convolutions, batch groups and code on one thread keep the serial call. The parts
+themselves (`in_parts`, which `convolution_parallel` runs only on a machine no busier
+than its threads) are checked directly too: 2, 3 and 5 parts of 5 images, by images
+and by the contracted images of a kernel gradient."""
 
 from __future__ import annotations
 
@@ -13,10 +16,12 @@ from typing import Any, Callable
 import numba
 import numpy as np
 import pytest
+from numba import njit
 
 import tracer as tr
 from tracer import ops
-from tracer.backend.cpu.lib.conv_threads import PARALLEL_MIN_PRODUCTS
+from tracer.backend.cpu.lib.conv_threads import (FEATURES, IMAGES, PARALLEL_MIN_PRODUCTS,
+                                                 in_parts)
 
 TWO_THREADS = pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2,
                                  reason="numba's pool runs one thread")
@@ -94,3 +99,43 @@ def test_a_single_image_a_small_convolution_and_batch_groups_stay_serial_and_exa
     groups = _check(_forward(batch_groups=2), *_operands((6, 16, 26, 26), (24, 16, 3, 3)),
                     threads=2)
     assert PARALLEL not in one_image + small + groups
+
+
+@njit
+def _in_parts(x, w, out, axis, parts, geometry, feature_groups, w_swapped):  # noqa: ANN001, ANN202
+    in_parts(x, w, out, axis, parts, *geometry, feature_groups, w_swapped)
+
+
+def _canonical_conv(x: np.ndarray, w: np.ndarray, padding: tuple, groups: int = 1) -> Any:
+    """The reference interpreter's convolution of NCHW x and OIHW w."""
+    return tr.jit(lambda x, w: ops.conv_general_dilated(
+        x, w, (1, 1), padding, feature_group_count=groups), backend="interpreter")(x, w)
+
+
+@pytest.mark.parametrize("parts", [2, 3, 5])
+def test_parts_by_images_give_the_reference_result(parts):
+    """Images [p n / parts, (p + 1) n / parts) per part, 5 images: uneven parts; feature
+    groups; a kernel held swapped ((C', O, T) in memory, as an input gradient's)."""
+    x, w = _operands((5, 6, 9, 11), (4, 3, 3, 3), seed=parts)
+    swapped = np.ascontiguousarray(w.transpose(1, 0, 2, 3))
+    out = np.full((5, 4, 9 * 11), np.nan)
+    geometry = ((9, 11), (3, 3), (9, 11), (1, 1), (1, 1), (1, 1), (1, 1))
+    _in_parts(x.reshape(5, 6, -1), swapped.reshape(3, 4, 9), out, IMAGES, parts, geometry,
+              2, True)
+    want = _canonical_conv(x, w, ((1, 1), (1, 1)), groups=2)
+    np.testing.assert_allclose(out.reshape(want.shape), want, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("parts", [2, 3, 5])
+def test_parts_by_contracted_images_add_up_to_the_kernel_gradient(parts):
+    """A kernel gradient: x (N, C, S) and the output gradient (N, O, S) as they are in
+    memory, read as (C, N, S) and (O, N, S); each part sums its images, the parts'
+    outputs are added."""
+    x, dy = _operands((5, 4, 10, 10), (5, 6, 10, 10), seed=10 + parts)
+    out = np.full((4, 6, 9), np.nan)
+    geometry = ((10, 10), (10, 10), (3, 3), (1, 1), (1, 1), (1, 1), (1, 1))
+    _in_parts(x.reshape(5, 4, -1), dy.reshape(5, 6, -1), out, FEATURES, parts, geometry,
+              1, True)
+    want = _canonical_conv(x.transpose(1, 0, 2, 3), dy.transpose(1, 0, 2, 3),
+                           ((1, 1), (1, 1)))
+    np.testing.assert_allclose(out.reshape(want.shape), want, rtol=1e-12, atol=1e-12)
