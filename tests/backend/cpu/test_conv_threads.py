@@ -5,8 +5,8 @@ and both gradients: the input gradient split by images, the kernel gradient by i
 contracted images with the partial outputs added), and every result is the NumPy
 reference interpreter's, for batches that two threads split unevenly; small
 convolutions, batch groups and code on one thread keep the serial call. The parts
-themselves (`in_parts`, which `convolution_parallel` runs only on a machine no busier
-than its threads) are checked directly too: 2, 3 and 5 parts of 5 images, by images
+themselves (`in_parts`, which `convolution_parallel` runs where the pool has two threads
+or more) are checked directly too: 2, 3 and 5 parts of 5 images, by images
 and by the contracted images of a kernel gradient."""
 
 from __future__ import annotations

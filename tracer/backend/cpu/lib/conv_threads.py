@@ -17,12 +17,12 @@ and their GEMMs all run on every thread, and the library itself stays serial (no
 
 Other convolutions (batch groups; a kernel gradient with feature groups) run on one
 thread. Below `PARALLEL_MIN_PRODUCTS` multiply-adds of the direct sum, threads cost
-more than they save, and the convolution runs as one call; so it does while the
-machine is busier than the pool has threads (the 1-minute load average, libc's
-`getloadavg`: 0.2 us), the rule BLAS follows (`cpu.blas.machine_busy`): a part then
-waits for a descheduled thread, and on 2 cores at load 2.2-3.2 the ResNet layer of
-`bench_conv` took 34-40 ms in parts against 32 on one thread, the training step's
-gradients 10-32 ms against 5-10.
+more than they save, and the convolution runs as one call. Like the other kernels on
+the pool, the parts do not follow the machine's load: where another process takes a
+core, a part waits for its descheduled thread (on 2 cores shared with other jobs, some
+runs of `bench_conv` took up to 3x the serial call's time, others half of it). The
+1-minute load average, which decides BLAS's threads (`cpu.blas.machine_busy`), did not
+tell those runs apart (1.5 in a slow one, 2.5 in a fast one).
 """
 # numba kernels: their argument types come from the call, so no annotations
 # ruff: noqa: ANN001, ANN201, ANN202
@@ -30,7 +30,7 @@ gradients 10-32 ms against 5-10.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange, types
+from numba import njit, prange
 
 from .cblas import blas_threads
 from .conv_entry import convolution
@@ -42,8 +42,6 @@ NO_SPLIT, IMAGES, FEATURES = range(3)
 # of one core's direct sum; the Winograd plans take a fraction of that, still well
 # above the ~50 us of a parallel launch)
 PARALLEL_MIN_PRODUCTS = 1 << 23
-# libc's `int getloadavg(double *loads, int count)`, found by name (cache-safe)
-_getloadavg = types.ExternalFunction("getloadavg", types.intc(types.voidptr, types.intc))
 
 
 def split_axis(x_swapped: bool, w_swapped: bool, feature_groups: int,
@@ -69,8 +67,7 @@ def convolution_parallel(x, w, out, in_sizes, window, out_sizes, strides, pad_lo
     axis = _split_axis(x_swapped, w_swapped, feature_groups, batch_groups)
     per_output = (w.shape[0] if w_swapped else w.shape[1]) * w.shape[2]
     parts = min(pool_thread_count(), x.shape[0])
-    if axis == NO_SPLIT or parts < 2 or out.size * per_output < PARALLEL_MIN_PRODUCTS \
-            or _busy(pool_thread_count()):
+    if axis == NO_SPLIT or parts < 2 or out.size * per_output < PARALLEL_MIN_PRODUCTS:
         convolution(x, w, out, in_sizes, window, out_sizes, strides, pad_low, lhs_dilation,
                     rhs_dilation, feature_groups, batch_groups, x_swapped, w_swapped)
         return
@@ -85,20 +82,13 @@ def in_parts(x, w, out, axis, parts, in_sizes, window, out_sizes, strides, pad_l
              lhs_dilation, rhs_dilation, feature_groups, w_swapped):
     """The convolution (`convolution`'s arguments, no batch groups) in `parts` parts on
     the pool, split along `axis` (IMAGES, or FEATURES for x and w both swapped and no
-    feature groups: `split_axis`), whatever its size and the machine's load."""
+    feature groups: `split_axis`), whatever its size."""
     if axis == IMAGES:
         _by_images(x, w, out, parts, in_sizes, window, out_sizes, strides, pad_low,
                    lhs_dilation, rhs_dilation, feature_groups, w_swapped)
     else:
         _by_features(x, w, out, parts, in_sizes, window, out_sizes, strides, pad_low,
                      lhs_dilation, rhs_dilation)
-
-
-@njit(**_OPTIONS)
-def _busy(threads):
-    """Whether the 1-minute load average exceeds `threads` (unknown: not busy)."""
-    loads = np.zeros(1, np.float64)
-    return _getloadavg(loads.ctypes, 1) == 1 and loads[0] > threads
 
 
 @njit(parallel=True, **_OPTIONS)
