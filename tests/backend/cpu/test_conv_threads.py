@@ -20,8 +20,10 @@ from numba import njit
 
 import tracer as tr
 from tracer import ops
+from tracer.backend.cpu.generate import generate
 from tracer.backend.cpu.lib.conv_threads import (FEATURES, IMAGES, PARALLEL_MIN_PRODUCTS,
                                                  in_parts)
+from tracer.backend.numba.lower import lower
 
 TWO_THREADS = pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2,
                                  reason="numba's pool runs one thread")
@@ -46,59 +48,55 @@ def _both_gradients(x: Any, w: Any) -> Any:
                    argnums=(0, 1))(x, w)
 
 
-def _check(fn: Callable, x: np.ndarray, w: np.ndarray, threads: int) -> str:
-    """Compare fn's compiled result on `threads` threads with the reference
-    interpreter's; the generated source."""
-    with tr.config.override(num_threads=threads):
-        jitted = tr.jit(fn)
-        source = jitted.lower(x, w).compile().source
-        got = jitted(x, w)
-    want = tr.jit(fn, backend="interpreter")(x, w)
-    for g, e in zip(got if isinstance(got, tuple) else [got],
-                    want if isinstance(want, tuple) else [want], strict=True):
+def _source(fn: Callable, *args: np.ndarray, parallel_ok: bool = True) -> str:
+    """The generated source of fn (no numba compile)."""
+    return generate(lower(tr.jit(fn).lower(*args).graph), parallel_ok=parallel_ok).source
+
+
+def _layers(x: Any, w: Any, x2: Any, w2: Any, x3: Any, w3: Any) -> Any:
+    """A Winograd layer's input and kernel gradients (with its forward pass), a strided
+    layer, and a layer of 2 feature groups: one program, compiled once."""
+    return (*_both_gradients(x, w), _forward(strides=2)(x2, w2),
+            _forward(feature_groups=2)(x3, w3))
+
+
+# the operands of `_layers`: each convolution at least PARALLEL_MIN_PRODUCTS
+# multiply-adds of the direct sum, an odd batch (two threads take 2 and 3 images)
+SHAPES = [(5, 16, 26, 26), (24, 16, 3, 3), (5, 32, 30, 30), (32, 32, 3, 3),
+          (5, 32, 26, 26), (48, 16, 3, 3)]
+
+
+def test_the_layers_are_large_enough():
+    for lhs, rhs in zip(SHAPES[::2], SHAPES[1::2], strict=True):
+        assert lhs[0] * rhs[0] * np.prod(lhs[2:]) * np.prod(rhs[1:]) >= PARALLEL_MIN_PRODUCTS
+
+
+@TWO_THREADS
+def test_large_convolutions_on_two_threads_give_the_reference_result():
+    """Four convolutions in parts (forward, input and kernel gradients, strided, feature
+    groups), compiled and run on two threads, against the reference interpreter."""
+    rng = np.random.default_rng(0)
+    args = [rng.standard_normal(shape) for shape in SHAPES]
+    with tr.config.override(num_threads=2):
+        assert _source(_layers, *args).count(PARALLEL) == 5
+        got = tr.jit(_layers)(*args)
+    want = tr.jit(_layers, backend="interpreter")(*args)
+    for g, e in zip(got, want, strict=True):
         np.testing.assert_allclose(g, e, rtol=1e-9, atol=1e-9 * float(np.abs(e).max()))
-    return source
 
 
-# (function, lhs shape, rhs shape): each at least PARALLEL_MIN_PRODUCTS multiply-adds
-# of the direct sum, an odd batch (two threads take 2 and 3 images)
-LARGE = {
-    "winograd": (_forward(), (5, 16, 26, 26), (24, 16, 3, 3)),
-    "stride 2": (_forward(strides=2), (5, 32, 30, 30), (32, 32, 3, 3)),
-    "feature groups": (_forward(feature_groups=2), (5, 32, 26, 26), (48, 16, 3, 3)),
-    "gradients": (_both_gradients, (5, 16, 26, 26), (24, 16, 3, 3)),
-}
-
-
-def test_the_large_cases_are_large_enough():
-    for name, (_, lhs, rhs) in LARGE.items():
-        assert lhs[0] * rhs[0] * np.prod(lhs[2:]) * np.prod(rhs[1:]) >= PARALLEL_MIN_PRODUCTS, \
-            name
-
-
-@TWO_THREADS
-@pytest.mark.parametrize("case", sorted(LARGE))
-def test_large_convolutions_on_two_threads_give_the_reference_result(case):
-    fn, lhs, rhs = LARGE[case]
-    source = _check(fn, *_operands(lhs, rhs), threads=2)
-    calls = 3 if case == "gradients" else 1  # (forward, input and kernel gradients)
-    assert source.count(PARALLEL) == calls
-
-
-@pytest.mark.parametrize("case", sorted(LARGE))
-def test_one_thread_keeps_the_serial_call(case):
-    fn, lhs, rhs = LARGE[case]
-    assert PARALLEL not in _check(fn, *_operands(lhs, rhs, seed=1), threads=1)
-
-
-@TWO_THREADS
-def test_a_single_image_a_small_convolution_and_batch_groups_stay_serial_and_exact():
-    fn, lhs, rhs = LARGE["winograd"]
-    one_image = _check(fn, *_operands((1, *lhs[1:]), rhs), threads=2)  # nothing to split
-    small = _check(fn, *_operands((5, 4, 8, 8), (4, 4, 3, 3)), threads=2)
-    groups = _check(_forward(batch_groups=2), *_operands((6, 16, 26, 26), (24, 16, 3, 3)),
-                    threads=2)
-    assert PARALLEL not in one_image + small + groups
+def test_serial_calls_where_threads_do_not_pay_or_cannot_split():
+    """Code on one thread, a single image, a small convolution and batch groups call
+    `convolution`."""
+    zeros = [np.zeros(shape) for shape in SHAPES]
+    assert PARALLEL not in _source(_layers, *zeros, parallel_ok=False)
+    one_image = np.zeros((1, *SHAPES[0][1:]))
+    small = np.zeros((5, 4, 8, 8)), np.zeros((4, 4, 3, 3))
+    groups = np.zeros((6, 16, 26, 26)), np.zeros((24, 16, 3, 3))
+    for fn, args in [(_forward(), (one_image, zeros[1])), (_forward(), small),
+                     (_forward(batch_groups=2), groups)]:
+        source = _source(fn, *args)
+        assert PARALLEL not in source and "convolution(" in source
 
 
 @njit
