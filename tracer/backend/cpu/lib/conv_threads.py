@@ -20,7 +20,7 @@ thread. Below `PARALLEL_MIN_PRODUCTS` multiply-adds of the direct sum, threads c
 more than they save, and the convolution runs as one call. Like the other kernels on
 the pool, the parts do not follow the machine's load: where another process takes a
 core, a part waits for its descheduled thread (on 2 cores shared with other jobs, some
-runs of `bench_conv` took up to 3x the serial call's time, others half of it). The
+runs of `bench_conv` took up to 6x the serial call's time, others half of it). The
 1-minute load average, which decides BLAS's threads (`cpu.blas.machine_busy`), did not
 tell those runs apart (1.5 in a slow one, 2.5 in a fast one).
 """
