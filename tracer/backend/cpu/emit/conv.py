@@ -18,6 +18,7 @@ window.
 
 from __future__ import annotations
 
+import math
 from contextlib import ExitStack
 from typing import Any, Sequence
 
@@ -26,9 +27,11 @@ import numpy as np
 from ....core import Atom, Eqn
 from ...numba.codegen import GraphEmitter, Ref, copy_array
 from ...numba.scalar import HALVES
+from ..lib.conv_threads import NO_SPLIT, PARALLEL_MIN_PRODUCTS, split_axis
 
 _LIB = "cpu.lib.conv"
 _ENTRY = "cpu.lib.conv_entry"  # (the library behind a C entry point: not compiled per module)
+_THREADS = "cpu.lib.conv_threads"
 
 
 def _tuple(items: Sequence[str]) -> str:
@@ -131,10 +134,27 @@ def _conv(ge: GraphEmitter, eqn: Eqn) -> None:
         str(x_swapped), str(w_swapped)]
     ge.w.comment("(x, w, out, in sizes, window, out sizes, strides, low padding, lhs and rhs "
                  "dilation, feature groups, batch groups, x and w with dims 0, 1 exchanged)")
-    ge.w.line(f"{ge.mod.use('convolution', _ENTRY)}({', '.join(args)})")
+    kernel = ge.mod.use("convolution_parallel", _THREADS) \
+        if _threads_pay(ge, eqn, x_swapped, w_swapped) else ge.mod.use("convolution", _ENTRY)
+    ge.w.line(f"{kernel}({', '.join(args)})")
     if not direct:
         _store(ge, eqn, result, buffer, sizes)
     ge.bind(out, Ref(buffer, out.aval))
+
+
+def _threads_pay(ge: GraphEmitter, eqn: Eqn, x_swapped: bool, w_swapped: bool) -> bool:
+    """Whether the convolution runs in parts on threads (`cpu.lib.conv_threads`, which
+    checks again at run time): in graphs that may use threads, where its parts can be
+    cut and its direct sum is large (numba takes seconds to compile a parallel loop,
+    so small convolutions never pay for it)."""
+    p = eqn.params
+    lhs, rhs = eqn.inputs
+    lhs_spec, rhs_spec, _ = p["dimension_numbers"]
+    axis = split_axis(x_swapped, w_swapped, p["feature_group_count"], p["batch_group_count"])
+    first = lhs.aval.shape[lhs_spec[1] if x_swapped else lhs_spec[0]]  # (in memory)
+    products = eqn.outputs[0].aval.size * math.prod(rhs.aval.shape[d] for d in rhs_spec[1:])
+    return ge.mod.parallel_ok and axis != NO_SPLIT and first > 1 and \
+        products >= PARALLEL_MIN_PRODUCTS
 
 
 def _store(ge: GraphEmitter, eqn: Eqn, result: str, buffer: str, sizes: list[str]) -> None:

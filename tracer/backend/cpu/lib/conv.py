@@ -13,7 +13,8 @@ floats and complex, loops for integers) on `BLAS_THREADS` BLAS threads: the piec
 are small, and on a busy machine each multi-threaded call waits for a descheduled
 thread (measurements: `cpu.lib.conv_core`). (A `parallel=True` version doubled the
 compile time, and numba's cache crashes reloading parallel functions compiled for
-several signatures, numba #8578.)
+several signatures, numba #8578: on several cores, generated code calls
+`cpu.lib.conv_threads` instead, which runs this serial library once per thread.)
 
 * winograd (3x3 windows, 2 spatial dims, unit strides, no dilation, real floats):
   F(4x4, 3x3), `cpu.lib.conv_winograd4`, 2.25 multiplies per output instead of 9;

@@ -41,7 +41,8 @@ from numpy._core import _multiarray_umath
 from .sort import from_key, key_buffer, to_key
 from .sort_counting import copy_and_count
 from .sort_merge import sort_vector_parallel
-from .sort_numpy_abi import DTYPES, pool_thread_count, simd_sort
+from .pool_threads import pool_thread_count
+from .sort_numpy_abi import DTYPES, simd_sort
 
 _OPTIONS = dict(cache=True, error_model="numpy", nogil=True)
 _SERIAL = dict(_OPTIONS, no_cpython_wrapper=True, no_cfunc_wrapper=True)

@@ -1,7 +1,6 @@
 """NumPy's own SIMD sort of one contiguous run of numbers, called from compiled code
-with no Python and no GIL (`simd_sort`), and numba's current thread count
-(`pool_thread_count`), both by symbol name so that the code calling them stays in
-numba's disk cache (an address baked into machine code would be wrong in the next
+with no Python and no GIL (`simd_sort`), by symbol name so that the code calling it
+stays in numba's disk cache (an address baked into machine code would be wrong in the next
 process).
 
 NumPy 2's C-API table (the `_ARRAY_API` capsule of `numpy._core._multiarray_umath`)
@@ -24,7 +23,6 @@ from __future__ import annotations
 import ctypes
 
 import llvmlite.binding as llvm
-import numba
 import numpy as np
 from llvmlite import ir
 from numba import types
@@ -72,14 +70,6 @@ _ADDRESSES = _quicksort_addresses()
 DTYPES = tuple(_ADDRESSES)  # the dtypes `simd_sort` sorts: none under another ABI
 for _dtype, _address in _ADDRESSES.items():
     llvm.add_symbol(symbol(_dtype), _address)
-# numba's threading layer registers `get_num_threads` (`pool_thread_count`'s symbol)
-# when it starts: start it now (2.5 ms, once), before a cached caller is loaded. numba
-# starts it on loading only functions with a parallel loop of their own (numba #8578;
-# tracer's cache starts it before loading a host, but a vendored `tracer.aot` module or
-# a direct call does not): a cached `sort_numpy.numpy_sort_vector_parallel` loaded
-# first crashed. (In tracer the cpu backend has imported `cpu.threads`, which sets the
-# pool's spin policy, before it imports this.)
-numba.get_num_threads()
 
 
 @intrinsic
@@ -100,16 +90,3 @@ def simd_sort(typingctx, row):
         builder.call(fn, [builder.bitcast(array.data, void_p), count, void_p(None)])
         return context.get_dummy_value()
     return types.void(row), codegen
-
-
-@intrinsic
-def pool_thread_count(typingctx):
-    """numba's thread count for this thread (`numba.set_num_threads`), read through
-    the symbol numba's threading layer registers: `numba.get_num_threads` reads it
-    through a ctypes pointer, which keeps its callers out of the disk cache."""
-
-    def codegen(context, builder, signature, args):
-        fnty = ir.FunctionType(cgutils.intp_t, [])
-        fn = cgutils.get_or_insert_function(builder.module, fnty, "get_num_threads")
-        return builder.call(fn, [])
-    return types.intp(), codegen
