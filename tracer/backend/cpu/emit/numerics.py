@@ -5,7 +5,8 @@
   `cpu.lib.fft` (rocket-fft), writing into the output buffer; without either it runs
   its NumPy reference instead.
 - batch norm calls the `cpu.lib.batch_norm` kernels on (outer, F, inner) views of
-  the operand; float16 arrays are widened to float32 around the call.
+  the operand (their `_parallel` versions from PARALLEL_MIN_ELEMENTS elements, where
+  the module may run threads); float16 arrays are widened to float32 around the call.
 - reduce_precision is a loop over the unsigned-integer view of the operand (16-bit
   float arrays are stored as their bits already) calling `numba.lib.bits` helpers.
 - bitcast_convert_type is a `.view()` of the (C-contiguous) operand, flattened so
@@ -24,7 +25,7 @@ from ...numba.codegen import GraphEmitter, Ref, store_value
 from ...numba.scalar import BF16 as _BF16
 from ...numba.scalar import HALVES, literal, storage_dtype
 from ..lib import mkl
-from ..options import thread_count
+from ..options import PARALLEL_MIN_ELEMENTS, thread_count
 from .fallback import emit_fallback
 
 HAVE_ROCKET_FFT = importlib.util.find_spec("rocket_fft") is not None
@@ -175,7 +176,9 @@ def _emit_batch_norm(kernel: str, kinds: str) -> Callable[[GraphEmitter, Eqn], N
                 ge.w.line(f"{written} = np.empty({ge.shape_tuple(var)}, np.float32)")
                 finish.append((written, buffer))
             args.append(_as_3d(ge, written, var, fi) if kind == "o" else written)
-        ge.w.line(f"{ge.mod.use(kernel, 'cpu.lib.batch_norm')}({', '.join(args)})")
+        threads = ge.mod.parallel_ok and eqn.inputs[0].aval.size >= PARALLEL_MIN_ELEMENTS
+        name = f"{kernel}_parallel" if threads else kernel
+        ge.w.line(f"{ge.mod.use(name, 'cpu.lib.batch_norm')}({', '.join(args)})")
         for wide, target in finish:
             narrow = ge.mod.use(HALVES[eqn.outputs[0].aval.dtype].narrow)
             ge.w.line(f"{narrow}({wide}, {target})")
