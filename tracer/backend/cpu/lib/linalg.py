@@ -23,13 +23,17 @@ outputs; LAPACK's pivot rule).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 from numba.extending import overload
 from numba.np.linalg import _LAPACK, ensure_lapack, get_blas_kind
 
+from .batches import batch_range
+from .cblas import getrf, getrf_pays
 from .gemm_update import subtract_product
+from .sort_numpy_abi import pool_thread_count
 
 BLOCK = 32        # columns per panel of the blocked LU
+LAPACK_MIN = 192  # from this order on, the bound library's getrf where it pays (docstring)
 SMALL_CHOLESKY = 26  # below this size the loop beats potrf (24: 1.22 vs 1.45 ms for 1000; 32: even)
 
 _JIT = dict(cache=True, error_model="numpy", nogil=True)
@@ -263,12 +267,68 @@ def _lu_one(a: np.ndarray, piv: np.ndarray, perm: np.ndarray, work: np.ndarray) 
 
 
 @njit(**_JIT)
-def lu_batch(a: np.ndarray, lu: np.ndarray, piv: np.ndarray, perm: np.ndarray) -> None:
-    """lu[b], piv[b], perm[b] = the partial-pivoting LU of a[b] (see ops.lu)."""
-    work = np.empty(BLOCK * a.shape[1], a.dtype)
-    for b in range(a.shape[0]):
+def _copy_finite(src: np.ndarray, dst: np.ndarray) -> bool:
+    """dst = src (2-D, one shape); whether every element is finite (v - v is 0 for a
+    finite v, NaN for inf and NaN: a sum without branches, which numba vectorizes)."""
+    rows, cols = src.shape
+    nonfinite = src.dtype.type(0)
+    for i in range(rows):
+        s, d = src[i], dst[i]
+        for j in range(cols):
+            v = s[j]
+            d[j] = v
+            nonfinite += v - v
+    return nonfinite == 0
+
+
+@njit(**_JIT)
+def _lu_lapack(a: np.ndarray, lu: np.ndarray, piv: np.ndarray, perm: np.ndarray,
+               ipiv: np.ndarray) -> bool:
+    """lu, piv, perm = the LU of the finite matrix a by the bound library's getrf;
+    False, with nothing factored, where a has an inf or NaN (LAPACK's pivot search
+    need not skip NaNs as the reference does)."""
+    if not _copy_finite(a, lu):
+        return False
+    getrf(lu, ipiv)  # (info > 0, an exactly singular U, is a result like any other)
+    for i in range(perm.shape[0]):
+        perm[i] = i
+    for j in range(ipiv.shape[0]):
+        p = ipiv[j] - 1
+        piv[j] = p
+        perm[j], perm[p] = perm[p], perm[j]
+    return True
+
+
+@njit(**_JIT)
+def _lu_range(a: np.ndarray, lu: np.ndarray, piv: np.ndarray, perm: np.ndarray,
+              first: int, last: int) -> None:
+    """lu_batch of the matrices first..last-1, with their own scratch buffers."""
+    k = min(a.shape[1], a.shape[2])
+    work = np.empty(BLOCK * a.shape[2], a.dtype)
+    ipiv = np.empty(k, np.int64)
+    lapack = k >= LAPACK_MIN and getrf_pays()
+    for b in range(first, last):
+        if lapack and _lu_lapack(a[b], lu[b], piv[b], perm[b], ipiv):
+            continue
         lu[b] = a[b]
         _lu_one(lu[b], piv[b], perm[b], work)
+
+
+@njit(**_JIT)
+def lu_batch(a: np.ndarray, lu: np.ndarray, piv: np.ndarray, perm: np.ndarray) -> None:
+    """lu[b], piv[b], perm[b] = the partial-pivoting LU of a[b] (see ops.lu)."""
+    _lu_range(a, lu, piv, perm, 0, a.shape[0])
+
+
+@njit(parallel=True, **_JIT)
+def lu_batch_parallel(a: np.ndarray, lu: np.ndarray, piv: np.ndarray,
+                      perm: np.ndarray) -> None:
+    """lu_batch with the batch split into one run of matrices per thread (the emitter
+    picks it for batches of several matrices; see the module docstring)."""
+    parts = min(a.shape[0], pool_thread_count())
+    for q in prange(parts):
+        first, last = batch_range(a.shape[0], parts, np.int64(q))
+        _lu_range(a, lu, piv, perm, first, last)
 
 
 # --------------------------------------------------------------------------- qr, eigh, svd
