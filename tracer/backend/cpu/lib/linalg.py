@@ -304,7 +304,7 @@ def _lu_range(a: np.ndarray, lu: np.ndarray, piv: np.ndarray, perm: np.ndarray,
               first: int, last: int) -> None:
     """lu_batch of the matrices first..last-1, with their own scratch buffers."""
     k = min(a.shape[1], a.shape[2])
-    work = np.empty(BLOCK * a.shape[2], a.dtype)
+    work = np.empty(BLOCK * a.shape[1], a.dtype)  # (a panel of all rows, transposed)
     ipiv = np.empty(k, np.int64)
     lapack = k >= LAPACK_MIN and getrf_pays()
     for b in range(first, last):
