@@ -34,6 +34,7 @@ from .sort_numpy_abi import pool_thread_count
 
 BLOCK = 32        # columns per panel of the blocked LU
 LAPACK_MIN = 192  # from this order on, the bound library's getrf where it pays (docstring)
+TILE = 16         # rows per strip of the transposes around getrf
 SMALL_CHOLESKY = 26  # below this size the loop beats potrf (24: 1.22 vs 1.45 ms for 1000; 32: even)
 
 _JIT = dict(cache=True, error_model="numpy", nogil=True)
@@ -267,30 +268,36 @@ def _lu_one(a: np.ndarray, piv: np.ndarray, perm: np.ndarray, work: np.ndarray) 
 
 
 @njit(**_JIT)
-def _copy_finite(src: np.ndarray, dst: np.ndarray) -> bool:
-    """dst = src (2-D, one shape); whether every element is finite (v - v is 0 for a
-    finite v, NaN for inf and NaN: a sum without branches, which numba vectorizes)."""
+def _transpose(src: np.ndarray, dst: np.ndarray) -> bool:
+    """dst = srcᵀ (2-D) by strips of TILE rows (each row of dst written in runs); whether
+    every element is finite (v - v is 0 for a finite v, NaN for inf and NaN: a flag
+    without branches)."""
     rows, cols = src.shape
-    nonfinite = src.dtype.type(0)
-    for i in range(rows):
-        s, d = src[i], dst[i]
+    bad = False
+    for i0 in range(0, rows, TILE):
+        i1 = min(i0 + TILE, rows)
         for j in range(cols):
-            v = s[j]
-            d[j] = v
-            nonfinite += v - v
-    return nonfinite == 0
+            d = dst[j]
+            for i in range(i0, i1):
+                v = src[i, j]
+                d[i] = v
+                bad |= (v - v) != 0
+    return not bad
 
 
 @njit(**_JIT)
 def _lu_lapack(a: np.ndarray, lu: np.ndarray, piv: np.ndarray, perm: np.ndarray,
-               ipiv: np.ndarray) -> bool:
-    """lu, piv, perm = the LU of the finite matrix a by the bound library's getrf;
-    False, with nothing factored, where a has an inf or NaN (LAPACK's pivot search
-    need not skip NaNs as the reference does)."""
-    if not _copy_finite(a, lu):
+               work: np.ndarray, ipiv: np.ndarray) -> bool:
+    """lu, piv, perm = the LU of the finite matrix a by the bound library's getrf, on
+    aᵀ in `work` (LAPACK's column-major a); False, with nothing factored, where a has
+    an inf or NaN (LAPACK's pivot search need not skip NaNs as the reference does)."""
+    m, n = a.shape
+    at = work[:m * n].reshape((n, m))
+    if not _transpose(a, at):
         return False
-    getrf(lu, ipiv)  # (info > 0, an exactly singular U, is a result like any other)
-    for i in range(perm.shape[0]):
+    getrf(at, ipiv)  # (info > 0, an exactly singular U, is a result like any other)
+    _transpose(at, lu)
+    for i in range(m):
         perm[i] = i
     for j in range(ipiv.shape[0]):
         p = ipiv[j] - 1
@@ -303,12 +310,13 @@ def _lu_lapack(a: np.ndarray, lu: np.ndarray, piv: np.ndarray, perm: np.ndarray,
 def _lu_range(a: np.ndarray, lu: np.ndarray, piv: np.ndarray, perm: np.ndarray,
               first: int, last: int) -> None:
     """lu_batch of the matrices first..last-1, with their own scratch buffers."""
-    k = min(a.shape[1], a.shape[2])
-    work = np.empty(BLOCK * a.shape[1], a.dtype)  # (a panel of all rows, transposed)
-    ipiv = np.empty(k, np.int64)
-    lapack = k >= LAPACK_MIN and getrf_pays()
+    m, n = a.shape[1], a.shape[2]
+    lapack = min(m, n) >= LAPACK_MIN and getrf_pays()
+    # (a panel of all rows, transposed; or the whole matrix for LAPACK)
+    work = np.empty(m * n if lapack else BLOCK * m, a.dtype)
+    ipiv = np.empty(min(m, n), np.int64)
     for b in range(first, last):
-        if lapack and _lu_lapack(a[b], lu[b], piv[b], perm[b], ipiv):
+        if lapack and _lu_lapack(a[b], lu[b], piv[b], perm[b], work, ipiv):
             continue
         lu[b] = a[b]
         _lu_one(lu[b], piv[b], perm[b], work)
