@@ -45,8 +45,9 @@ def _same_lu(got: tuple, a: np.ndarray, tol: float) -> None:
     np.testing.assert_allclose(got[0], want[0], rtol=tol, atol=tol)
 
 
-@pytest.mark.parametrize("dtype", [np.float64, np.complex64])
-@pytest.mark.parametrize("shape", [(2, 200, 200), (1, 230, 196), (1, 196, 230)])
+@pytest.mark.parametrize("dtype, shape", [
+    (np.float64, (2, 200, 200)), (np.float64, (1, 230, 196)), (np.float64, (1, 196, 230)),
+    (np.complex64, (1, 200, 200))])
 def test_lapack_lu_of_large_matrices_is_the_reference_lu(dtype, shape):
     """From `LAPACK_MIN` on the bound library's getrf factors (MKL's; the blocked LU
     elsewhere): the same pivots and factors as the reference, square or not."""
