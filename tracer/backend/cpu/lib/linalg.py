@@ -14,6 +14,17 @@ outputs; LAPACK's pivot rule).
   LUs 2x, a 512x512 one 2.4x faster than with scalar loops and np.dot; the 512x512
   one is then on par with LAPACK getrf (2.9 ms; SciPy's OpenBLAS 3.0, torch's MKL
   3.0, paired); 64- or 96-column panels were slower (3.8, 4.4 ms).
+  From order LAPACK_MIN on, where the bound library's getrf pays (MKL:
+  `cpu.lib.cblas.getrf_pays`), a finite matrix is factored by LAPACK's getrf instead,
+  on its transpose (LAPACK's column-major storage of it; strips of TILE rows each way,
+  the finiteness check folded into the first): MKL threads its panels, the blocked LU
+  only its updates. 512x512, one thread: 1.99 ms (LAPACKE's row-major getrf 2.02, the
+  blocked LU 2.27, MKL's getrf alone 1.51); two threads 1.55 (torch 1.20: it
+  transposes once and keeps the factor column-major). One thread, 64-256: the blocked
+  LU 18 / 74 / 433 us, LAPACKE 22 / 89 / 389.
+- `lu_batch_parallel` (and `triangular_solve_batch_parallel`): the batch in one run of
+  matrices per thread of numba's pool (`cpu.lib.batches`), where the emitter allows
+  threads (`cpu.emit.decomp`).
 - cholesky: small matrices by the textbook loop (no LAPACK call overhead), larger
   ones by LAPACK potrf in place in the output (numba's binding of it); qr, eigh and svd through
   numba's `np.linalg` (geqrf + orgqr, heevd, gesdd). Their exceptions (non-finite
