@@ -279,7 +279,7 @@ def _lu_one(a: np.ndarray, piv: np.ndarray, perm: np.ndarray, work: np.ndarray) 
 
 
 @njit(**_JIT)
-def _transpose(src: np.ndarray, dst: np.ndarray) -> bool:
+def _transpose_finite(src: np.ndarray, dst: np.ndarray) -> bool:
     """dst = srcᵀ (2-D) by strips of TILE rows (each row of dst written in runs); whether
     every element is finite (v - v is 0 for a finite v, NaN for inf and NaN: a flag
     without branches)."""
@@ -297,6 +297,19 @@ def _transpose(src: np.ndarray, dst: np.ndarray) -> bool:
 
 
 @njit(**_JIT)
+def _transpose(src: np.ndarray, dst: np.ndarray) -> None:
+    """dst = srcᵀ as `_transpose_finite`, without the check (512x512: 0.24 ms, 0.30
+    with it; a copy takes 0.14)."""
+    rows, cols = src.shape
+    for i0 in range(0, rows, TILE):
+        i1 = min(i0 + TILE, rows)
+        for j in range(cols):
+            d = dst[j]
+            for i in range(i0, i1):
+                d[i] = src[i, j]
+
+
+@njit(**_JIT)
 def _lu_lapack(a: np.ndarray, lu: np.ndarray, piv: np.ndarray, perm: np.ndarray,
                work: np.ndarray, ipiv: np.ndarray) -> bool:
     """lu, piv, perm = the LU of the finite matrix a by the bound library's getrf, on
@@ -304,7 +317,7 @@ def _lu_lapack(a: np.ndarray, lu: np.ndarray, piv: np.ndarray, perm: np.ndarray,
     an inf or NaN (LAPACK's pivot search need not skip NaNs as the reference does)."""
     m, n = a.shape
     at = work[:m * n].reshape((n, m))
-    if not _transpose(a, at):
+    if not _transpose_finite(a, at):
         return False
     getrf(at, ipiv)  # (info > 0, an exactly singular U, is a result like any other)
     _transpose(at, lu)
