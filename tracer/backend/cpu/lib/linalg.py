@@ -41,7 +41,7 @@ from numba.np.linalg import _LAPACK, ensure_lapack, get_blas_kind
 from .batches import batch_range
 from .cblas import getrf, getrf_pays
 from .gemm_update import subtract_product
-from .sort_numpy_abi import pool_thread_count
+from .pool_threads import pool_thread_count
 
 BLOCK = 32        # columns per panel of the blocked LU
 LAPACK_MIN = 192  # from this order on, the bound library's getrf where it pays (docstring)

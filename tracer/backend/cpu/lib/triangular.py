@@ -31,7 +31,7 @@ from numba import njit, prange
 from .batches import batch_range
 from .cblas import NO_TRANS, TRANS, trsm, trsm_pays
 from .gemm_update import subtract_product
-from .sort_numpy_abi import pool_thread_count
+from .pool_threads import pool_thread_count
 
 BLOCK = 32   # rows of the blocks solved by substitution
 NARROW = 8   # fewer right-hand sides than this: one column at a time
