@@ -53,6 +53,10 @@ _PROVIDER_CHECK = """
     def trsm(*args):  # (cblas.trsm is an overload: compiled callers only)
         cblas.trsm(*args)
 
+    @njit
+    def getrf(at, ipiv):
+        return cblas.getrf(at, ipiv)
+
     name = sys.argv[1] if len(sys.argv) > 1 else "{name}"
     if name == "mkl":
         cblas.bind(cblas.mkl_provider(lambda f: binding.address_of_symbol(mkl.symbol(f))))
@@ -107,6 +111,20 @@ _PROVIDER_CHECK = """
             trsm(left, lower, trans, unit, x.shape[0], x.shape[1], stored, 9, x, x.shape[1])
             want = np.linalg.solve(op, b) if left else np.linalg.solve(op.T, b.T).T
             np.testing.assert_allclose(x, want, rtol=tol * 10, atol=tol * 10)
+        if name != "scipy-blas":  # (its getrf stands in: never called)
+            # LAPACK's LU of a, stored as aᵀ: a[rows] = L U
+            for m, n in ((9, 6), (6, 9), (7, 7)):
+                a = draw((m, n), dtype)
+                at = np.ascontiguousarray(a.T)
+                ipiv = np.zeros(min(m, n), np.int64)
+                assert getrf(at, ipiv) == 0
+                lu = at.T
+                rows = np.arange(m)
+                for j, p in enumerate(ipiv - 1):
+                    rows[[j, p]] = rows[[p, j]]
+                lower = np.tril(lu, -1)[:, :min(m, n)] + np.eye(m, min(m, n))
+                np.testing.assert_allclose(lower @ np.triu(lu)[:min(m, n)], a[rows],
+                                           rtol=tol * 10, atol=tol * 10)
     print("ok", cblas.provider().name)
 """
 

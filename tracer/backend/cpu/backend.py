@@ -45,9 +45,10 @@ from .options import thread_count
 
 
 def uses_blas(graph: Graph) -> bool:
-    """Whether the graph calls BLAS anywhere."""
+    """Whether the graph calls BLAS anywhere (products, LU and triangular solves)."""
     for eqn in graph.eqns:
-        if eqn.op.name == "dot_general" or any(uses_blas(g) for g in subgraphs(eqn.params)):
+        if eqn.op.name == "dot_general" or eqn.op.name in blas.SOLVER_OPS or \
+                any(uses_blas(g) for g in subgraphs(eqn.params)):
             return True
     return False
 
@@ -136,6 +137,7 @@ class Prepared:
     signature: tuple
     n_inputs: int
     blas_flops: float  # of its largest BLAS product (0: none)
+    solver_flops: float  # of its largest single LU or triangular solve (0: none)
     graph: Graph       # the lowered graph (to build a serial version where threads cannot run)
 
 
@@ -162,7 +164,7 @@ class NumbaCpuBackend:
                   donated: tuple[int, ...] = ()) -> "Prepared":
         module = generate(graph, parallel_ok=parallel_ok, fuse=self.fuse, donated=donated)
         return Prepared(module, module.host, _signature(module), len(graph.inputs),
-                        largest_product_flops(graph), graph)
+                        largest_product_flops(graph), blas.solver_flops(graph), graph)
 
     def load(self, prepared: "Prepared") -> NumbaExecutable:
         """The executable of a prepared module: compiled now, or loaded from memory or
@@ -215,12 +217,25 @@ def _compiled_host(prepared: Prepared, signature: tuple) -> tuple[Any, bool, Any
     # the launcher's checks and the jit cache's keys guarantee those.
     native = dispatcher.overloads[signature]
     host = native.entry_point
-    flops = prepared.blas_flops
-    if flops and (flops < BLAS_PARALLEL_MIN_FLOPS or thread_count() == 1):
+    threads = _blas_threads(prepared)
+    if threads == 1:
         host, native = blas.single_threaded(host), None
-    elif flops:
-        host, native = blas.threads_while_idle(host, thread_count()), None
+    elif threads:
+        host, native = blas.threads_while_idle(host, threads), None
     return host, fresh, native
+
+
+def _blas_threads(prepared: Prepared) -> int:
+    """The BLAS threads a host's calls get: 0 (no BLAS call: left as it is), 1 where its
+    largest product and its largest LU or triangular solve are all too small for
+    threads to pay, else tracer's thread count (while the machine is idle)."""
+    flops, solver = prepared.blas_flops, prepared.solver_flops
+    if not (flops or solver):
+        return 0
+    if thread_count() == 1 or (flops < BLAS_PARALLEL_MIN_FLOPS and
+                               solver < blas.SOLVER_PARALLEL_MIN_FLOPS):
+        return 1
+    return thread_count()
 
 
 def _param_type(p: Any, strided_input: bool = False) -> Any:

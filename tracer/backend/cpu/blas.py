@@ -11,6 +11,10 @@ is busier than its cores (`threads_while_idle`: a large product then ran 10x slo
 on threads, measured under load: each waits for its slowest thread). SciPy's OpenBLAS,
 behind numba's LAPACK calls (cholesky, qr, eigh, svd), follows the same rule once a
 module has loaded it.
+
+lu and triangular_solve call the bound library too (getrf, trsm, gemm: `cpu.lib.linalg`,
+`cpu.lib.triangular`), by the same rule with their own threshold on the flops of one
+matrix (`solver_flops`, SOLVER_PARALLEL_MIN_FLOPS).
 """
 
 from __future__ import annotations
@@ -22,12 +26,19 @@ import time
 from typing import TYPE_CHECKING, Any, Callable
 
 from ...config import config
+from ...core import Graph, subgraphs
 from ..blas_threads import openblas_functions
 
 if TYPE_CHECKING:
     from .lib.cblas import Provider
 
 SCIPY_LIBS = "scipy.libs"
+# From this many flops of one matrix's LU or triangular solve on (an LU of order ~290),
+# MKL's threads: they did not pay at order 192 (LU 0.23 ms on two against 0.21 on one;
+# triangular solve with as many right-hand sides 0.083 / 0.098), they did at 512 (LU
+# 1.55 / 1.99 ms, solve 1.1 / 1.8); between them not measured on a quiet machine.
+SOLVER_PARALLEL_MIN_FLOPS = 1 << 24
+SOLVER_OPS = frozenset({"lu", "triangular_solve"})
 BUSY_CHECK_SECONDS = 1.0  # how long one reading of the load average is trusted
 _busy_reading = [0.0, False]  # (when read, whether busier than the cores)
 
@@ -126,6 +137,24 @@ def threads_while_idle(call: Callable[..., Any], cores: int) -> Callable[..., An
         return (one_thread if machine_busy(cores) else all_threads)(*args)
 
     return blas_threads_if_idle
+
+
+def solver_flops(graph: Graph) -> float:
+    """The flops of the largest single LU (2/3 n^3 for a square one) or triangular solve
+    (n^2 per right-hand side) of an lu / triangular_solve eqn in `graph` (and its
+    sub-graphs): what decides whether its LAPACK or BLAS call gets threads."""
+    largest = 0.0
+    for eqn in graph.eqns:
+        if eqn.op.name == "lu":
+            m, n = eqn.inputs[0].aval.shape[-2:]
+            k = min(m, n)
+            largest = max(largest, 2.0 * (m * n * k - (m + n) * k * k / 2 + k ** 3 / 3))
+        elif eqn.op.name == "triangular_solve":
+            a, b = eqn.inputs[0].aval, eqn.inputs[1].aval
+            largest = max(largest, float(a.shape[-1]) * b.shape[-1] * b.shape[-2])
+        for sub in subgraphs(eqn.params):
+            largest = max(largest, solver_flops(sub))
+    return largest
 
 
 def uses_blas(source: str) -> bool:

@@ -5,14 +5,24 @@ Each op is one call into the njit kernels of `cpu.lib.linalg` (triangular_solve:
 (batch, rows, cols) of its C-contiguous operands and freshly allocated outputs (the
 batch dims flattened; an unbatched matrix is a batch of one). Sizes come from
 `dims`; the op's static flags are literal `True` / `False` arguments.
+
+lu and triangular_solve of a batch of several matrices, at least PARALLEL_MIN_ELEMENTS
+in all, call their kernels' `_parallel` forms in graphs that may use threads: one run
+of the batch per thread of numba's pool (`cpu.lib.batches`). Such a graph calls BLAS,
+so it may use threads only where MKL runs on the same GNU OpenMP pool
+(`backend._threads_ok`): inside the pool's parallel region each MKL call then runs on
+its one thread (1000 solves of 32x32 on two threads: see `cpu.lib.triangular`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import math
+
 from ....core import Atom, Eqn
 from ...numba.codegen import GraphEmitter, Ref
+from ..options import PARALLEL_MIN_ELEMENTS
 
 _LIB = "cpu.lib.linalg"
 
@@ -41,18 +51,26 @@ def _call(ge: GraphEmitter, eqn: Eqn, kernel: str, flags: tuple[str, ...] = (),
     ge.w.line(f"{ge.mod.use(kernel, lib)}({', '.join(args)})")
 
 
+def _batched_kernel(ge: GraphEmitter, eqn: Eqn, name: str) -> str:
+    """`name`, or its `_parallel` form for a large batch of several matrices."""
+    a = eqn.inputs[0].aval
+    batch = math.prod(a.shape[:-2])
+    parallel = ge.mod.parallel_ok and batch > 1 and a.size >= PARALLEL_MIN_ELEMENTS
+    return f"{name}_parallel" if parallel else name
+
+
 def _cholesky(ge: GraphEmitter, eqn: Eqn) -> None:
     _call(ge, eqn, "cholesky_batch", ("lower",))
 
 
 def _triangular_solve(ge: GraphEmitter, eqn: Eqn) -> None:
-    _call(ge, eqn, "triangular_solve_batch",
+    _call(ge, eqn, _batched_kernel(ge, eqn, "triangular_solve_batch"),
           ("left_side", "lower", "transpose_a", "conjugate_a", "unit_diagonal"),
           "cpu.lib.triangular")
 
 
 def _lu(ge: GraphEmitter, eqn: Eqn) -> None:
-    _call(ge, eqn, "lu_batch")
+    _call(ge, eqn, _batched_kernel(ge, eqn, "lu_batch"))
 
 
 def _qr(ge: GraphEmitter, eqn: Eqn) -> None:
