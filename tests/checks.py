@@ -22,6 +22,14 @@ def threaded() -> bool:
     return thread_count() > 1
 
 
+def random_array(rng: np.random.Generator, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+    """Standard normal values of `dtype` (real and imaginary parts for a complex one)."""
+    x = rng.standard_normal(shape)
+    if np.dtype(dtype).kind == "c":
+        x = x + 1j * rng.standard_normal(shape)
+    return x.astype(dtype)
+
+
 def raises(cls: type[BaseException], fn: Callable[[], Any]) -> str:
     """The message of the `cls` that `fn()` raises, which must also be a TracerError."""
     with pytest.raises(cls) as info:

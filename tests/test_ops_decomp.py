@@ -18,6 +18,7 @@ import tracer as tr
 import tracer.numpy as tnp
 from tracer import ops
 from tracer.backend.cpu.lib.linalg import SMALL_CHOLESKY
+from tests.checks import random_array
 from tracer.errors import DTypeError, ParamError, ShapeError
 
 EXAMPLES = settings(max_examples=25)
@@ -25,15 +26,10 @@ DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
 TOL = {np.float32: 2e-4, np.float64: 1e-10, np.complex64: 2e-4, np.complex128: 1e-10}
 
 
-def rand(rng: np.random.Generator, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
-    x = rng.standard_normal(shape)
-    if np.dtype(dtype).kind == "c":
-        x = x + 1j * rng.standard_normal(shape)
-    return x.astype(dtype)
 
 
 def spd(rng: np.random.Generator, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
-    x = rand(rng, shape, dtype)
+    x = random_array(rng, shape, dtype)
     return (x @ np.conj(np.swapaxes(x, -1, -2)) + shape[-1] * np.eye(shape[-1])).astype(dtype)
 
 
@@ -94,8 +90,8 @@ flags = st.fixed_dictionaries({k: st.booleans() for k in (
        st.integers(0, 99))
 def test_triangular_solve_every_flag(batch, n, k, dtype, f, seed):
     rng = np.random.default_rng(seed)
-    a = (0.3 * rand(rng, batch + (n, n), dtype) + 2 * np.eye(n)).astype(dtype)
-    b = rand(rng, batch + ((n, k) if f["left_side"] else (k, n)), dtype)
+    a = (0.3 * random_array(rng, batch + (n, n), dtype) + 2 * np.eye(n)).astype(dtype)
+    b = random_array(rng, batch + ((n, k) if f["left_side"] else (k, n)), dtype)
     junk = a.copy()
     ones = np.ones((n, n), bool)
     unread = np.triu(ones, 1) if f["lower"] else np.tril(ones, -1)
@@ -124,7 +120,7 @@ def test_triangular_solve_matches_scipy_and_a_zero_pivot_gives_inf():
 @given(batches, st.integers(0, 6), st.integers(0, 6), st.sampled_from(DTYPES),
        st.integers(0, 99))
 def test_lu_reconstructs_with_partial_pivoting(batch, m, n, dtype, seed):
-    a = rand(np.random.default_rng(seed), batch + (m, n), dtype)
+    a = random_array(np.random.default_rng(seed), batch + (m, n), dtype)
     lu, pivots, perm = ops.lu(a)
     k = min(m, n)
     assert pivots.shape == batch + (k,) and perm.shape == batch + (m,)
@@ -167,7 +163,7 @@ def test_lu_of_a_singular_matrix_is_finite():
 @given(batches, st.integers(0, 5), st.integers(0, 5), st.sampled_from(DTYPES), st.booleans(),
        st.integers(0, 99))
 def test_qr(batch, m, n, dtype, full, seed):
-    a = rand(np.random.default_rng(seed), batch + (m, n), dtype)
+    a = random_array(np.random.default_rng(seed), batch + (m, n), dtype)
     q, r = ops.qr(a, full_matrices=full)
     kq = m if full else min(m, n)
     assert q.shape == batch + (m, kq) and r.shape == batch + (kq, n)
@@ -183,7 +179,7 @@ def test_qr(batch, m, n, dtype, full, seed):
        st.integers(0, 99))
 def test_eigh(batch, n, dtype, lower, symmetrize, seed):
     rng = np.random.default_rng(seed)
-    a = rand(rng, batch + (n, n), dtype)
+    a = random_array(rng, batch + (n, n), dtype)
     v, w = ops.eigh(a, lower=lower, symmetrize_input=symmetrize)
     assert v.dtype == dtype and w.dtype == np.real(a).dtype and w.shape == batch + (n,)
     h = (a + H(a)) / 2 if symmetrize else None
@@ -199,7 +195,7 @@ def test_eigh(batch, n, dtype, lower, symmetrize, seed):
 @given(batches, st.integers(0, 5), st.integers(0, 5), st.sampled_from(DTYPES), st.booleans(),
        st.booleans(), st.integers(0, 99))
 def test_svd(batch, m, n, dtype, full, uv, seed):
-    a = rand(np.random.default_rng(seed), batch + (m, n), dtype)
+    a = random_array(np.random.default_rng(seed), batch + (m, n), dtype)
     out = ops.svd(a, full_matrices=full, compute_uv=uv)
     k = min(m, n)
     s = out[1] if uv else out
@@ -273,8 +269,8 @@ def test_cpu_blocked_paths_of_other_blas_types(dtype):
     through BLAS gemm of the operands' own type (numba_xxgemm's s and c kinds besides
     float64's d, which the tests above run; z is c's twin)."""
     rng = np.random.default_rng(7)
-    a = (rand(rng, (2, 40, 40), dtype) / 10 + 3 * np.eye(40)).astype(dtype)
-    b = rand(rng, (2, 40, 9), dtype)
+    a = (random_array(rng, (2, 40, 40), dtype) / 10 + 3 * np.eye(40)).astype(dtype)
+    b = random_array(rng, (2, 40, 9), dtype)
     got = tr.jit(tnp.linalg.solve)(a, b)
     want = tr.jit(tnp.linalg.solve, backend="interpreter")(a, b)
     assert got.dtype == want.dtype == dtype

@@ -9,6 +9,7 @@ import numba
 import numpy as np
 import pytest
 
+from tests.checks import random_array
 import tracer as tr
 import tracer.numpy as tnp
 from tracer import ops
@@ -22,11 +23,6 @@ THREADS = min(2, numba.config.NUMBA_NUM_THREADS)  # (tracer's count is at most n
 TOL = {np.float32: 2e-3, np.float64: 1e-9, np.complex64: 2e-3, np.complex128: 1e-9}
 
 
-def _draw(rng: np.random.Generator, shape: tuple[int, ...], dtype: type) -> np.ndarray:
-    x = rng.standard_normal(shape)
-    if np.dtype(dtype).kind == "c":
-        x = x + 1j * rng.standard_normal(shape)
-    return x.astype(dtype)
 
 
 def _lu(kernel, a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # noqa: ANN001
@@ -52,7 +48,7 @@ def test_lapack_lu_of_large_matrices_is_the_reference_lu(dtype, shape):
     """From `LAPACK_MIN` on the bound library's getrf factors (MKL's; the blocked LU
     elsewhere): the same pivots and factors as the reference, square or not."""
     blas.bind_fastest()
-    a = _draw(np.random.default_rng(sum(shape)), shape, dtype)
+    a = random_array(np.random.default_rng(sum(shape)), shape, dtype)
     _same_lu(_lu(linalg.lu_batch, a), a, TOL[dtype] * 10)
 
 
