@@ -4,6 +4,7 @@ another, and solves through it match `np.linalg.solve`."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -167,6 +168,47 @@ def test_machine_code_cached_under_one_blas_runs_under_another(tmp_path):
     loaded = _run(code, TRACER_USE_MKL="0", **cache).split()
     assert [compiled[0], loaded[0]] == ["mkl", "numpy-openblas"]
     assert compiled[1] == "1" and loaded[1] == "0"  # (the second from disk)
+
+
+_RESTORED = """
+    import json, threading
+    from numba import njit
+    from tracer.backend.cpu import blas
+    from tracer.backend.cpu.lib import cblas, fft_mkl
+    import numpy as np
+    assert blas.bind_fastest() == "mkl"
+    _, get_threads = cblas.thread_functions()
+
+    @njit
+    def one_then_back():
+        had = cblas.blas_threads(1)
+        cblas.blas_threads(had)
+        return had
+
+    x = np.ones((4, 256), np.complex128)
+    counts = []
+
+    def run():  # (a new thread: no count of its own yet)
+        counts.append(get_threads())
+        counts.append(one_then_back())  # the count it had and got back: none (0)
+        counts.append(get_threads())
+        cblas.blas_threads(1)
+        fft_mkl.fft_forward(x, np.empty_like(x), 1, 2)  # its plan's 2 threads, then back
+        counts.append(get_threads())
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join()
+    print(json.dumps(counts))
+"""
+
+
+def test_blas_threads_put_back_the_count_a_thread_had_and_fft_keeps_the_callers():
+    """A thread with no count of its own gets none back after `blas_threads(1)` (its
+    BLAS uses the global 2 again, not 1 for the rest of its life), and an MKL FFT on a
+    thread held at 1 leaves it at 1."""
+    if not _mkl_installed():
+        pytest.skip("MKL is not installed (the mkl extra)")
+    assert json.loads(_run(_RESTORED, MKL_NUM_THREADS="2")) == [2, 0, 2, 1]
 
 
 _FORKED = """

@@ -203,7 +203,7 @@ def _compiled_host(prepared: Prepared, signature: tuple) -> tuple[Any, bool, Any
     whether numba compiled it, and numba's compile result when the host is its bare
     entry point (a C guard may call its native code: `c_guard`), else None."""
     start = time.perf_counter_ns()
-    if blas.uses_blas(prepared.module.source):  # (they link against the BLAS bound now)
+    if blas.imports_blas(prepared.module.source):  # (they link against the BLAS bound now)
         blas.bind_fastest()
     dispatcher, fresh = cache.compile_module(prepared.module.source, prepared.function,
                                              signature)

@@ -157,7 +157,7 @@ def solver_flops(graph: Graph) -> float:
     return largest
 
 
-def uses_blas(source: str) -> bool:
+def imports_blas(source: str) -> bool:
     """Whether a generated module imports a library that calls `cpu.lib.cblas`."""
     return _BLAS_LIBRARIES.search(source) is not None
 

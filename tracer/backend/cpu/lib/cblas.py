@@ -343,11 +343,11 @@ def getrf_pays():  # noqa: ANN201
 
 @njit(**_JIT)
 def blas_threads(count):  # noqa: ANN001, ANN201
-    """Set the BLAS thread count of the calling thread (a positive count; 0 keeps it);
-    the previous count, 0 when unknown. `blas_threads(blas_threads(n))` restores."""
-    if count <= 0:
-        return 0
-    return _set_threads_local(count)
+    """Set the BLAS thread count of the calling thread; the previous one. 0 drops the
+    thread's own count (the library's global count applies again), so
+    `blas_threads(blas_threads(n))` restores whatever was there, a 0 included: read as
+    "keep", it once left MKL on one thread for every later call of the thread."""
+    return _set_threads_local(max(count, 0))
 
 
 @njit(**_JIT)

@@ -64,6 +64,8 @@ _mutex_lock = types.ExternalFunction("pthread_mutex_lock", types.int32(_intp))
 _mutex_unlock = types.ExternalFunction("pthread_mutex_unlock", types.int32(_intp))
 _CREATE, _SET = mkl.symbol("DftiCreateDescriptor"), mkl.symbol("DftiSetValue")
 _FORWARD, _BACKWARD = mkl.symbol("DftiComputeForward"), mkl.symbol("DftiComputeBackward")
+_set_threads_local = types.ExternalFunction(mkl.symbol("MKL_Set_Num_Threads_Local"),
+                                            types.intc(types.intc))
 
 
 # ------------------------------------------------------------------ DFTI's variadic calls
@@ -306,10 +308,15 @@ def _transform(key, source, target, forward):
     """The transform of `key` from the bytes of `source` into those of `target`."""
     scratch = np.zeros(1, np.int64)
     h, status = _plan(key, scratch)
+    # DFTI's thread limit only caps MKL's count for the calling thread, which a caller
+    # may have set lower (a convolution's BLAS calls run on one): the plan's count
+    # applies for this call, and the caller's comes back after it.
+    previous = _set_threads_local(key[_FIELDS - 2])
     if status == 0 and forward:
         status = _compute_forward(h, source.ctypes.data, target.ctypes.data)
     elif status == 0:
         status = _compute_backward(h, source.ctypes.data, target.ctypes.data)
+    _set_threads_local(previous)
     if scratch[0] != 0:
         _release(scratch)
     if status != 0 and _error_class(status, _MEMORY_ERROR):
