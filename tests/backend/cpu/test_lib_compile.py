@@ -3,6 +3,8 @@
 - A convolution compiles only the plans it runs: the choosing entry point calls
   each plan's own C entry point through the table of `cpu/lib/conv_core.py`, resolved
   the first time a convolution takes the plan.
+- solve's kernels compile one triangular solve for both of its flag sets, and no
+  array assignment (whose shape-mismatch error path formats strings: 2.7 s cold).
 - Sort and the threefry kernels compile a `parallel=True` loop (seconds of numba's
   parfor lowering) only for arrays large enough to run it, in graphs that may use
   threads; the two forms give the same bits, also loaded from the disk cache.
@@ -151,6 +153,31 @@ def test_cached_code_calling_the_blocked_solve_kernels_loads_in_a_new_process(tm
     second = _run_child(_SOLVE_CHILD, tmp_path, TRACER_COMPILE_MODE="sync")
     assert first["ok"] and first["compiles"] == 1
     assert second["ok"] and second["disk_hits"] == 1 and second["compiles"] == 0
+
+
+_COLD_SOLVE_CHILD = """
+    import json
+    import numpy as np
+    import tracer as tr
+    import tracer.numpy as tnp
+    from numba.core import registry
+    from numba.np import arrayobj
+    from tracer.backend.cpu.lib import triangular
+    a = np.random.default_rng(2).standard_normal((3, 3)) + 3 * np.eye(3)
+    ok = bool(np.allclose(tr.jit(tnp.linalg.solve)(a, a), np.eye(3)))
+    typing = registry.cpu_target.typing_context
+    raising = typing.resolve_value_type(arrayobj.raise_with_shape_context)
+    print(json.dumps(dict(ok=ok, solves=len(triangular._solve_range.signatures),
+                          shape_errors=sum(len(t._impl_cache) for t in raising.templates))))
+"""
+
+
+def test_a_cold_solve_compiles_one_triangular_solve_and_no_array_assignment(tmp_path):
+    """With numba's cache empty too: the lower-unit and the upper triangular solve share
+    one compile of the kernel, and nothing compiles numba's shape-mismatch message."""
+    got = _run_child(_COLD_SOLVE_CHILD, tmp_path, TRACER_COMPILE_MODE="sync",
+                     NUMBA_CACHE_DIR=str(tmp_path / "numba"))
+    assert got == dict(ok=True, solves=1, shape_errors=0)
 
 
 @pytest.mark.parametrize("shape", [(4, 5), (LARGE // 4, 5)])

@@ -38,7 +38,7 @@ from numba import njit, prange
 from numba.extending import overload
 from numba.np.linalg import _LAPACK, ensure_lapack, get_blas_kind
 
-from .batches import batch_range
+from .batches import batch_range, copy_matrix
 from .cblas import getrf, getrf_pays
 from .gemm_update import subtract_product
 from .pool_threads import pool_thread_count
@@ -342,14 +342,14 @@ def _lu_range(a: np.ndarray, lu: np.ndarray, piv: np.ndarray, perm: np.ndarray,
     for b in range(first, last):
         if lapack and _lu_lapack(a[b], lu[b], piv[b], perm[b], work, ipiv):
             continue
-        lu[b] = a[b]
+        copy_matrix(a[b], lu[b])
         _lu_one(lu[b], piv[b], perm[b], work)
 
 
 @njit(**_JIT)
 def lu_batch(a: np.ndarray, lu: np.ndarray, piv: np.ndarray, perm: np.ndarray) -> None:
     """lu[b], piv[b], perm[b] = the partial-pivoting LU of a[b] (see ops.lu)."""
-    _lu_range(a, lu, piv, perm, 0, a.shape[0])
+    _lu_range(a, lu, piv, perm, np.int64(0), a.shape[0])  # (batches: one compile)
 
 
 @njit(parallel=True, **_JIT)

@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .batches import batch_range
+from .batches import batch_range, copy_matrix
 from .cblas import NO_TRANS, TRANS, trsm, trsm_pays
 from .gemm_update import subtract_product
 from .pool_threads import pool_thread_count
@@ -155,7 +155,7 @@ def _solve_range(a, b, out, first, last, left_side, lower, transpose_a, conjugat
         return
     if left_side and not transpose_a and not conjugate_a:
         for p in range(first, last):
-            out[p] = b[p]
+            copy_matrix(b[p], out[p])
             solve_in_place(a[p], out[p], unit_diagonal, not lower)
         return
     n = a.shape[1]
@@ -170,8 +170,8 @@ def _solve_range(a, b, out, first, last, left_side, lower, transpose_a, conjugat
 def triangular_solve_batch(a, b, out, left_side, lower, transpose_a, conjugate_a,
                            unit_diagonal):
     """out[i] = op(a[i])⁻¹ b[i] (left_side) or b[i] op(a[i])⁻¹."""
-    _solve_range(a, b, out, 0, a.shape[0], left_side, lower, transpose_a, conjugate_a,
-                 unit_diagonal)
+    _solve_range(a, b, out, np.int64(0), a.shape[0], bool(left_side), bool(lower),
+                 bool(transpose_a), bool(conjugate_a), bool(unit_diagonal))  # (`batches`)
 
 
 @njit(parallel=True, **_JIT)
@@ -182,5 +182,5 @@ def triangular_solve_batch_parallel(a, b, out, left_side, lower, transpose_a, co
     parts = min(a.shape[0], pool_thread_count())
     for q in prange(parts):
         first, last = batch_range(a.shape[0], parts, np.int64(q))
-        _solve_range(a, b, out, first, last, left_side, lower, transpose_a, conjugate_a,
-                     unit_diagonal)
+        _solve_range(a, b, out, first, last, bool(left_side), bool(lower),
+                     bool(transpose_a), bool(conjugate_a), bool(unit_diagonal))
