@@ -15,7 +15,9 @@ alike), fastest round's median.
 
 from __future__ import annotations
 
+import statistics
 import time
+from typing import Any, Callable
 
 import numpy as np
 
@@ -182,29 +184,32 @@ def c_guard_build() -> None:
           f"code (PROMOTE_AFTER_COMPILED = {guards.PROMOTE_AFTER_COMPILED})")
 
 
-def trace_time(n_ops: int = 1000) -> None:
-    def chain(x):
-        for i in range(n_ops // 2):
-            x = tnp.sin(x) * 1.0001 if i % 2 else x + 0.5
-        return x
+def trace_time(n_ops: int = 1000, repeat: int = 5) -> None:
+    """The median of `repeat` traces of new functions (a trace is not cached across
+    functions; one cold sample in the long bench process once took 735 ms against 26
+    alone: a collection of the whole heap or another thread landing in it)."""
+    def chain(np_: Any) -> Callable[[Any], Any]:
+        def run(x: Any) -> Any:
+            for i in range(n_ops // 2):
+                x = np_.sin(x) * 1.0001 if i % 2 else x + 0.5
+            return x
+        return run
+
+    def median_trace(trace: Callable[[Callable[[Any], Any]], Any], np_: Any) -> float:
+        times = []
+        for _ in range(repeat):
+            fn = chain(np_)
+            t0 = time.perf_counter()
+            trace(fn)
+            times.append(time.perf_counter() - t0)
+        return statistics.median(times)
 
     x = np.ones(8, np.float32)
-    rows = []
-    t0 = time.perf_counter()
-    tr.make_hlo(chain)(x)
-    rows.append((f"tracer trace {n_ops} ops", time.perf_counter() - t0))
+    rows = [(f"tracer trace {n_ops} ops", median_trace(lambda f: tr.make_hlo(f)(x), tnp))]
     jax = try_import_jax()
     if jax is not None:
-        import jax.numpy as jnp
-
-        def jchain(x):
-            for i in range(n_ops // 2):
-                x = jnp.sin(x) * 1.0001 if i % 2 else x + 0.5
-            return x
-
-        t0 = time.perf_counter()
-        jax.make_jaxpr(jchain)(x)
-        rows.append((f"jax make_jaxpr {n_ops} ops", time.perf_counter() - t0))
+        rows.append((f"jax make_jaxpr {n_ops} ops",
+                     median_trace(lambda f: jax.make_jaxpr(f)(x), jax.numpy)))
     report(f"trace time of a {n_ops}-op function", rows, rows[0][0])
 
 
