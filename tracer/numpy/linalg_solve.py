@@ -94,11 +94,29 @@ def _real(dtype: np.dtype) -> np.dtype:
 
 # --------------------------------------------------------------------------- solve, inv, det
 def lu_solve(a: Any, b: Any) -> Any:
-    """a⁻¹ b for equal batch dims: lu(a), rows of b permuted, two triangular solves."""
-    lu, _, perm = ops.lu(a)
-    y = ops.triangular_solve(lu, permute_rows(b, perm), left_side=True, lower=True,
+    """a⁻¹ b for equal batch dims, on the LU of aᵀ: aᵀ[perm] = L U, so a = Uᵀ Lᵀ P, and
+    Uᵀ y = b, Lᵀ z = y, x[perm] = z (LAPACK getrs' route with its transpose flag). The
+    cpu backend factors aᵀ where a lies, by LAPACK's column-major getrf on a plain copy,
+    and solves on that factor with no transposed copy of it (`lu`'s `transposed`)."""
+    lu, _, perm = ops.lu(mT(a))
+    y = ops.triangular_solve(lu, b, left_side=True, lower=False, transpose_a=True)
+    z = ops.triangular_solve(lu, y, left_side=True, lower=True, transpose_a=True,
                              unit_diagonal=True)
-    return ops.triangular_solve(lu, y, left_side=True, lower=False)
+    return permute_rows(z, inverse_permutation(perm))
+
+
+def inverse_permutation(perm: Any) -> Any:
+    """inv with inv[..., perm[..., i]] = i: one scatter of an iota (batched), into perm
+    itself: a permutation writes every position."""
+    nb = perm.ndim - 1
+    batch = tuple(range(nb))
+    dn = ops.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(nb,),
+                                     scatter_dims_to_operand_dims=(nb,),
+                                     index_vector_dim=nb + 1, input_batching_dims=batch,
+                                     scatter_indices_batching_dims=batch)
+    iota = ops.iota(perm.dtype, perm.shape, nb)
+    return ops.scatter(perm, ops.reshape(perm, tuple(perm.shape) + (1,)), iota, None, dn,
+                       unique_indices=True)
 
 
 def permute_rows(b: Any, perm: Any) -> Any:

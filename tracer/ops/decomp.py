@@ -128,8 +128,10 @@ triangular_solve_p = define_op("triangular_solve", shape=_triangular_solve_shape
 
 
 # --------------------------------------------------------------------------- lu
-def _lu_shape(a: ShapedArray) -> tuple[ShapedArray, ...]:
+def _lu_shape(a: ShapedArray, *, transposed: bool) -> tuple[ShapedArray, ...]:
     m, n = _matrices(a)
+    if transposed:  # the LU of aᵀ: its factor, stored transposed, has a's shape
+        m, n = n, m
     i32 = np.dtype(np.int32)
     return (ShapedArray(a.shape, a.dtype), _like(a, (min(m, n),), i32), _like(a, (m,), i32))
 
@@ -144,11 +146,20 @@ def lu(a: Any) -> tuple[Any, Any, Any]:
 
     lu([[1., 2.], [3., 4.]]) -> ([[3., 4.], [1/3, 2/3]], [1, 1], [1, 0])
     """
-    return tuple(lu_p.bind(a))  # type: ignore[return-value]
+    return tuple(lu_p.bind(a, transposed=False))  # type: ignore[return-value]
 
+
+_LU_TRANSPOSED_DOC = """
+
+Param `transposed` (False from `lu`; only the cpu backend's lowering sets it,
+`backend/numba/lower_lu.py`):
+the LU of aᵀ, its factor stored transposed (a's shape: LAPACK's column-major factor of
+aᵀ is a's own row-major memory, so no transpose is copied), its pivots and permutation
+as they are."""
 
 lu_p = define_op("lu", shape=_lu_shape, impl=impl.lu_impl, family="decomp",
-                 multiple_results=True, doc=inspect.cleandoc(lu.__doc__ or ""))
+                 multiple_results=True,
+                 doc=inspect.cleandoc(lu.__doc__ or "") + _LU_TRANSPOSED_DOC)
 
 
 # --------------------------------------------------------------------------- qr

@@ -1,6 +1,7 @@
 """NumPy references of the decompositions (the executable spec of `tracer.ops.decomp`).
 
-Shared conventions, followed exactly by the cpu kernels (`backend/cpu/lib/linalg.py`):
+Shared conventions, followed exactly by the cpu kernels (`backend/cpu/lib/linalg.py`,
+`lu.py`):
 
 - A Hermitian input is described by one triangle (`herm`): the other triangle and the
   imaginary part of the diagonal are not read, as LAPACK's potrf / heevd read them.
@@ -117,7 +118,11 @@ def substitute(t: np.ndarray, b: np.ndarray, lower: bool) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- lu
-def lu_impl(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def lu_impl(a: np.ndarray, transposed: bool = False) -> tuple[np.ndarray, np.ndarray,
+                                                               np.ndarray]:
+    if transposed:
+        factor, pivots, perm = lu_impl(np.swapaxes(a, -1, -2))
+        return np.swapaxes(factor, -1, -2), pivots, perm
     batch, (m, n) = a.shape[:-2], a.shape[-2:]
     k = min(m, n)
     count = math.prod(batch)

@@ -112,9 +112,15 @@ def _triangular_solve_b(args: Sequence[Any], dims: Sequence[int | None],
 
 
 # --------------------------------------------------------------------------- lu
-def _lu_jvp(primals: Sequence[Any], tangents: Sequence[Any]) -> tuple[list, list]:
+def _lu_jvp(primals: Sequence[Any], tangents: Sequence[Any], *,
+            transposed: bool = False) -> tuple[list, list]:
     (a,), (da,) = primals, tangents
-    outs = lu_p.bind(a)
+    if transposed:  # (the lu of aᵀ, its factor transposed back)
+        outs, douts = _lu_jvp([mT(a)], [da if isinstance(da, Zero) else mT(da)])
+        factor, dfactor = mT(outs[0]), douts[0]
+        dfactor = Zero(aval_of_value(factor)) if isinstance(dfactor, Zero) else mT(dfactor)
+        return [factor, *outs[1:]], [dfactor, *douts[1:]]
+    outs = lu_p.bind(a, transposed=False)
     if isinstance(da, Zero):
         return outs, _zeros_for(outs)
     lu, _, perm = outs

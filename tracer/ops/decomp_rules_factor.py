@@ -74,7 +74,7 @@ def _complete_columns_jvp(q: Any, q_mn: Any, dq_mn: Any, n: int) -> Any:
 
 def _solve_adjoint(a: Any, b: Any) -> Any:
     """aᴴ⁻¹ b through lu(a): a[perm] = L U, so aᴴ = Uᴴ Lᴴ P and aᴴ⁻¹ b = Pᵀ L⁻ᴴ U⁻ᴴ b."""
-    lu, _, perm = lu_p.bind(a)
+    lu, _, perm = lu_p.bind(a, transposed=False)
     y = tri_solve(lu, b, left_side=True, lower=False, transpose_a=True, conjugate_a=True)
     y = tri_solve(lu, y, left_side=True, lower=True, transpose_a=True, conjugate_a=True,
                unit_diagonal=True)

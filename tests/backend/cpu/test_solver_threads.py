@@ -1,5 +1,5 @@
 """The cpu backend's LU and triangular solves on threads: LAPACK's getrf for large
-matrices (`cpu.lib.linalg.LAPACK_MIN`), batches split across numba's pool (the
+matrices (`cpu.lib.lu.LAPACK_MIN`), batches split across numba's pool (the
 `_parallel` kernels), and the BLAS threads a solver graph's host gets, all against the
 NumPy references."""
 
@@ -15,7 +15,7 @@ import tracer.numpy as tnp
 from tracer import ops
 from tracer.backend.cpu import backend, blas
 from tracer.backend.cpu.generate import generate
-from tracer.backend.cpu.lib import linalg, triangular
+from tracer.backend.cpu.lib import lu, triangular
 from tracer.backend.numba.lower import lower
 from tracer.ops.decomp_impl import lu_impl
 
@@ -25,42 +25,46 @@ TOL = {np.float32: 2e-3, np.float64: 1e-9, np.complex64: 2e-3, np.complex128: 1e
 
 
 
-def _lu(kernel, a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # noqa: ANN001
+def _lu(kernel, a: np.ndarray,  # noqa: ANN001
+        transposed: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     m, n = a.shape[1:]
-    lu = np.full_like(a, np.nan)
+    factor = np.full_like(a, np.nan)
     piv = np.full((a.shape[0], min(m, n)), -1, np.int32)
-    perm = np.full((a.shape[0], m), -1, np.int32)
-    kernel(a, lu, piv, perm)
-    return lu, piv, perm
+    perm = np.full((a.shape[0], n if transposed else m), -1, np.int32)
+    kernel(a, factor, piv, perm, transposed)
+    return factor, piv, perm
 
 
-def _same_lu(got: tuple, a: np.ndarray, tol: float) -> None:
-    want = lu_impl(a)
+def _same_lu(got: tuple, a: np.ndarray, tol: float, transposed: bool = False) -> None:
+    want = lu_impl(a, transposed)
     np.testing.assert_array_equal(got[1], want[1])  # LAPACK's pivots, the reference's
     np.testing.assert_array_equal(got[2], want[2])
     np.testing.assert_allclose(got[0], want[0], rtol=tol, atol=tol)
 
 
+@pytest.mark.parametrize("transposed", [False, True])
 @pytest.mark.parametrize("dtype, shape", [
     (np.float64, (2, 200, 200)), (np.float64, (1, 230, 196)), (np.float64, (1, 196, 230)),
-    (np.complex64, (1, 200, 200))])
-def test_lapack_lu_of_large_matrices_is_the_reference_lu(dtype, shape):
+    (np.complex64, (1, 200, 200)), (np.float64, (3, 30, 20))])
+def test_lu_is_the_reference_lu(dtype, shape, transposed):
     """From `LAPACK_MIN` on the bound library's getrf factors (MKL's; the blocked LU
-    elsewhere): the same pivots and factors as the reference, square or not."""
+    elsewhere and below it): the same pivots and factors as the reference, square or
+    not; `transposed`, the LU of aᵀ with its factor transposed (getrf on a as it lies)."""
     blas.bind_fastest()
     a = random_array(np.random.default_rng(sum(shape)), shape, dtype)
-    _same_lu(_lu(linalg.lu_batch, a), a, TOL[dtype] * 10)
+    _same_lu(_lu(lu.lu_batch, a, transposed), a, TOL[dtype] * 10, transposed)
 
 
-def test_non_finite_input_keeps_the_reference_pivots():
+@pytest.mark.parametrize("transposed", [False, True])
+def test_non_finite_input_keeps_the_reference_pivots(transposed):
     """LAPACK's pivot search need not skip NaNs as the reference does: a matrix with an
     inf or NaN takes the blocked LU, whose pivots are the reference's."""
     blas.bind_fastest()
     rng = np.random.default_rng(5)
-    a = rng.standard_normal((3, linalg.LAPACK_MIN, linalg.LAPACK_MIN))
+    a = rng.standard_normal((3, lu.LAPACK_MIN, lu.LAPACK_MIN))
     a[0, 7, 3], a[2, 0, 0] = np.nan, np.inf
-    got = _lu(linalg.lu_batch, a)
-    want = lu_impl(a)
+    got = _lu(lu.lu_batch, a, transposed)
+    want = lu_impl(a, transposed)
     np.testing.assert_array_equal(got[1], want[1])
     np.testing.assert_array_equal(got[2], want[2])
     np.testing.assert_allclose(got[0][1], want[0][1], rtol=1e-9, atol=1e-9)  # (finite one)
@@ -73,7 +77,8 @@ def test_batches_split_across_threads_match_the_serial_kernels(batch):
     blas.bind_fastest()
     rng = np.random.default_rng(batch)
     a = rng.standard_normal((batch, 40, 40))
-    _same_lu(_lu(linalg.lu_batch_parallel, a), a, 1e-9)
+    for transposed in (False, True):
+        _same_lu(_lu(lu.lu_batch_parallel, a, transposed), a, 1e-9, transposed)
     b = rng.standard_normal((batch, 40, 3))
     for flags in ((True, True, False, False, True), (False, False, True, False, False)):
         rhs = b if flags[0] else np.ascontiguousarray(b.transpose(0, 2, 1))

@@ -12,7 +12,7 @@ on threads, measured under load: each waits for its slowest thread). SciPy's Ope
 behind numba's LAPACK calls (cholesky, qr, eigh, svd), follows the same rule once a
 module has loaded it.
 
-lu and triangular_solve call the bound library too (getrf, trsm, gemm: `cpu.lib.linalg`,
+lu and triangular_solve call the bound library too (getrf, trsm, gemm: `cpu.lib.lu`,
 `cpu.lib.triangular`), by the same rule with their own threshold on the flops of one
 matrix (`solver_flops`, SOLVER_PARALLEL_MIN_FLOPS).
 """
@@ -163,5 +163,5 @@ def imports_blas(source: str) -> bool:
 
 
 _BLAS_LIBRARIES = re.compile(
-    r"^from tracer\.backend\.cpu\.lib\.(cblas|conv_entry|linalg|triangular) import",
+    r"^from tracer\.backend\.cpu\.lib\.(cblas|conv_entry|linalg|lu|triangular) import",
     re.MULTILINE)

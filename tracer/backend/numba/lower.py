@@ -31,6 +31,8 @@
   `tnp.sort` writes: every NaN becomes +NaN), sorts `x` itself with the sort param
   `nan_keys=True`: the sort kernel gives NaNs that value (NumPy's SIMD sort already
   puts them last), so no pass over the data writes the keys first.
+- An lu of a transposed matrix whose factor only triangular solves read factors the
+  matrix where it lies (`lower_lu`: what `solve` makes).
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ from ...passes.dce import dce
 from ...passes.rewrite import rewrite
 from ...tracing import trace_flat
 from .fusion import is_loop_op
+from .lower_lu import transposed_lu_factors
 from .scalar import HALVES
 
 _BLAS_DTYPES = frozenset(np.dtype(t) for t in (np.float32, np.float64, np.complex64,
@@ -88,7 +91,7 @@ def lower(graph: Graph) -> Graph:
     """Every cpu lowering, in order."""
     graph = operands_in_blas_order(fold_transposes_into_dots(graph))
     graph = lower_small_dots(fold_transposes_of_dots(graph))
-    return fold_nan_keys_into_sorts(lower_batched_inner_products(graph))
+    return transposed_lu_factors(fold_nan_keys_into_sorts(lower_batched_inner_products(graph)))
 
 
 def fold_nan_keys_into_sorts(graph: Graph) -> Graph:

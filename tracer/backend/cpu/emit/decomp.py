@@ -1,7 +1,7 @@
 """cpu emitters for cholesky, triangular_solve, lu, qr, eigh and svd.
 
-Each op is one call into the njit kernels of `cpu.lib.linalg` (triangular_solve:
-`cpu.lib.triangular`), on 3-D views
+Each op is one call into the njit kernels of `cpu.lib.linalg` (lu: `cpu.lib.lu`,
+triangular_solve: `cpu.lib.triangular`), on 3-D views
 (batch, rows, cols) of its C-contiguous operands and freshly allocated outputs (the
 batch dims flattened; an unbatched matrix is a batch of one). Sizes come from
 `dims`; the op's static flags are literal `True` / `False` arguments.
@@ -70,7 +70,7 @@ def _triangular_solve(ge: GraphEmitter, eqn: Eqn) -> None:
 
 
 def _lu(ge: GraphEmitter, eqn: Eqn) -> None:
-    _call(ge, eqn, _batched_kernel(ge, eqn, "lu_batch"))
+    _call(ge, eqn, _batched_kernel(ge, eqn, "lu_batch"), ("transposed",), "cpu.lib.lu")
 
 
 def _qr(ge: GraphEmitter, eqn: Eqn) -> None:

@@ -1,4 +1,4 @@
-"""How the batched kernels of `cpu.lib.linalg` and `cpu.lib.triangular` share a batch
+"""How the batched kernels of `cpu.lib.lu` and `cpu.lib.triangular` share a batch
 out among threads: one run of consecutive matrices per thread (each run allocates its
 scratch buffers once), the runs' sizes differing by at most one; and how they copy a
 matrix.

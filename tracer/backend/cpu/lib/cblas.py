@@ -62,7 +62,7 @@ class Provider:
     (`cpu.lib.triangular`), the addresses of its `int set_threads_local(int)` (returns
     the previous count; 0: the library's default) and `int get_threads(void)`, 0 where
     it has none, its ILP64 Fortran getrf addresses and whether they beat tracer's
-    blocked LU on large matrices (`cpu.lib.linalg`); for a library whose thread pool
+    blocked LU on large matrices (`cpu.lib.lu`); for a library whose thread pool
     does not survive a fork (MKL on GNU OpenMP: a threaded call in the child waits for
     it forever), its process-wide `void set_threads(int)`, which a forked child calls
     with 1."""

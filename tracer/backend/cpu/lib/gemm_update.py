@@ -1,5 +1,5 @@
 """`subtract_product`: c -= a @ b in place, one BLAS gemm on 2-D views, for the blocked
-kernels of `cpu.lib.linalg` and `cpu.lib.triangular`.
+kernels of `cpu.lib.lu` and `cpu.lib.triangular`.
 
 numba's `np.dot` takes contiguous operands (a view must be copied first) and returns a
 new array that the caller then subtracts: two copies and a temporary per block. Here

@@ -1,30 +1,11 @@
-"""numba kernels of the decompositions (cholesky, lu, qr, eigh, svd; triangular_solve's
-is `cpu.lib.triangular`).
+"""numba kernels of the decompositions cholesky, qr, eigh and svd (lu's is `cpu.lib.lu`,
+triangular_solve's `cpu.lib.triangular`).
 
 Every kernel takes C-contiguous batches of matrices (batch, m, n), loops over the
 batch and writes preallocated outputs; it follows the reference conventions of
 `tracer.ops.decomp_impl` (one triangle read; a failed matrix -> NaN in all its
-outputs; LAPACK's pivot rule).
+outputs).
 
-- lu is written here: partial-pivoting LU on panels of `BLOCK` columns, the trailing
-  update one in-place BLAS gemm (`cpu.lib.gemm_update`). Its inner loops run over
-  views from index 0: numba vectorizes `for c in range(w)` but not
-  `for c in range(c0, c1)` (a start it cannot prove non-negative keeps the
-  negative-index wraparound in the loop). Measured with one BLAS thread: 1000 32x32
-  LUs 2x, a 512x512 one 2.4x faster than with scalar loops and np.dot; the 512x512
-  one is then on par with LAPACK getrf (2.9 ms; SciPy's OpenBLAS 3.0, torch's MKL
-  3.0, paired); 64- or 96-column panels were slower (3.8, 4.4 ms).
-  From order LAPACK_MIN on, where the bound library's getrf pays (MKL:
-  `cpu.lib.cblas.getrf_pays`), a finite matrix is factored by LAPACK's getrf instead,
-  on its transpose (LAPACK's column-major storage of it; strips of TILE rows each way,
-  the finiteness check folded into the first): MKL threads its panels, the blocked LU
-  only its updates. 512x512, one thread: 1.99 ms (LAPACKE's row-major getrf 2.02, the
-  blocked LU 2.27, MKL's getrf alone 1.51); two threads 1.55 (torch 1.20: it
-  transposes once and keeps the factor column-major). One thread, 64-256: the blocked
-  LU 18 / 74 / 433 us, LAPACKE 22 / 89 / 389.
-- `lu_batch_parallel` (and `triangular_solve_batch_parallel`): the batch in one run of
-  matrices per thread of numba's pool (`cpu.lib.batches`), where the emitter allows
-  threads (`cpu.emit.decomp`).
 - cholesky: small matrices by the textbook loop (no LAPACK call overhead), larger
   ones by LAPACK potrf in place in the output (numba's binding of it); qr, eigh and svd through
   numba's `np.linalg` (geqrf + orgqr, heevd, gesdd). Their exceptions (non-finite
@@ -34,18 +15,10 @@ outputs; LAPACK's pivot rule).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 from numba.extending import overload
 from numba.np.linalg import _LAPACK, ensure_lapack, get_blas_kind
 
-from .batches import batch_range, copy_matrix
-from .cblas import getrf, getrf_pays
-from .gemm_update import subtract_product
-from .pool_threads import pool_thread_count
-
-BLOCK = 32        # columns per panel of the blocked LU
-LAPACK_MIN = 192  # from this order on, the bound library's getrf where it pays (docstring)
-TILE = 16         # rows per strip of the transposes around getrf
 SMALL_CHOLESKY = 26  # below this size the loop beats potrf (24: 1.22 vs 1.45 ms for 1000; 32: even)
 
 _JIT = dict(cache=True, error_model="numpy", nogil=True)
@@ -170,197 +143,6 @@ def cholesky_batch(a: np.ndarray, out: np.ndarray, lower: bool) -> None:
         _conj_transpose(a[b], h[0])
         _cholesky_all(h, l)
         _conj_transpose(l[0], out[b])
-
-
-# --------------------------------------------------------------------------- lu
-@njit(**_JIT)
-def _magnitude(v: complex) -> float:
-    return abs(v.real) + abs(v.imag)
-
-
-@njit(**_JIT)
-def _lu_panel(a: np.ndarray, piv: np.ndarray, perm: np.ndarray, j0: int, j1: int,
-              work: np.ndarray) -> None:
-    """Unblocked LU of columns j0:j1 (rows j0:), done on a transposed copy so that the
-    pivot search and the updates run along contiguous memory; the swaps then move
-    whole rows of a, and the factored panel is copied back over them."""
-    m = a.shape[0]
-    w, h = j1 - j0, m - j0
-    p_t = work[:w * h].reshape((w, h))  # contiguous rows: unit-stride inner loops
-    for r in range(h):
-        for c in range(w):
-            p_t[c, r] = a[j0 + r, j0 + c]
-    for jj in range(w):
-        col = p_t[jj]
-        p, best = jj, _magnitude(col[jj])
-        for r in range(jj + 1, h):  # LAPACK i?amax: the first strictly larger one
-            v = _magnitude(col[r])
-            if v > best:
-                best, p = v, r
-        piv[j0 + jj] = j0 + p
-        if p != jj:
-            for c in range(w):
-                p_t[c, jj], p_t[c, p] = p_t[c, p], p_t[c, jj]
-            _swap_rows(a, perm, j0 + jj, j0 + p)
-        below = col[jj + 1:]
-        d = col[jj]
-        if d != 0:
-            for r in range(h - jj - 1):
-                below[r] /= d
-        for c in range(jj + 1, w):
-            f = p_t[c, jj]
-            other = p_t[c, jj + 1:]
-            for r in range(h - jj - 1):
-                other[r] -= f * below[r]
-    for r in range(h):
-        for c in range(w):
-            a[j0 + r, j0 + c] = p_t[c, r]
-
-
-@njit(**_JIT)
-def _swap_rows(a: np.ndarray, perm: np.ndarray, i: int, j: int) -> None:
-    for c in range(a.shape[1]):
-        a[i, c], a[j, c] = a[j, c], a[i, c]
-    perm[i], perm[j] = perm[j], perm[i]
-
-
-@njit(**_JIT)
-def _update_rows(a: np.ndarray, j: int, i0: int, i1: int, c0: int, c1: int) -> None:
-    """a[i, c0:c1] -= a[i, j] * a[j, c0:c1] for rows i0 <= i < i1 (over views, from
-    index 0: see the module docstring)."""
-    w = c1 - c0
-    src = a[j, c0:c1]
-    for i in range(i0, i1):
-        f = a[i, j]
-        dst = a[i, c0:c1]
-        for c in range(w):
-            dst[c] -= f * src[c]
-
-
-@njit(**_JIT)
-def _lu_small(a: np.ndarray, piv: np.ndarray, perm: np.ndarray) -> None:
-    """Unblocked right-looking LU in place, for matrices of at most BLOCK columns (in
-    cache: the strided pivot search costs less than _lu_panel's copies)."""
-    m, n = a.shape
-    for j in range(min(m, n)):
-        p, best = j, _magnitude(a[j, j])
-        for i in range(j + 1, m):  # LAPACK i?amax: the first strictly larger one
-            v = _magnitude(a[i, j])
-            if v > best:
-                best, p = v, i
-        piv[j] = p
-        if p != j:
-            _swap_rows(a, perm, j, p)
-        d = a[j, j]
-        if d != 0:
-            for i in range(j + 1, m):
-                a[i, j] /= d
-        _update_rows(a, j, j + 1, m, j + 1, n)
-
-
-@njit(**_JIT)
-def _lu_one(a: np.ndarray, piv: np.ndarray, perm: np.ndarray, work: np.ndarray) -> None:
-    """Right-looking blocked LU in place: panel, U12 = L11⁻¹ A12, A22 -= L21 U12."""
-    m, n = a.shape
-    for i in range(m):
-        perm[i] = i
-    if n <= BLOCK:
-        _lu_small(a, piv, perm)
-        return
-    for j0 in range(0, min(m, n), BLOCK):
-        j1 = min(j0 + BLOCK, min(m, n))
-        _lu_panel(a, piv, perm, j0, j1, work)
-        if j1 >= n:
-            continue
-        for j in range(j0, j1):  # U12 = L11⁻¹ A12, by rows
-            _update_rows(a, j, j + 1, j1, j1, n)
-        if j1 < m:
-            subtract_product(a[j1:, j1:], a[j1:, j0:j1], a[j0:j1, j1:])
-
-
-@njit(**_JIT)
-def _transpose_finite(src: np.ndarray, dst: np.ndarray) -> bool:
-    """dst = srcᵀ (2-D) by strips of TILE rows (each row of dst written in runs); whether
-    every element is finite (v - v is 0 for a finite v, NaN for inf and NaN: a flag
-    without branches)."""
-    rows, cols = src.shape
-    bad = False
-    for i0 in range(0, rows, TILE):
-        i1 = min(i0 + TILE, rows)
-        for j in range(cols):
-            d = dst[j]
-            for i in range(i0, i1):
-                v = src[i, j]
-                d[i] = v
-                bad |= (v - v) != 0
-    return not bad
-
-
-@njit(**_JIT)
-def _transpose(src: np.ndarray, dst: np.ndarray) -> None:
-    """dst = srcᵀ as `_transpose_finite`, without the check (512x512: 0.24 ms, 0.30
-    with it; a copy takes 0.14)."""
-    rows, cols = src.shape
-    for i0 in range(0, rows, TILE):
-        i1 = min(i0 + TILE, rows)
-        for j in range(cols):
-            d = dst[j]
-            for i in range(i0, i1):
-                d[i] = src[i, j]
-
-
-@njit(**_JIT)
-def _lu_lapack(a: np.ndarray, lu: np.ndarray, piv: np.ndarray, perm: np.ndarray,
-               work: np.ndarray, ipiv: np.ndarray) -> bool:
-    """lu, piv, perm = the LU of the finite matrix a by the bound library's getrf, on
-    aᵀ in `work` (LAPACK's column-major a); False, with nothing factored, where a has
-    an inf or NaN (LAPACK's pivot search need not skip NaNs as the reference does)."""
-    m, n = a.shape
-    at = work[:m * n].reshape((n, m))
-    if not _transpose_finite(a, at):
-        return False
-    getrf(at, ipiv)  # (info > 0, an exactly singular U, is a result like any other)
-    _transpose(at, lu)
-    for i in range(m):
-        perm[i] = i
-    for j in range(ipiv.shape[0]):
-        p = ipiv[j] - 1
-        piv[j] = p
-        perm[j], perm[p] = perm[p], perm[j]
-    return True
-
-
-@njit(**_JIT)
-def _lu_range(a: np.ndarray, lu: np.ndarray, piv: np.ndarray, perm: np.ndarray,
-              first: int, last: int) -> None:
-    """lu_batch of the matrices first..last-1, with their own scratch buffers."""
-    m, n = a.shape[1], a.shape[2]
-    lapack = min(m, n) >= LAPACK_MIN and getrf_pays()
-    # (a panel of all rows, transposed; or the whole matrix for LAPACK)
-    work = np.empty(m * n if lapack else BLOCK * m, a.dtype)
-    ipiv = np.empty(min(m, n), np.int64)
-    for b in range(first, last):
-        if lapack and _lu_lapack(a[b], lu[b], piv[b], perm[b], work, ipiv):
-            continue
-        copy_matrix(a[b], lu[b])
-        _lu_one(lu[b], piv[b], perm[b], work)
-
-
-@njit(**_JIT)
-def lu_batch(a: np.ndarray, lu: np.ndarray, piv: np.ndarray, perm: np.ndarray) -> None:
-    """lu[b], piv[b], perm[b] = the partial-pivoting LU of a[b] (see ops.lu)."""
-    _lu_range(a, lu, piv, perm, np.int64(0), a.shape[0])  # (batches: one compile)
-
-
-@njit(parallel=True, **_JIT)
-def lu_batch_parallel(a: np.ndarray, lu: np.ndarray, piv: np.ndarray,
-                      perm: np.ndarray) -> None:
-    """lu_batch with the batch split into one run of matrices per thread (the emitter
-    picks it for batches of several matrices; see the module docstring)."""
-    parts = min(a.shape[0], pool_thread_count())
-    for q in prange(parts):
-        first, last = batch_range(a.shape[0], parts, np.int64(q))
-        _lu_range(a, lu, piv, perm, first, last)
 
 
 # --------------------------------------------------------------------------- qr, eigh, svd
