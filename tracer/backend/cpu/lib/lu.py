@@ -287,20 +287,18 @@ def _lu_range(a: np.ndarray, lu: np.ndarray, piv: np.ndarray, perm: np.ndarray,
     lapack = min(m, n) >= LAPACK_MIN and getrf_pays()
     # (a panel of all rows, transposed; or the whole matrix for LAPACK)
     work = np.empty(m * n if lapack else BLOCK * rows, a.dtype)
-    t = np.empty((n, m) if transposed and not lapack and m > BLOCK else (0, 0), a.dtype)
+    t = np.empty((0, 0), a.dtype)  # aᵀ for the blocked LU of it, made when first needed
     ipiv = np.empty(min(m, n), np.int64)
     for b in range(first, last):
-        if transposed and lapack and _lu_lapack_transposed(a[b], lu[b], piv[b], perm[b],
-                                                           ipiv):
-            continue
-        if not transposed and lapack and _lu_lapack(a[b], lu[b], piv[b], perm[b], work,
-                                                     ipiv):
+        if lapack and (_lu_lapack_transposed(a[b], lu[b], piv[b], perm[b], ipiv)
+                       if transposed else
+                       _lu_lapack(a[b], lu[b], piv[b], perm[b], work, ipiv)):
             continue
         if transposed and m <= BLOCK:
             copy_matrix(a[b], lu[b])
             _lu_small_transposed(lu[b], piv[b], perm[b])
         elif transposed:
-            if t.size != m * n:  # (LAPACK's matrix with an inf or NaN)
+            if t.size == 0:
                 t = np.empty((n, m), a.dtype)
             _lu_one_transposed(a[b], lu[b], piv[b], perm[b], t, work)
         else:
