@@ -205,6 +205,17 @@ class Graph:
         return graph_to_text(self)
 
 
+def readers(graph: Graph) -> dict[int, list[Eqn]]:
+    """id(Var) -> the eqns of `graph` reading it at the top level, an eqn once for each
+    of its operands the Var is."""
+    found: dict[int, list[Eqn]] = {}
+    for eqn in graph.eqns:
+        for atom in eqn.inputs:
+            if isinstance(atom, Var):
+                found.setdefault(id(atom), []).append(eqn)
+    return found
+
+
 def subgraphs(params: dict[str, Any]) -> Iterator[Graph]:
     """Graphs stored in an eqn's params (directly or in a tuple of branches)."""
     for value in params.values():

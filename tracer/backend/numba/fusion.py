@@ -43,7 +43,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from ...core import Eqn, Graph, Var
+from ...core import Eqn, Graph, Var, readers
 from .fusion_join import _drop_private_stores, _group_rows, _merge, nest_reads
 from .fusion_steps import IndexMap, LoopNest, OpStep, Plan, RowGroup, Step
 from .index_maps import ELEMENTWISE_FAMILIES, INDEX_OPS, index_map
@@ -110,11 +110,7 @@ def plan_graph(graph: Graph, fuse: bool = True, inline_indices: bool = False) ->
     array (NumPy's wrap of negative indices) join an unscheduled nest of that array's
     shape: the op's emitter computes them per element, in its own loop."""
     producers = {id(v): e for e in graph.eqns for v in e.outputs}
-    users: dict[int, list[Eqn]] = {}
-    for eqn in graph.eqns:
-        for a in eqn.inputs:
-            if isinstance(a, Var):
-                users.setdefault(id(a), []).append(eqn)
+    users = readers(graph)
     outputs = {id(a) for a in graph.outputs if isinstance(a, Var)}
     ctx = _Assignment(users, producers, outputs if fuse else set(producers), {}, {}, {},
                       {id(v) for v in graph.inputs})

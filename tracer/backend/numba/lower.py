@@ -43,7 +43,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ... import dtypes, ops
-from ...core import Eqn, Graph, Literal, Var
+from ...core import Eqn, Graph, Literal, Var, readers
 from ...interpret import eval_graph
 from ...ops.sort import default_num_keys
 from ...passes.dce import dce
@@ -192,8 +192,8 @@ def operands_in_blas_order(graph: Graph) -> Graph:
 
 
 def _read_counts(graph: Graph) -> dict[int, int]:
-    uses, outputs = _readers(graph), {id(v) for v in graph.outputs}
-    return {k: len(readers) + (k in outputs) for k, readers in uses.items()}
+    uses, outputs = readers(graph), {id(v) for v in graph.outputs}
+    return {k: len(eqns) + (k in outputs) for k, eqns in uses.items()}
 
 
 def _dot_reading_blas_order(dot: Eqn, defs: dict[int, Eqn], reads: dict[int, int]) -> list[Eqn]:
@@ -270,8 +270,7 @@ def fold_transposes_of_dots(graph: Graph) -> Graph:
     dot_general only it reads replaced by the swapped product."""
     graph = rewrite(graph, lambda eqn, defs: None, fold_transposes_of_dots)  # sub-graphs
     defs = {id(v): e for e in graph.eqns for v in e.outputs}
-    uses, outputs = _readers(graph), {id(v) for v in graph.outputs}
-    reads = {k: len(readers) + (k in outputs) for k, readers in uses.items()}
+    reads = _read_counts(graph)
     eqns = tuple(_swapped_dot(e, defs, reads) or e for e in graph.eqns)
     if all(a is b for a, b in zip(eqns, graph.eqns, strict=True)):
         return graph
@@ -336,18 +335,9 @@ def _is_small_dot(eqn: Eqn) -> bool:
         min(sizes) < BLAS_MIN_SIZE and work >= LOOP_MIN_WORK
 
 
-def _readers(graph: Graph) -> dict[int, list[Eqn]]:
-    """id(value) -> the eqns of `graph` reading it."""
-    uses: dict[int, list[Eqn]] = {}
-    for e in graph.eqns:
-        for a in e.inputs:
-            uses.setdefault(id(a), []).append(e)
-    return uses
-
-
 def _loop_dots(graph: Graph) -> set[int]:
     """ids of the small products of `graph` that run faster as loop nests than BLAS."""
-    uses, outputs = _readers(graph), {id(v) for v in graph.outputs}
+    uses, outputs = readers(graph), {id(v) for v in graph.outputs}
     found = set()
     for eqn in filter(_is_small_dot, graph.eqns):
         k = _sizes(eqn)[2]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from ...core import Eqn, Graph, Var
+from ...core import Eqn, Graph, Var, readers
 from ...passes.dce import dce
 from ...passes.rewrite import rewrite
 
@@ -25,13 +25,13 @@ def transposed_lu_factors(graph: Graph) -> Graph:
     transpose's source (`transposed=True`), and those solves' flags flipped."""
     graph = rewrite(graph, lambda eqn, defs: None, transposed_lu_factors)  # sub-graphs
     defs = {id(v): e for e in graph.eqns for v in e.outputs}
-    readers = _readers(graph)
+    uses = readers(graph)
     outputs = {id(v) for v in graph.outputs if isinstance(v, Var)}
     swapped: dict[int, Var] = {}  # id(old factor) -> the transposed one
     eqns = []
     for eqn in graph.eqns:
         if eqn.op.name == "lu" and id(eqn.outputs[0]) not in outputs:
-            eqn = _lu_of_source(eqn, defs, readers, swapped)
+            eqn = _lu_of_source(eqn, defs, uses, swapped)
         elif eqn.op.name == "triangular_solve" and id(eqn.inputs[0]) in swapped:
             eqn = _flipped_solve(eqn, swapped[id(eqn.inputs[0])])
         eqns.append(eqn)
@@ -40,17 +40,8 @@ def transposed_lu_factors(graph: Graph) -> Graph:
     return dce(Graph(graph.inputs, tuple(eqns), graph.outputs, graph.name))
 
 
-def _readers(graph: Graph) -> dict[int, list[tuple[Eqn, int]]]:
-    """id(Var) -> the (eqn, operand position) pairs reading it at the top level."""
-    found: dict[int, list[tuple[Eqn, int]]] = {}
-    for eqn in graph.eqns:
-        for k, atom in enumerate(eqn.inputs):
-            if isinstance(atom, Var):
-                found.setdefault(id(atom), []).append((eqn, k))
-    return found
-
-
-def _lu_of_source(eqn: Eqn, defs: dict[int, Eqn], readers: dict, swapped: dict) -> Eqn:
+def _lu_of_source(eqn: Eqn, defs: dict[int, Eqn], uses: dict[int, list[Eqn]],
+                  swapped: dict) -> Eqn:
     x = eqn.inputs[0]
     src = defs.get(id(x)) if isinstance(x, Var) else None
     if src is None or src.op.name != "transpose" or eqn.params["transposed"]:
@@ -59,8 +50,9 @@ def _lu_of_source(eqn: Eqn, defs: dict[int, Eqn], readers: dict, swapped: dict) 
     if tuple(src.params["permutation"]) != (*range(nd - 2), nd - 1, nd - 2):
         return eqn
     factor = eqn.outputs[0]
-    uses = readers.get(id(factor), [])
-    if not uses or any(e.op.name != "triangular_solve" or k != 0 for e, k in uses):
+    solves = uses.get(id(factor), [])
+    if not solves or any(e.op.name != "triangular_solve" or
+                         any(a is factor for a in e.inputs[1:]) for e in solves):
         return eqn
     a = src.inputs[0]
     kept = Var(dataclasses.replace(factor.aval, shape=a.aval.shape))
