@@ -4,7 +4,9 @@ Each op is one call into the njit kernels of `cpu.lib.linalg` (lu: `cpu.lib.lu`,
 triangular_solve: `cpu.lib.triangular`), on 3-D views
 (batch, rows, cols) of its C-contiguous operands and freshly allocated outputs (the
 batch dims flattened; an unbatched matrix is a batch of one). Sizes come from
-`dims`; the op's static flags are literal `True` / `False` arguments.
+`dims`; the op's static flags are `bool(True)` / `bool(False)` arguments: numba
+compiles a kernel called with a literal `True` for that literal, so each flag set was
+a compile of its own (a parallel kernel's: 4 s), where a run-time bool is one for all.
 
 lu and triangular_solve of a batch of several matrices, at least PARALLEL_MIN_ELEMENTS
 in all, call their kernels' `_parallel` forms in graphs that may use threads: one run
@@ -47,7 +49,7 @@ def _call(ge: GraphEmitter, eqn: Eqn, kernel: str, flags: tuple[str, ...] = (),
         ge.bind(var, Ref(target, var.aval))
         minor = 2 if var.aval.ndim == eqn.inputs[0].aval.ndim else 1
         args.append(_batched(ge, var, target, minor))
-    args += [f"{f}={bool(eqn.params[f])}" for f in flags]
+    args += [f"{f}=bool({bool(eqn.params[f])})" for f in flags]
     ge.w.line(f"{ge.mod.use(kernel, lib)}({', '.join(args)})")
 
 
