@@ -333,20 +333,6 @@ def test_cpu_source_calls_the_kernel_with_sizes_from_dims():
     assert not re.search(r"\b(17|11)\b", source)  # one compile serves every shape
 
 
-def test_cpu_kernels_take_flags_at_run_time():
-    """Every flag set of a solve runs the kernel numba compiled once for the dtype:
-    none of its compiled signatures holds a literal flag."""
-    from tracer.backend.cpu.lib.triangular import triangular_solve_batch
-    a, b = np.eye(5) + np.tril(np.ones((5, 5))), np.ones((5, 2))
-    for lower in (True, False):
-        for unit in (True, False):
-            solve = tr.jit(lambda a, b: ops.triangular_solve(
-                a, b, left_side=True, lower=lower, unit_diagonal=unit))
-            both(solve, a, b)
-    assert triangular_solve_batch.signatures
-    assert not [s for s in triangular_solve_batch.signatures if "Literal" in str(s)]
-
-
 @pytest.mark.parametrize("shape", [(3, 0), (0, 3), (0, 0), (2, 0, 0), (0, 2, 2)])
 def test_cpu_empty_matrices(shape):
     z = np.zeros(shape)

@@ -5,6 +5,9 @@
   the first time a convolution takes the plan.
 - solve's kernels compile one triangular solve for both of its flag sets, and no
   array assignment (whose shape-mismatch error path formats strings: 2.7 s cold).
+- Generated code passes static flags as run-time bools (a literal `True` is a compile
+  of the kernel of its own): one compile of a decomposition or convolution kernel
+  serves every flag set.
 - Sort and the threefry kernels compile a `parallel=True` loop (seconds of numba's
   parfor lowering) only for arrays large enough to run it, in graphs that may use
   threads; the two forms give the same bits, also loaded from the disk cache.
@@ -67,6 +70,39 @@ def test_a_convolution_compiles_only_the_plan_it_runs(tmp_path):
     assert got["ok"]
     assert got["plans"] == dict(AUTO=True, SHIFTED=True, IM2COL=False, WINDOW=False,
                                 WINOGRAD=False, WINOGRAD_T=False, WINOGRAD4_T=False)
+
+
+def _literal_signatures(kernel) -> list:  # noqa: ANN001
+    return [s for s in kernel.signatures if "Literal" in str(s)]
+
+
+def test_every_flag_set_of_a_solve_runs_one_compiled_kernel():
+    from tracer.backend.cpu.lib.triangular import triangular_solve_batch
+    a, b = np.eye(5) + np.tril(np.ones((5, 5))), np.ones((5, 2))
+    for lower in (True, False):
+        for unit in (True, False):
+            got = tr.jit(lambda a, b: ops.triangular_solve(
+                a, b, left_side=True, lower=lower, unit_diagonal=unit))(a, b)
+            ref = np.tril(a) if lower else np.triu(a)
+            if unit:
+                ref = ref - np.diag(np.diag(ref)) + np.eye(5)
+            np.testing.assert_allclose(ref @ got, b, atol=1e-12)
+    assert triangular_solve_batch.signatures and not _literal_signatures(triangular_solve_batch)
+
+
+def test_a_convolution_and_its_kernel_gradient_run_one_compiled_entry():
+    """The kernel gradient passes its operands with dims 0 and 1 exchanged (flags
+    True), the forward pass as they are (False): one compile of the entry for both."""
+    from tracer.backend.cpu.lib.conv_entry import convolution
+    rng = np.random.default_rng(4)
+    x, w = rng.standard_normal((2, 3, 6, 6)), rng.standard_normal((4, 3, 3, 3))
+
+    def loss(w, x):  # noqa: ANN001, ANN202
+        return (ops.conv_general_dilated(x, w, (1, 1), "SAME") ** 2).sum()
+    got = tr.jit(tr.grad(loss))(w, x)
+    np.testing.assert_allclose(got, tr.jit(tr.grad(loss), backend="interpreter")(w, x),
+                               rtol=1e-9, atol=1e-9)
+    assert convolution.signatures and not _literal_signatures(convolution)
 
 
 @pytest.mark.parametrize("shape, kernel", [((LARGE + 3,), "sort_vector"),

@@ -131,7 +131,7 @@ def _conv(ge: GraphEmitter, eqn: Eqn) -> None:
     args = [x3, w3, result, *_geometry(ge, eqn), ge.mod.size(
         ("conv", id(eqn), "fgc"), p["feature_group_count"], "feature_groups"), ge.mod.size(
         ("conv", id(eqn), "bgc"), p["batch_group_count"], "batch_groups"),
-        str(x_swapped), str(w_swapped)]
+        f"bool({x_swapped})", f"bool({w_swapped})"]  # (run-time bools: one compile for all)
     ge.w.comment("(x, w, out, in sizes, window, out sizes, strides, low padding, lhs and rhs "
                  "dilation, feature groups, batch groups, x and w with dims 0, 1 exchanged)")
     kernel = ge.mod.use("convolution_parallel", _THREADS) \
