@@ -110,7 +110,8 @@ def _key_sort(ge: GraphEmitter, eqn: Eqn, keys: int) -> None:
     first = eqn.inputs[0]
     nan_keys = bool(eqn.params.get("nan_keys"))
     if _by_numpy(ge, eqn):
-        ge.w.line(f"{_numpy_kernel(ge, eqn)}({ins[0]}, {outs[0]}, {nan_keys})")
+        # (a run-time bool: a literal would be a compile of the kernel of its own)
+        ge.w.line(f"{_numpy_kernel(ge, eqn)}({ins[0]}, {outs[0]}, bool({nan_keys}))")
         return
     if nan_keys:
         canonical = ge.fresh("nan_keys")
