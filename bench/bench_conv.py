@@ -23,7 +23,7 @@ import numpy as np
 
 import tracer as tr
 import tracer.numpy as tnp
-from bench.common import report, timed_rows, timeit_rows, try_import_jax
+from bench.common import report, timed_rows, timeit, try_import_jax
 from bench.machine import bound as machine_bound
 from bench.peers import torch_grad_rows, torch_numpy, torch_rows, try_import_torch
 from tracer import ops
@@ -53,7 +53,7 @@ def _run(title: str, rows: list[tuple[str, Callable[[], Any]]], baseline: str,
     for name, fn in rows[1:]:
         np.testing.assert_allclose(np.asarray(fn()), expected, rtol=rtol, atol=atol,
                                    err_msg=f"{title}: {name}")
-    times = timeit_rows(rows, repeat=5)
+    times = [(name, timeit(fn, repeat=5)) for name, fn in rows]
     RESULTS[title] = dict(times)
     report(title, times, baseline, bound=bound)
 
@@ -169,7 +169,7 @@ def training_step() -> None:
         for e, g in zip(expected, fn(), strict=True):
             np.testing.assert_allclose(np.asarray(g), e, rtol=1e-3,
                                        atol=1e-3 * float(np.abs(e).max()), err_msg=name)
-    times = timeit_rows(rows, repeat=5)
+    times = [(name, timeit(fn, repeat=5)) for name, fn in rows]
     RESULTS["conv grad 16x32x32x32, 3x3"] = dict(times)
     report("conv grad (lhs and rhs) 16x32x32x32, 32 3x3 filters", times, "tracer cpu",
            bound=machine_bound(flops=3 * _conv_flops(x, w, 1)))  # forward + two transposes

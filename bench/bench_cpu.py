@@ -31,7 +31,7 @@ import numpy as np
 
 import tracer as tr
 import tracer.numpy as tnp
-from bench.common import first_call_timed, jax_x64, report, timeit, timeit_rows, try_import_jax
+from bench.common import first_call_timed, jax_x64, report, timeit, try_import_jax
 from bench.machine import bound as machine_bound
 from bench.peers import (pytensor_rows, torch_numpy, torch_rows, try_import_pytensor,
                          try_import_torch)
@@ -57,9 +57,7 @@ def _run(title: str, rows: list[tuple[str, Callable[[], Any]]], baseline: str,
             atol = rtol * float(np.max(np.abs(want), initial=1.0))  # sums of many products
             np.testing.assert_allclose(np.asarray(got), want, rtol=rtol, atol=atol,
                                        err_msg=f"{title}: {name}")
-    own = {name: fn.time() for name, fn in rows if hasattr(fn, "time")}
-    plain = dict(timeit_rows([(name, fn) for name, fn in rows if name not in own]))
-    times = [(name, own[name] if name in own else plain[name]) for name, _ in rows]
+    times = [(name, fn.time() if hasattr(fn, "time") else timeit(fn)) for name, fn in rows]
     RESULTS[title] = dict(times)
     report(title, times, baseline, bound=bound)
 

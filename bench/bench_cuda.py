@@ -27,7 +27,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from bench.common import report, timeit_rows
+from bench.common import report, timeit
 
 RESULTS: dict[str, dict[str, float]] = {}
 BANDWIDTH = float(os.environ.get("TRACER_BENCH_BANDWIDTH", "4.8e12"))
@@ -102,8 +102,7 @@ def _run(title: str, rows: list[tuple[str, Callable[[], Any]]], cuda: Any,
         np.testing.assert_allclose(_host(fn()), expected, rtol=rtol, atol=atol,
                                    err_msg=f"{title}: {name}")
 
-    times = timeit_rows([(name, _synced(fn, cuda)) for name, fn in rows], repeat=5,
-                        min_time=0.2)
+    times = [(name, timeit(_synced(fn, cuda), repeat=5, min_time=0.2)) for name, fn in rows]
     if bound is not None:
         times.append((f"bandwidth bound ({BANDWIDTH / 1e12:.1f} TB/s)", bound))
     RESULTS[title] = dict(times)
@@ -346,8 +345,7 @@ def transfers(cuda: Any, cupy: Any, jax: Any, n: int = 1 << 26) -> None:
         down.append(("pytorch .cpu()", lambda: t.cpu()))
     for title, rows in ((f"host -> device, float32[{n}]", up),
                         (f"device -> host, float32[{n}]", down)):
-        times = timeit_rows([(name, _synced(fn, cuda)) for name, fn in rows], repeat=5,
-                            min_time=0.2)
+        times = [(name, timeit(_synced(fn, cuda), repeat=5, min_time=0.2)) for name, fn in rows]
         RESULTS[title] = dict(times)
         report(title, times, rows[0][0])
         for name, seconds in times:
@@ -358,7 +356,7 @@ def transfers(cuda: Any, cupy: Any, jax: Any, n: int = 1 << 26) -> None:
     np.testing.assert_allclose(np.asarray(f(small)), np.asarray(f(ds)), rtol=1e-6)
     rows = [("device arrays", _synced(lambda: f(ds), cuda)),
             ("NumPy arrays (copies)", _synced(lambda: f(small), cuda))]
-    times = timeit_rows(rows, repeat=5, min_time=0.2)
+    times = [(name, timeit(fn, repeat=5, min_time=0.2)) for name, fn in rows]
     RESULTS["GELU float32[2^24], device vs host arrays"] = dict(times)
     report("GELU float32[2^24], device vs host arrays", times, "device arrays")
 

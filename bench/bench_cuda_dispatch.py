@@ -21,7 +21,7 @@ import numpy as np
 from numba import cuda
 
 from bench.bench_cuda import C, _cupy, _gelu, _gpu, _jax, _synced, _torch
-from bench.common import report, timeit_rows
+from bench.common import report, timeit
 
 N = 1024
 
@@ -62,8 +62,7 @@ def main(argv: list[str]) -> None:
         g = jax.jit(lambda x: _gelu(jax.numpy, x))
         j = jax.device_put(x, jax.devices("gpu")[0])
         rows.append(("jax gpu", lambda: g(j).block_until_ready()))
-    times = timeit_rows([(name, _synced(fn, cuda)) for name, fn in rows], repeat=7,
-                        min_time=0.1)
+    times = [(name, timeit(_synced(fn, cuda), repeat=7, min_time=0.1)) for name, fn in rows]
     report(f"one call: GELU of float32[{N}] on the device", times, "tracer cuda")
     if "--profile" in argv:
         profile = cProfile.Profile()

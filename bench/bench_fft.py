@@ -22,7 +22,7 @@ import numpy as np
 
 import tracer as tr
 import tracer.numpy as tnp
-from bench.common import report, timed_rows, timeit_rows, try_import_jax
+from bench.common import report, timed_rows, timeit, try_import_jax
 from bench.machine import bound
 from bench.peers import pytensor_rows, torch_rows, try_import_torch
 from tracer import ops
@@ -37,7 +37,7 @@ def _run(title: str, rows: list[tuple[str, Callable[[], Any]]], rtol: float = 1e
     for name, fn in rows[1:]:
         np.testing.assert_allclose(np.asarray(fn()), expected, rtol=rtol, atol=atol,
                                    err_msg=f"{title}: {name}")
-    report(title, timeit_rows(rows), "tracer cpu",
+    report(title, [(name, timeit(fn)) for name, fn in rows], "tracer cpu",
            bound=bound(bytes_moved) if bytes_moved else None)
 
 

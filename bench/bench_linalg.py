@@ -24,7 +24,7 @@ import scipy.linalg
 
 import tracer as tr
 import tracer.numpy as tnp
-from bench.common import jax_x64, report, timed_rows, timeit_rows, try_import_jax
+from bench.common import jax_x64, report, timed_rows, timeit, try_import_jax
 from bench.peers import pytensor_rows, torch_rows, try_import_torch
 from tracer import ops
 
@@ -37,7 +37,7 @@ def _run(title: str, rows: list[tuple[str, Callable[[], Any]]], rtol: float = 1e
     for name, fn in rows[1:]:
         np.testing.assert_allclose(np.asarray(fn()), expected, rtol=rtol, atol=rtol,
                                    err_msg=f"{title}: {name}")
-    times = timeit_rows(rows, repeat=5)
+    times = [(name, timeit(fn, repeat=5)) for name, fn in rows]
     RESULTS[title] = dict(times)
     report(title, times, "tracer cpu")
 

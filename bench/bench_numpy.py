@@ -19,7 +19,7 @@ from typing import Any, Callable
 import numpy as np
 
 import tracer as tr
-from bench.common import jax_x64, report, timeit_rows, try_import_jax
+from bench.common import jax_x64, report, timeit, try_import_jax
 
 RESULTS: dict[str, dict[str, float]] = {}
 
@@ -76,7 +76,7 @@ def _check_and_time(title: str, rows: list[tuple[str, Callable[[], Any]]],
             np.testing.assert_allclose(np.asarray(g), w, rtol=rtol,
                                        atol=rtol * float(np.max(np.abs(w), initial=1.0)),
                                        err_msg=f"{title}: {name}")
-    times = timeit_rows(rows, repeat=5)
+    times = [(name, timeit(fn, repeat=5)) for name, fn in rows]
     RESULTS[title] = dict(times)
     report(title, times, "numpy")
 

@@ -16,7 +16,7 @@ import numpy as np
 
 import tracer as tr
 import tracer.random as trr
-from bench.common import report, timeit_rows, try_import_jax
+from bench.common import report, timeit, try_import_jax
 
 N = 10 ** 7
 RESULTS: dict[str, dict[str, float]] = {}
@@ -42,7 +42,7 @@ def _workload(title: str, tracer_fn: Callable[[Any], Any], numpy_fn: Callable[[]
         jax_key = jax.random.PRNGKey(0)
         _check(title, jitted(key), jax_jitted(jax_key), exact)
         rows.append(("jax", lambda: jax_jitted(jax_key).block_until_ready()))
-    times = timeit_rows(rows, repeat=5)
+    times = [(name, timeit(fn, repeat=5)) for name, fn in rows]
     RESULTS[title] = dict(times)
     report(title, times, "numpy Generator")
 

@@ -17,7 +17,7 @@ import numpy as np
 
 import tracer as tr
 import tracer.numpy as tnp
-from bench.common import first_call_timed, report, timed_rows, timeit_rows, try_import_jax
+from bench.common import first_call_timed, report, timed_rows, timeit, try_import_jax
 from bench.machine import bound
 from bench.peers import (pytensor_rows, torch_grad_rows, torch_numpy, torch_rows,
                          try_import_pytensor, try_import_torch)
@@ -36,7 +36,7 @@ def _checked_times(title: str, rows: list, repeat: int = 7) -> list[tuple[str, f
         for e, g in zip(expected, got, strict=True):
             np.testing.assert_allclose(g, e, rtol=1e-3, atol=1e-4 * float(np.abs(e).max()),
                                        err_msg=f"{title}: {name}")
-    return timeit_rows(rows, repeat=repeat)
+    return [(n, timeit(f, repeat=repeat)) for n, f in rows]
 
 
 def mlp(backend: str, jax) -> None:

@@ -19,7 +19,7 @@ from typing import Any, Callable
 import numpy as np
 
 import tracer as tr
-from bench.common import report, timed_rows, timeit_rows, try_import_jax
+from bench.common import report, timed_rows, timeit, try_import_jax
 from bench.machine import bound as machine_bound
 from bench.peers import torch_grad_rows, torch_rows, try_import_torch
 from tracer import ops
@@ -36,7 +36,7 @@ def _run(title: str, rows: list[tuple[str, Callable[[], Any]]], baseline: str,
     for name, fn in rows[1:]:
         np.testing.assert_allclose(np.asarray(fn()), expected, rtol=1e-5, atol=1e-5,
                                    err_msg=f"{title}: {name}")
-    times = timeit_rows(rows, repeat=5)
+    times = [(name, timeit(fn, repeat=5)) for name, fn in rows]
     RESULTS[title] = dict(times)
     report(title, times, baseline, bound=bound)
 

@@ -18,28 +18,6 @@ _FIRST_CALLS: dict[str, float] = {}  # row name -> seconds of its first call, si
 
 def timeit(fn: Callable[[], Any], repeat: int = 7, min_time: float = 0.05) -> float:
     """Seconds per call: the median over `repeat` rounds of a calibrated loop."""
-    return timeit_rows([("", fn)], repeat, min_time)[0][1]
-
-
-def timeit_rows(rows: list[tuple[str, Callable[[], Any]]], repeat: int = 7,
-                min_time: float = 0.05) -> list[tuple[str, float]]:
-    """(name, seconds per call) of every row: the median over `repeat` rounds of a
-    calibrated loop, the rows' rounds interleaved (round k of every row, then round
-    k + 1), so that a change in the machine's load over the run reaches every row alike
-    rather than the rows timed while it lasted."""
-    numbers = [_calibrated(fn, min_time) for _, fn in rows]
-    rounds: list[list[float]] = [[] for _ in rows]
-    for _ in range(repeat):
-        for (_, fn), number, seconds in zip(rows, numbers, rounds, strict=True):
-            t0 = time.perf_counter()
-            for _ in range(number):
-                fn()
-            seconds.append((time.perf_counter() - t0) / number)
-    return [(name, statistics.median(seconds)) for (name, _), seconds in zip(rows, rounds)]
-
-
-def _calibrated(fn: Callable[[], Any], min_time: float) -> int:
-    """Calls per round: a power of 4 making a round last at least min_time / 5."""
     fn()
     number = 1
     while True:
@@ -47,8 +25,15 @@ def _calibrated(fn: Callable[[], Any], min_time: float) -> int:
         for _ in range(number):
             fn()
         if time.perf_counter() - t0 >= min_time / 5 or number >= 1 << 20:
-            return number
+            break
         number *= 4
+    rounds = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        for _ in range(number):
+            fn()
+        rounds.append((time.perf_counter() - t0) / number)
+    return statistics.median(rounds)
 
 
 def first_call_timed(name: str, fn: Callable[[], Any]) -> Callable[[], Any]:

@@ -89,17 +89,6 @@ def test_the_table_shows_every_peer_and_the_compiles(records):
     assert "trails on: GELU, float32[16]" in table
 
 
-def test_timed_rows_take_turns_round_by_round():
-    """Each row is calibrated on its own, then the rounds alternate: round k of every
-    row before round k + 1 of any (a passing load reaches them all alike)."""
-    calls = []
-    rows = [(name, lambda name=name: calls.append(name)) for name in "abc"]
-    times = common.timeit_rows(rows, repeat=3, min_time=0.0)
-    assert [name for name, _ in times] == ["a", "b", "c"]
-    assert all(seconds >= 0 for _, seconds in times)
-    assert calls == ["a", "a", "b", "b", "c", "c"] + ["a", "b", "c"] * 3
-
-
 def _fake_suite(module, selected):
     common.report(f"fake {','.join(selected)}", [("tracer cpu", 1.0), ("numpy", 2.0)],
                   "tracer cpu")
