@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+import math
 import re
 import time
 import warnings
@@ -130,12 +132,23 @@ def test_layout_work_grows_about_linearly():
             return x
         return tr.make_hlo(f)(np.ones(3), np.ones(3))
     small, large = chain(50), chain(400)
-    times = []
-    for module in (small, large):
-        start = time.perf_counter()
-        module.to_svg()
-        times.append(time.perf_counter() - start)
+    times = [_layout_seconds(module) for module in (small, large)]
     assert times[1] < 30 * times[0] + 1.0  # 8x the instructions, far from 64x
+
+
+def _layout_seconds(module) -> float:  # noqa: ANN001
+    """The best of three layouts with the collector off: the layout's own work, not a
+    full collection of a long test process's heap (seconds, in CI) landing in one."""
+    best = math.inf
+    gc.disable()
+    try:
+        for _ in range(3):
+            start = time.perf_counter()
+            module.to_svg()
+            best = min(best, time.perf_counter() - start)
+    finally:
+        gc.enable()
+    return best
 
 
 def test_literals_join_their_consumers_label():
