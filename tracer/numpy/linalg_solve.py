@@ -99,6 +99,12 @@ def lu_solve(a: Any, b: Any) -> Any:
     cpu backend factors aᵀ where a lies, by LAPACK's column-major getrf on a plain copy,
     and solves on that factor with no transposed copy of it (`lu`'s `transposed`)."""
     lu, _, perm = ops.lu(mT(a))
+    return solve_transposed(lu, perm, b)
+
+
+def solve_transposed(lu: Any, perm: Any, b: Any) -> Any:
+    """x with mᵀ x = b from `ops.lu(m)`'s factor and permutation (m[perm] = L U, so
+    mᵀ = Uᵀ Lᵀ P): Uᵀ y = b, Lᵀ z = y, x[perm] = z."""
     y = ops.triangular_solve(lu, b, left_side=True, lower=False, transpose_a=True)
     z = ops.triangular_solve(lu, y, left_side=True, lower=True, transpose_a=True,
                              unit_diagonal=True)

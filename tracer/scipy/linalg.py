@@ -9,6 +9,7 @@ from typing import Any
 from .. import numpy as tnp
 from .. import ops
 from ..errors import TracerValueError
+from ..numpy.linalg_solve import solve_transposed
 
 __all__ = ["cholesky", "cho_factor", "cho_solve", "solve_triangular", "lu", "lu_factor",
            "lu_solve", "qr", "eigh", "svd", "inv", "det", "solve", "expm"]
@@ -87,10 +88,7 @@ def lu_solve(lu_and_piv: tuple[Any, Any], b: Any, trans: int = 0) -> Any:
         y = ops.triangular_solve(lu_, rhs[perm], left_side=True, lower=True, unit_diagonal=True)
         x = ops.triangular_solve(lu_, y, left_side=True, lower=False)
     else:
-        y = ops.triangular_solve(lu_, rhs, left_side=True, lower=False, transpose_a=True)
-        z = ops.triangular_solve(lu_, y, left_side=True, lower=True, transpose_a=True,
-                                 unit_diagonal=True)
-        x = z[tnp.argsort(perm)]
+        x = solve_transposed(lu_, perm, rhs)
     return x[:, 0] if vector else x
 
 
