@@ -285,8 +285,9 @@ def _lu_range(a: np.ndarray, lu: np.ndarray, piv: np.ndarray, perm: np.ndarray,
     m, n = a.shape[1], a.shape[2]
     rows = n if transposed else m  # of the matrix factored
     lapack = min(m, n) >= LAPACK_MIN and getrf_pays()
-    # (a panel of all rows, transposed; or the whole matrix for LAPACK)
-    work = np.empty(m * n if lapack else BLOCK * rows, a.dtype)
+    # (a panel of all rows, transposed; or the whole matrix for LAPACK on aᵀ, where
+    # getrf of a itself runs in lu[b] and the panel serves the non-finite fallback)
+    work = np.empty(m * n if lapack and not transposed else BLOCK * rows, a.dtype)
     t = np.empty((0, 0), a.dtype)  # aᵀ for the blocked LU of it, made when first needed
     ipiv = np.empty(min(m, n), np.int64)
     for b in range(first, last):
