@@ -93,6 +93,19 @@ def test_temporaries_do_not_read_as_outputs():
     assert "_3d" in batched, batched
 
 
+def test_equal_array_constants_are_one_parameter():
+    """Each distinct constant array is passed once (vmap spreads a loop body's scalar
+    constants into an array per use, and each array parameter costs compile time)."""
+    def f(x):
+        return x + np.full(3, 2.0), x * np.full(3, 2.0), x - np.full(3, 3.0), \
+            x / np.arange(1.0, 4.0)
+    x = np.array([1.0, -2.0, 4.0])
+    host = _cpu_source(f, x).rsplit("\ndef ", 1)[1]
+    assert re.findall(r"\bconst\w*", host.split(":", 1)[0]) == ["const", "const_1", "const_2"]
+    for got, want in zip(tr.jit(f)(x), f(x), strict=True):
+        np.testing.assert_array_equal(got, want)
+
+
 @pytest.mark.parametrize("with_dot", [False, True])
 def test_cuda_modules_define_only_the_constants_they_use(with_dot):
     x = np.ones((4, 4), np.float32)

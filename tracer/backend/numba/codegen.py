@@ -149,7 +149,7 @@ class GraphEmitter(ABC):
         self.env: dict[int, Ref] = {}
         self.out_params: dict[int, str] = {}
         self.outputs: list[int] = []  # ids of the top-level graph's output vars
-        self.consts: dict[int, Ref] = {}
+        self.consts: dict[Any, Ref] = {}  # (dtype, shape, bytes) -> its parameter
         self.plan: Plan | None = None  # of the graph being emitted
         # ids of the plan's steps an op's emitter wrote with its own (an epilogue nest)
         self.absorbed: set[int] = set()
@@ -163,11 +163,15 @@ class GraphEmitter(ABC):
         return self.env[id(atom)]
 
     def _const(self, atom: Literal) -> Ref:
-        if id(atom) not in self.consts:
-            value = np.ascontiguousarray(atom.value)
+        """The parameter holding array constant `atom`: one per distinct value (vmap
+        spreads each scalar constant of a loop body into an array of its own, and each
+        array parameter is typed, unpacked and passed)."""
+        value = np.ascontiguousarray(atom.value)
+        key = (value.dtype.str, value.shape, value.tobytes())
+        if key not in self.consts:
             name = self.mod.param("const", "const", value=value)
-            self.consts[id(atom)] = Ref(name, atom.aval)
-        return self.consts[id(atom)]
+            self.consts[key] = Ref(name, atom.aval)
+        return self.consts[key]
 
     def bind(self, var: Var, ref: Ref) -> None:
         self.env[id(var)] = ref

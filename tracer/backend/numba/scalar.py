@@ -3,8 +3,12 @@
 Every expression is wrapped in an explicit cast to the op's result dtype, so
 numba's own promotion (int8 + int8 -> int64, int + float32 -> float64) never
 decides a dtype; integer results are cast back from int64/uint64 arithmetic,
-which wraps exactly like the narrow type. float16 and bfloat16 values live in
-float32 registers and are rounded after every op (`f16_round` / `bf16_round`);
+which wraps exactly like the narrow type. The cast is left out where numba already
+computes in the result dtype (`exact`: float32 * float32 is float32, int64 + int64
+is int64), and float64 constants are bare Python floats (numba types them float64):
+each cast is a call numba types and lowers, about 1 ms of compile time per line.
+float16 and bfloat16 values live in float32 registers and are rounded after every op
+(`f16_round` / `bf16_round`);
 arrays hold their uint16 bits (`HALVES` names the load / store helpers).
 
 `SCALAR_EMITTERS[op_name](ctx, eqn, args) -> str` gets the operands' scalar
@@ -76,8 +80,25 @@ def cast(ctx: ScalarContext, expr: str, dtype: np.dtype) -> str:
     return f"{alias(dtype)}({expr})"
 
 
+# numba computes +, -, * (and, for floats, / and the ufuncs) of two values of these
+# dtypes in that dtype; narrower integers widen to int64, bools to int64
+CLOSED = frozenset(np.dtype(t) for t in (np.float32, np.float64, np.complex64,
+                                         np.complex128, np.int64, np.uint64))
+# &, |, ^ keep bools bool too
+CLOSED_BITWISE = CLOSED | {np.dtype(np.bool_)}
+
+
+def exact(ctx: ScalarContext, eqn: Eqn, expr: str, closed: frozenset = CLOSED) -> str:
+    """`expr` as the eqn's result: bare where numba computes it in the result dtype
+    already (every operand of that dtype, one in `closed`), else cast."""
+    out = _out(eqn)
+    if out in closed and all(a.aval.dtype == out for a in eqn.inputs):
+        return expr
+    return cast(ctx, expr, out)
+
+
 def literal(value: Any, dtype: np.dtype) -> str:
-    """A scalar constant of `dtype` as source text."""
+    """A scalar constant of `dtype` as source text (a float64 one as a bare float)."""
     value = np.asarray(value, dtype).item()
     if dtype.kind == "b":
         return repr(bool(value))
@@ -85,6 +106,9 @@ def literal(value: Any, dtype: np.dtype) -> str:
         return f"{alias(dtype)}({int(value)})"
     if dtype.kind == "c":
         return f"{alias(dtype)}(complex({_float(value.real)}, {_float(value.imag)}))"
+    if dtype == np.float64:
+        text = _float(value)
+        return f"({text})" if text.startswith("-") else text  # (-2.0) ** x, not -(2.0 ** x)
     return f"{alias(dtype)}({_float(value)})"
 
 
@@ -134,7 +158,7 @@ def _complex_lib(helper: str, other: Emitter) -> Emitter:
 
 def _arith(symbol: str) -> Emitter:
     def emit(ctx: ScalarContext, eqn: Eqn, a: list[str]) -> str:
-        return cast(ctx, f"{a[0]} {symbol} {a[1]}", _out(eqn))
+        return exact(ctx, eqn, f"{a[0]} {symbol} {a[1]}")
     return emit
 
 
@@ -147,7 +171,7 @@ def _int_helper(signed: str, unsigned: str, float_expr: str | None) -> Emitter:
         if dt.kind == "u":
             return cast(ctx, f"{ctx.use(unsigned)}(u64({a[0]}), u64({a[1]}))", dt)
         assert float_expr is not None
-        return cast(ctx, float_expr.format(*a), _out(eqn))
+        return exact(ctx, eqn, float_expr.format(*a))
     return emit
 
 
@@ -183,7 +207,7 @@ def _extremum(real: str, complex_: str) -> Emitter:
 
 def _bitwise(symbol: str) -> Emitter:
     def emit(ctx: ScalarContext, eqn: Eqn, a: list[str]) -> str:
-        return cast(ctx, f"{a[0]} {symbol} {a[1]}", _out(eqn))
+        return exact(ctx, eqn, f"{a[0]} {symbol} {a[1]}", CLOSED_BITWISE)
     return emit
 
 
@@ -203,7 +227,7 @@ def _complex(ctx: ScalarContext, eqn: Eqn, a: list[str]) -> str:
 
 
 def _atan2(ctx: ScalarContext, eqn: Eqn, a: list[str]) -> str:
-    return cast(ctx, f"np.arctan2({a[0]}, {a[1]})", _out(eqn))
+    return exact(ctx, eqn, f"np.arctan2({a[0]}, {a[1]})")
 
 
 _OPERATORS = {"EQ": "==", "NE": "!=", "GE": ">=", "GT": ">", "LE": "<=", "LT": "<"}
@@ -226,9 +250,9 @@ def _compare(ctx: ScalarContext, eqn: Eqn, a: list[str]) -> str:
 # ---------------------------------------------------------------- unary
 
 def _call(fn: str) -> Emitter:
-    """`fn(x)` cast to the result dtype (`fn` a NumPy ufunc numba knows)."""
+    """`fn(x)` as the result dtype (`fn` a NumPy ufunc numba knows)."""
     def emit(ctx: ScalarContext, eqn: Eqn, a: list[str]) -> str:
-        return cast(ctx, f"{fn}({a[0]})", _out(eqn))
+        return exact(ctx, eqn, f"{fn}({a[0]})")
     return emit
 
 
@@ -260,8 +284,8 @@ def _abs(ctx: ScalarContext, eqn: Eqn, a: list[str]) -> str:
 def _neg(ctx: ScalarContext, eqn: Eqn, a: list[str]) -> str:
     dt = _in(eqn)
     if dt.kind == "u":
-        return cast(ctx, f"{alias(dt)}(0) - {a[0]}", dt)
-    return cast(ctx, f"-{a[0]}", dt)
+        return exact(ctx, eqn, f"{alias(dt)}(0) - {a[0]}")
+    return exact(ctx, eqn, f"-{a[0]}")
 
 
 def _not(ctx: ScalarContext, eqn: Eqn, a: list[str]) -> str:
