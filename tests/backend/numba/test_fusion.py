@@ -340,6 +340,20 @@ def test_nests_bound_by_computing_run_in_threads_and_those_bound_by_memory_do_no
     _agree(distances, x[:, :8], x[:90, :8])
 
 
+def test_layers_of_the_same_code_share_one_parallel_kernel():
+    """Two layers that differ only in their arrays (and sizes) give the same nest: one
+    `parallel=True` function, called twice (numba spends seconds on each)."""
+    rng = np.random.default_rng(7)
+    x, y = rng.random((400, 200)), rng.random((300, 200))
+
+    def layers(x, y):
+        return tnp.exp(x) * 2.0, tnp.exp(y) * 2.0
+    source = tr.jit(layers).lower(x, y).compile().source
+    assert source.count("def parallel_nest") == threaded()
+    assert source.count("parallel_nest_1(") == 3 * threaded()  # (defined, called twice)
+    _agree(layers, x, y)
+
+
 @pytest.mark.parametrize("spec, shapes, dtype, loops", [
     ("ik,jk->ij", [(600, 16), (70, 16)], np.float64, False),  # stored: BLAS is faster
     ("ik,jk->ij", [(256, 10), (512, 10)], np.float32, False),

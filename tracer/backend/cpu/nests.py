@@ -463,11 +463,6 @@ def _init_in_memory(body: LoopBody, nest: LoopNest, outs: Outs, kept: list[int],
 
 def _as_kernel(ge: GraphEmitter, free: dict[str, None], w: SourceWriter) -> None:
     """Move a parallel loop nest into its own `parallel=True` function and call it."""
-    name = ge.mod.namer.fresh("parallel_nest")
-    params = ", ".join(free)
-    kernel = SourceWriter()
-    kernel.line(f"@numba.njit({NJIT_OPTIONS}, parallel=True)")
-    with kernel.block(f"def {name}({params})"):
-        kernel.embed(w)
-    ge.mod.kernels.append(kernel)
-    ge.w.line(f"{name}({params})")
+    name = ge.mod.kernel("parallel_nest", f"@numba.njit({NJIT_OPTIONS}, parallel=True)",
+                         list(free), w)
+    ge.w.line(f"{name}({', '.join(free)})")

@@ -28,7 +28,7 @@ from .dimensions import DimensionClasses
 from .fallback import new_table, runner
 from .fusion import LoopNest, OpStep, Plan, RowGroup, plan_graph
 from .scalar import DTYPE_ALIASES, HALVES, literal, storage_dtype
-from .source import Namer, SourceWriter, identifier
+from .source import Namer, SourceWriter, identifier, same_code_key
 
 SCALAR_MATH = "numba.lib.scalar_math"  # where helpers come from unless a backend says
 
@@ -80,6 +80,7 @@ class ModuleBuilder:
         self.sizes: list[int] = []
         self.size_names: dict[tuple, str] = {}
         self.kernels: list[SourceWriter] = []
+        self.kernel_names: dict[str, str] = {}  # `same_code_key` -> the kernel's name
         self.params: list[Param] = []
         self.fallbacks: list[Any] | None = None  # runners of ops run by their reference
 
@@ -108,6 +109,22 @@ class ModuleBuilder:
     def dim(self, atom: Atom, axis: int) -> str:
         """The size symbol of `atom`'s dim `axis` (one per dimension of the graph)."""
         return self.size(("dim", *self.dimensions.key(atom, axis)), atom.aval.shape[axis])
+
+    def kernel(self, hint: str, decorator: str, params: Sequence[str],
+               body: SourceWriter) -> str:
+        """The name of a module function `def <name>(params): body` under `decorator`:
+        a new one, or the one already written with the same code up to its names (a
+        model's repeated layers give the same loop nests, and numba takes seconds for
+        each `parallel=True` function)."""
+        key = f"{decorator}\n{same_code_key(params, body)}"
+        if key not in self.kernel_names:
+            name = self.kernel_names[key] = self.namer.fresh(hint)
+            kernel = SourceWriter()
+            kernel.line(decorator)
+            with kernel.block(f"def {name}({', '.join(params)})"):
+                kernel.embed(body)
+            self.kernels.append(kernel)
+        return self.kernel_names[key]
 
     def param(self, hint: str, kind: str, **fields: Any) -> str:
         name = self.namer.fresh(hint, numbered=False)

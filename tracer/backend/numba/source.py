@@ -13,10 +13,11 @@ Shared by the CPU and (later) CUDA code generators.
 
 from __future__ import annotations
 
+import ast
 import keyword
 import re
 from contextlib import contextmanager
-from typing import Iterable, Iterator
+from typing import Iterable, Iterator, Sequence
 
 _INDENT = "    "
 
@@ -97,3 +98,23 @@ class Namer:
         self._counts[base] = count
         self._used.add(name)
         return name
+
+
+def same_code_key(params: Sequence[str], body: "SourceWriter") -> str:
+    """What `def f(params): body` computes, as text: its parameters and local variables
+    renamed in the order the syntax tree visits them, comments dropped. Two functions
+    with the same key differ only in those names, so one serves both (called with the
+    other's arguments in order); globals (helpers, `np`) and attributes keep theirs."""
+    header = SourceWriter()
+    with header.block(f"def f({', '.join(params)})"):
+        header.embed(body)
+    tree = ast.parse(header.text())
+    local = set(params) | {n.id for n in ast.walk(tree)
+                           if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    names: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.arg):
+            node.arg = names.setdefault(node.arg, f"v{len(names)}")
+        elif isinstance(node, ast.Name) and node.id in local:
+            node.id = names.setdefault(node.id, f"v{len(names)}")
+    return ast.dump(tree)

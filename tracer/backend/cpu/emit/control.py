@@ -128,6 +128,9 @@ class FunctionScope:
         self.params: list[Param] = []      # array constants, by their local names
         self.param_args: list[str] = []    # ... and by the caller's names
         self.kernels: list[SourceWriter] = []
+        self.kernel_names: dict[str, str] = {}
+
+    kernel = ModuleBuilder.kernel  # (into this function's `kernels`, by local names)
 
     @property
     def parallel_ok(self) -> bool:

@@ -65,14 +65,10 @@ def _in_kernel(ge: GraphEmitter, hint: str, write: Callable[[], None],
         ge.w = host_w
     host = set(ge.mod.size_names.values()) | {p.name for p in ge.mod.params} | \
         {r.name for r in ge.env.values()} | set(local)
-    params = ", ".join(dict.fromkeys(n for n in _NAME.findall(body.text()) if n in host))
-    name = ge.mod.namer.fresh(f"parallel_{hint}")
-    kernel = SourceWriter()
-    kernel.line(f"@numba.njit({NJIT_OPTIONS}, parallel=True)")
-    with kernel.block(f"def {name}({params})"):
-        kernel.embed(body)
-    ge.mod.kernels.append(kernel)
-    ge.w.line(f"{name}({params})")
+    params = list(dict.fromkeys(n for n in _NAME.findall(body.text()) if n in host))
+    name = ge.mod.kernel(f"parallel_{hint}", f"@numba.njit({NJIT_OPTIONS}, parallel=True)",
+                         params, body)
+    ge.w.line(f"{name}({', '.join(params)})")
 
 
 def _param(ge: GraphEmitter, eqn: Eqn, name: str, d: int, hint: str) -> str:

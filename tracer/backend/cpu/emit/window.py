@@ -69,14 +69,10 @@ def _emit(ge: GraphEmitter, parallel: bool, hint: str, host_names: list[str],
     w = SourceWriter()
     write(w)
     host = set(ge.mod.size_names.values()) | {p.name for p in ge.mod.params} | set(host_names)
-    params = ", ".join(dict.fromkeys(n for n in _NAME.findall(w.text()) if n in host))
-    name = ge.mod.namer.fresh(f"parallel_{hint}")
-    kernel = SourceWriter()
-    kernel.line(f"@numba.njit({NJIT_OPTIONS}, parallel=True)")
-    with kernel.block(f"def {name}({params})"):
-        kernel.embed(w)
-    ge.mod.kernels.append(kernel)
-    ge.w.line(f"{name}({params})")
+    params = list(dict.fromkeys(n for n in _NAME.findall(w.text()) if n in host))
+    name = ge.mod.kernel(f"parallel_{hint}", f"@numba.njit({NJIT_OPTIONS}, parallel=True)",
+                         params, w)
+    ge.w.line(f"{name}({', '.join(params)})")
 
 
 def _parallel(ge: GraphEmitter, work: int) -> bool:
