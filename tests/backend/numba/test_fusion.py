@@ -266,6 +266,20 @@ def _source(fn, *args):
     return source.rsplit("@numba.njit(", 1)[1].split("\n", 1)[1]  # the host function, last
 
 
+def test_concatenates_cut_at_the_same_place_share_their_runs():
+    """Two concatenates of pieces of equal widths, read in one loop, switch pieces at the
+    same column: one test per run and a loop copy per piece (2), not one per combination
+    of their pieces (4)."""
+    rng = np.random.default_rng(8)
+    a, b = rng.random((6, 3)), rng.random((6, 5))
+
+    def f(a, b):
+        return tnp.concatenate([a, b], axis=1) * tnp.concatenate([tnp.exp(a), b * 2.0], axis=1)
+    body = _source(f, a, b)
+    assert body.count("branch_") == 3 and body.count("in range(i1_from") == 2, body
+    _agree(f, a, b)
+
+
 @settings(max_examples=20, deadline=None)
 @given(st.lists(st.tuples(st.integers(-2, 3), st.integers(-2, 3), st.integers(0, 2)),
                 min_size=2, max_size=2),

@@ -65,6 +65,33 @@ class Site:
                              for sign, term in self.offset)
 
 
+@dataclass
+class SiteGroup:
+    """Sites cut at the same places (same offset and cuts: the concatenates or pads of
+    equal pieces a fused loop reads): between two cuts they all take one branch each, so
+    one test serves them. `options`: the distinct tuples of their branches, one per run
+    of iterations (a pad's two borders may take the same branch)."""
+
+    sites: list[Site]
+    options: list[tuple[int, ...]]
+
+    @property
+    def lead(self) -> Site:
+        return self.sites[0]
+
+    def option(self, k: int) -> int:
+        """The option the sites take between cut k - 1 and cut k."""
+        return self.options.index(tuple(s.branches[k] for s in self.sites))
+
+
+def site_groups(sites: list[Site]) -> list[SiteGroup]:
+    groups: dict[tuple, list[Site]] = {}
+    for site in sites:
+        groups.setdefault((site.offset, tuple(site.cuts)), []).append(site)
+    return [SiteGroup(g, sorted({tuple(s.branches[k] for s in g)
+                                 for k in range(len(g[0].cuts) + 1)})) for g in groups.values()]
+
+
 class LoopBody:
     """Scalar code for the values a loop nest needs, emitted into `w` on demand."""
 
@@ -316,7 +343,8 @@ def inner_loop(body: LoopBody, var: str, size: str, inside: Callable[[], None],
     body.w, body.sites, body.hoist, body.streams = w, None, None, None
     w.embed(front)
     cache.update(body.hoisted)
-    combos = list(product(*(sorted(set(s.branches)) for s in sites)))
+    groups = site_groups(sites)
+    combos = list(product(*(range(len(g.options)) for g in groups)))
     to_prefetch = streams if prefetch and not sites else {}
     if to_prefetch and prefetch[1]:
         _prefetched(body, var, size, to_prefetch, prefetch, cache, inside, parallel)
@@ -326,7 +354,7 @@ def inner_loop(body: LoopBody, var: str, size: str, inside: Callable[[], None],
         with w.block(f"for {var} in {'numba.prange' if parallel else 'range'}({size})"):
             w.embed(surveyed)
     else:
-        _runs(body, var, size, sites, combos, cache, inside)
+        _runs(body, var, size, groups, combos, cache, inside)
     body.cache, body.unit, body.assume, body.inner = cache, {}, {}, None
 
 
@@ -374,20 +402,21 @@ def _prefetch_call(body: LoopBody, name: str, index: Index, start: str, helper: 
     return f"{body.use(ahead.helper, ahead.module)}({name}, ({', '.join((*outer, start))},))"
 
 
-def _runs(body: LoopBody, var: str, size: str, sites: list[Site],
+def _runs(body: LoopBody, var: str, size: str, groups: list[SiteGroup],
           combos: list[tuple[int, ...]], cache: dict, inside: Callable[[], None]) -> None:
     w, ge = body.w, body.ge
     start, stop = ge.fresh(f"{var}_from"), ge.fresh(f"{var}_to")
     w.line(f"{start} = 0")
     with w.block(f"while {start} < {size}"):
         chosen, ends = [], []
-        for site in sites:  # the branch each choice takes at `start`, and until where
+        for group in groups:  # the option each group takes at `start`, and until where
             chosen.append(ge.fresh("branch"))
             ends.append(ge.fresh("until"))
+            site = group.lead
             for k, cut in enumerate([*site.cuts, None]):
                 with w.block("else" if cut is None else
                              f"{'elif' if k else 'if'} {site.at(start)} < {cut}"):
-                    w.line(f"{chosen[-1]} = {site.branches[k]}")
+                    w.line(f"{chosen[-1]} = {group.option(k)}")
                     w.line(f"{ends[-1]} = {size if cut is None else site.reaching(cut)}")
         w.line(f"{stop} = min({size}, {', '.join(ends)})")
         for n, combo in enumerate(combos):
@@ -395,7 +424,8 @@ def _runs(body: LoopBody, var: str, size: str, sites: list[Site],
             last = n and n == len(combos) - 1
             with w.block("else" if last else f"{'elif' if n else 'if'} {test}"):
                 body.cache = dict(cache)
-                body.assume = {s.key: c for s, c in zip(sites, combo, strict=True)}
+                body.assume = {s.key: b for g, c in zip(groups, combo, strict=True)
+                               for s, b in zip(g.sites, g.options[c], strict=True)}
                 body.unit, body.run_var = {var: ()}, var
                 with w.block(f"for {var} in range({start}, {stop})"):
                     inside()
