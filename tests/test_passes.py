@@ -407,6 +407,24 @@ def test_fold_skips_large_results_loops_and_operandless_ops():
     assert fold_constants(loop) is loop
 
 
+def test_fold_spreads_constants_at_the_top_level_and_keeps_broadcasts_in_loop_bodies():
+    """A loop body's broadcast of a constant stays a broadcast (a literal in its
+    function's code, not an array parameter); the same broadcast at the top level folds
+    (an array the module takes, whatever its value)."""
+    spread = lambda: ops.broadcast_in_dim(np.float32(2), (3,), ())  # noqa: E731
+
+    def f(x):
+        return ops.while_loop(lambda c: ops.lt(c[1], np.int32(3)),
+                              lambda c: (ops.mul(c[0], spread()), ops.add(c[1], np.int32(1))),
+                              (ops.add(x, spread()), np.int32(0)))[0]
+    x = np.array([1, -0.0, 3], F32)
+    new = _check_pass(fold_constants, _trace(f, _aval((3,), F32)), [x])
+    top = [e.op.name for e in new.eqns]
+    body = new.eqns[top.index("while")].params["body"]
+    assert "broadcast_in_dim" not in top and isinstance(new.eqns[0].inputs[1], Literal)
+    assert [e.op.name for e in body.eqns].count("broadcast_in_dim") == 1
+
+
 # ------------------------------------------------------------------------- pipeline
 def test_pipeline_order_and_result():
     assert [name for name, _ in PIPELINE] == ["lower_ad_ops", "simplify", "cse", "fold",

@@ -4,7 +4,8 @@ The op's reference implementation computes the value, which becomes a Literal wi
 exactly the eqn's output aval (weak_type kept). Only small results are folded
 (`MAX_FOLD_ELEMENTS`), so a graph never grows a large constant; eqns with
 sub-graphs, effectful ops and ops without operands (whose value may depend on
-where they run, e.g. a replica id) are left alone.
+where they run, e.g. a replica id) are left alone, and so are broadcasts of constants
+inside sub-graphs (`_fold_body`).
 """
 
 from __future__ import annotations
@@ -21,7 +22,19 @@ MAX_FOLD_ELEMENTS = 1024
 
 def fold_constants(graph: Graph) -> Graph:
     """`graph` with every small all-constant computation replaced by its value."""
-    return rewrite(graph, _fold, fold_constants)
+    return rewrite(graph, _fold, _fold_body)
+
+
+def _fold_body(graph: Graph) -> Graph:
+    """A sub-graph (a loop body, a branch) folded likewise, except that a broadcast of a
+    constant stays one: folded, it would be an array its function takes as a parameter
+    (vmap spreads every scalar constant of a batched loop body so: random.gamma's had
+    126), where a broadcast scalar is a literal in the code."""
+    return rewrite(graph, _fold_in_body, _fold_body)
+
+
+def _fold_in_body(eqn: Eqn, defs: Mapping[int, Eqn]) -> Sequence[Atom] | None:
+    return None if eqn.op.name == "broadcast_in_dim" else _fold(eqn, defs)
 
 
 def _fold(eqn: Eqn, defs: Mapping[int, Eqn]) -> Sequence[Atom] | None:
