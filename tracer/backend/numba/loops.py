@@ -85,6 +85,7 @@ class SiteGroup:
 
 
 def site_groups(sites: list[Site]) -> list[SiteGroup]:
+    """`sites` grouped by where they cut the loop, in the order they were met."""
     groups: dict[tuple, list[Site]] = {}
     for site in sites:
         groups.setdefault((site.offset, tuple(site.cuts)), []).append(site)

@@ -8,8 +8,8 @@ computes in the result dtype (`exact`: float32 * float32 is float32, int64 + int
 is int64), and float64 constants are bare Python floats (numba types them float64):
 each cast is a call numba types and lowers, about 1 ms of compile time per line.
 float16 and bfloat16 values live in float32 registers and are rounded after every op
-(`f16_round` / `bf16_round`);
-arrays hold their uint16 bits (`HALVES` names the load / store helpers).
+(`f16_round` / `bf16_round`); arrays hold their uint16 bits (`HALVES` names the load /
+store helpers).
 
 `SCALAR_EMITTERS[op_name](ctx, eqn, args) -> str` gets the operands' scalar
 expressions; `ctx.use(name)` imports a helper from `numba.lib.scalar_math`; complex math with

@@ -100,7 +100,7 @@ class Namer:
         return name
 
 
-def same_code_key(params: Sequence[str], body: "SourceWriter") -> str:
+def same_code_key(params: Sequence[str], body: SourceWriter) -> str:
     """What `def f(params): body` computes, as text: its parameters and local variables
     renamed in the order the syntax tree visits them, comments dropped. Two functions
     with the same key differ only in those names, so one serves both (called with the
