@@ -28,6 +28,7 @@ import tracer as tr
 from tests.ad_table_support import (CASES, Plan, check_first_order, check_second_order,
                                     first_order, graph_ops, plan, seed_of, trace,
                                     zero_derivative_reason)
+from tests.checks import random_array
 from tracer.errors import TracerError
 from tracer.ops import OPS
 from tracer.tree_util import tree_leaves, tree_map
@@ -108,10 +109,7 @@ def _random_like(rng: np.random.Generator, x: Any) -> np.ndarray:
     """Random values of x's shape and float dtype; zeros of any other dtype (what
     tracer takes as the tangent of an integer or a bool)."""
     x = np.asarray(x)
-    if x.dtype.kind not in "fc":
-        return np.zeros_like(x)
-    parts = rng.standard_normal((2, *x.shape))
-    return (parts[0] + 1j * parts[1] if x.dtype.kind == "c" else parts[0]).astype(x.dtype)
+    return random_array(rng, x.shape, x.dtype) if x.dtype.kind in "fc" else np.zeros_like(x)
 
 
 def _assert_zero_derivative(case: Any) -> None:
